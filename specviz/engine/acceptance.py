@@ -1,0 +1,89 @@
+"""Verification of a round's drafts: the speculative-sampling acceptance rule.
+
+Convention, used everywhere in specviz (as in transformers; gpt-fast swaps the names):
+    p = the target's (warped) distribution,  q = the draft's (warped) distribution.
+For drafts x_1..x_k with x_i ~ q_i, and target distributions p_1..p_{k+1} from one pass
+(Leviathan et al. 2023, Algorithm 1; Chen et al. 2023, Algorithm 2):
+    accept x_i with probability min(1, p_i(x_i) / q_i(x_i))   (draw u_i ~ U[0,1), accept if u_i < that)
+    at the first rejection i, output y ~ norm(max(0, p_i - q_i)) and stop the round;
+    if all k are accepted, output a bonus y ~ p_{k+1}.
+Each output token is then distributed exactly as the target would sample it.
+Greedy (temperature 0): accept x_i iff it is the argmax of the target's logits; the
+correction or bonus is the target's argmax. A prompt-lookup draft has one-hot q, for
+which the same rule accepts with probability p_i(x_i) and resamples from p_i without x_i.
+
+All of it runs on the models' device with no data-dependent branch; the host reads the
+result once per round (`Verdict.from_device`), the only device-to-host sync of a round.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .config import SpecConfig
+from .sampling import choose, warp
+
+TOP_RESIDUAL = 5  # entries of the residual distribution reported for the teaching view
+
+
+@dataclass
+class Verdict:
+    n_accepted: int                # drafts accepted, 0..k
+    next_token: int                # the correction (n < k) or the bonus (n == k)
+    next_prob: float               # its probability under the distribution it was drawn from
+    next_p: float                  # its target probability p_{n+1}
+    p: list[float]                 # p_i(x_i) for each draft
+    q: list[float]                 # q_i(x_i) for each draft
+    accept_prob: list[float]       # min(1, p/q), or 1/0 for an argmax match/mismatch
+    u: list[float] | None          # the uniform draws; None when greedy
+    top: list[tuple[int, float]]   # most likely entries of the distribution next_token came from
+
+
+def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Tensor,
+           cfg: SpecConfig, gen: torch.Generator) -> Verdict:
+    """drafts (k,), q_probs (k, V) and target_logits (k+1, V) -> the round's Verdict."""
+    k = drafts.numel()
+    rows = torch.arange(k, device=drafts.device)
+    p = warp(target_logits, cfg)                      # (k+1, V)
+    p_x = p[rows, drafts]                             # p_i(x_i)
+    q_x = q_probs[rows, drafts]                       # q_i(x_i)
+    if cfg.greedy:
+        ok = target_logits[:k].argmax(-1) == drafts   # argmax match
+        accept_prob = ok.float()
+        u = None
+        next_dist = p                                 # correction/bonus: argmax of p_{n+1}
+        candidates = choose(target_logits, p, cfg, gen)
+    else:
+        accept_prob = torch.clamp(p_x / q_x, max=1.0)     # min(1, p/q); q_x > 0 since x_i ~ q_i
+        u = torch.rand(k, generator=gen, device=drafts.device)
+        ok = u < accept_prob
+        # Residual for a rejection at i: norm(max(0, p_i - q_i)). It has mass whenever a
+        # rejection is possible (p_i(x_i) < q_i(x_i) implies some p_i(y) > q_i(y)).
+        residual = torch.clamp(p[:k] - q_probs, min=0.0)
+        mass = residual.sum(-1, keepdim=True)
+        residual = torch.where(mass > 0, residual / mass.clamp_min(1e-30), p[:k])
+        next_dist = torch.cat([residual, p[k:]])      # row i < k: residual; row k: p_{k+1} for the bonus
+        candidates = choose(target_logits, next_dist, cfg, gen)  # one draw per row, used: row n
+    # n = number of leading accepts (the first rejection ends the round).
+    n = torch.cumprod(ok.long(), dim=0).sum() if k else torch.zeros((), dtype=torch.long, device=drafts.device)
+    next_token = candidates[n]
+    row = next_dist[n]
+    top_probs, top_ids = torch.topk(row, min(TOP_RESIDUAL, row.numel()))
+    packed = torch.cat([
+        torch.stack([n.double(), next_token.double(), row[next_token].double(), p[n, next_token].double()]),
+        p_x.double(), q_x.double(), accept_prob.double(),
+        (u.double() if u is not None else p_x.new_zeros(0, dtype=torch.float64)),
+        top_ids.double(), top_probs.double(),
+    ])
+    return _unpack(packed.tolist(), k, greedy=u is None, n_top=top_ids.numel())
+
+
+def _unpack(values: list[float], k: int, greedy: bool, n_top: int) -> Verdict:
+    head, rest = values[:4], values[4:]
+    p_x, q_x, acc, rest = rest[:k], rest[k:2 * k], rest[2 * k:3 * k], rest[3 * k:]
+    u = None if greedy else rest[:k]
+    rest = rest if greedy else rest[k:]
+    top = [(int(i), pr) for i, pr in zip(rest[:n_top], rest[n_top:2 * n_top])]
+    return Verdict(n_accepted=int(head[0]), next_token=int(head[1]), next_prob=head[2], next_p=head[3],
+                   p=p_x, q=q_x, accept_prob=acc, u=u, top=top)

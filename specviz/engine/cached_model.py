@@ -1,0 +1,38 @@
+"""A causal LM together with its KV cache: feed new tokens, crop after a rejection.
+
+The cache holds the keys/values of the first `length` tokens of the committed sequence, so
+no prefix is ever recomputed. Rollback after a rejection is `crop(length)`, which drops
+the rejected drafts' entries (transformers 5: `DynamicCache.crop` takes minus the number
+of tokens to drop). Logits are cut to the pair's shared vocabulary (padding rows dropped).
+"""
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+
+
+class CachedModel:
+    def __init__(self, model, vocab_size: int):
+        self.model = model
+        self.vocab_size = vocab_size
+        self.cache = DynamicCache(config=model.config)
+        self.device = model.get_input_embeddings().weight.device
+        self.forwards = 0
+
+    @property
+    def length(self) -> int:
+        """Tokens of the sequence held in the cache."""
+        return self.cache.get_seq_length()
+
+    def feed(self, tokens: torch.Tensor, keep: int) -> torch.Tensor:
+        """Run tokens (m,) after the cached ones; return the last `keep` positions' logits (keep, V) fp32."""
+        out = self.model(input_ids=tokens.view(1, -1).to(self.device), past_key_values=self.cache,
+                         use_cache=True, logits_to_keep=keep)
+        self.forwards += 1
+        return out.logits[0, :, : self.vocab_size].float()
+
+    def crop(self, length: int) -> None:
+        """Keep only the first `length` tokens in the cache."""
+        drop = self.length - length
+        if drop > 0:
+            self.cache.crop(-drop)

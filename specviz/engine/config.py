@@ -1,0 +1,75 @@
+"""SpecConfig: every knob of one decoding run, validated in one place.
+
+The same config drives the speculative loop and the plain baseline, so a race compares
+like with like. Temperature 0 means greedy decoding (argmax, verification by argmax match).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+
+from ..errors import ConfigError
+
+DRAFTERS = ("model", "prompt_lookup")
+K_RANGE = (1, 32)
+MAX_NEW_TOKENS_RANGE = (1, 8192)
+
+
+@dataclass(frozen=True)
+class SpecConfig:
+    k: int = 4                    # tokens drafted per round (the starting value when adaptive_k)
+    temperature: float = 0.0      # 0 = greedy; otherwise logits are divided by it
+    top_k: int = 0                # keep the top_k most likely tokens; 0 = off
+    top_p: float = 1.0            # keep the smallest set with mass >= top_p; 1 = off
+    max_new_tokens: int = 128     # generated tokens at most (EOS included)
+    seed: int = 0                 # seeds the run's own random generator (sampling and acceptance draws)
+    drafter: str = "model"        # "model" (the draft LM) or "prompt_lookup" (n-gram match, no draft model)
+    adaptive_k: bool = False      # grow k after an all-accepted round, shrink it after a rejection
+    k_min: int = 1                # adaptive bounds
+    k_max: int = 12
+    lookup_ngram: int = 3         # prompt lookup: longest n-gram tried when matching the tail
+    stop_strings: tuple[str, ...] = field(default_factory=tuple)  # stop once the text contains one
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stop_strings", tuple(self.stop_strings))
+        _check_int("k", self.k, *K_RANGE)
+        _check_int("k_min", self.k_min, *K_RANGE)
+        _check_int("k_max", self.k_max, *K_RANGE)
+        if self.k_min > self.k_max:
+            raise ConfigError(f"k_min ({self.k_min}) must not exceed k_max ({self.k_max})")
+        _check_float("temperature", self.temperature, 0.0, 5.0)
+        _check_int("top_k", self.top_k, 0, 10_000_000)
+        _check_float("top_p", self.top_p, 0.0, 1.0)
+        if self.top_p <= 0:
+            raise ConfigError("top_p must be greater than 0 (1 turns it off)")
+        _check_int("max_new_tokens", self.max_new_tokens, *MAX_NEW_TOKENS_RANGE)
+        _check_int("seed", self.seed, 0, 2**63 - 1)
+        _check_int("lookup_ngram", self.lookup_ngram, 1, 16)
+        if self.drafter not in DRAFTERS:
+            raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}, not {self.drafter!r}")
+        if not isinstance(self.adaptive_k, bool):
+            raise ConfigError("adaptive_k must be true or false")
+        for s in self.stop_strings:
+            if not isinstance(s, str) or not s:
+                raise ConfigError("stop strings must be non-empty text")
+
+    def to_dict(self) -> dict:
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
+
+
+def _check_int(name: str, value, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name} must be a whole number, not {value!r}")
+    if not lo <= value <= hi:
+        raise ConfigError(f"{name} must be between {lo} and {hi}, not {value}")
+
+
+def _check_float(name: str, value, lo: float, hi: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{name} must be a number, not {value!r}")
+    if not lo <= value <= hi:
+        raise ConfigError(f"{name} must be between {lo} and {hi}, not {value}")

@@ -1,0 +1,41 @@
+"""Each lane's own clock: only the seconds its own compute took, device-synchronized.
+
+A lane is a generator; the clock runs only while the lane is working (between being
+resumed and yielding), so time spent in the other lane of a race, or by the consumer,
+is never counted. On CUDA the device is synchronized before the clock is read.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+class LaneClock:
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.total = 0.0
+        self._start: float | None = None
+
+    def start(self) -> None:
+        self._start = time.perf_counter()
+
+    def stop(self) -> float:
+        """Synchronize, stop the clock and return the lane's total seconds."""
+        synchronize(self.device)
+        if self._start is not None:
+            self.total += time.perf_counter() - self._start
+            self._start = None
+        return self.total
+
+    def read(self) -> float:
+        """Seconds so far (includes the running segment; call after a sync for exact device time)."""
+        running = time.perf_counter() - self._start if self._start is not None else 0.0
+        return self.total + running

@@ -1,0 +1,17 @@
+"""The one exception type specviz raises for problems a user can fix (bad input, bad model).
+
+Its message is a single readable line meant to be shown as is (CLI, page, API error);
+anything else that escapes is a bug.
+"""
+
+
+class SpecvizError(Exception):
+    """A problem the user can act on; str(err) is a one-line explanation."""
+
+
+class ConfigError(SpecvizError, ValueError):
+    """A setting is out of range or of the wrong type."""
+
+
+class LoadError(SpecvizError):
+    """A model or tokenizer could not be loaded, or the two models do not fit together."""

@@ -1,0 +1,142 @@
+"""load_pair: target (and draft) from a hub id or a local folder, ready for the engine.
+
+Everything goes through `AutoModelForCausalLM` / `AutoTokenizer.from_pretrained`, with
+`trust_remote_code` never enabled. Device "auto" picks CUDA, then MPS, then CPU; dtype
+"auto" is bfloat16 on CUDA and float32 elsewhere (the bundled fp16 weights are upcast).
+On CUDA the target loads with accelerate's device_map="auto", so a target larger than
+one GPU spreads over the GPUs it finds. Every failure becomes a one-line LoadError.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import torch
+
+from ..engine.pair import ModelPair
+from ..errors import LoadError
+
+BUNDLED_DIR = Path(__file__).resolve().parent.parent.parent / "assets" / "models"
+BUNDLED_TARGET, BUNDLED_DRAFT = str(BUNDLED_DIR / "target"), str(BUNDLED_DIR / "draft")
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def pick_device(device: str = "auto") -> torch.device:
+    if device != "auto":
+        return torch.device(device)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    if dtype == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if dtype not in DTYPES:
+        raise LoadError(f"dtype must be auto, {', '.join(DTYPES)}; not {dtype!r}")
+    return DTYPES[dtype]
+
+
+def is_local(name: str) -> bool:
+    return os.path.isabs(name) or name.startswith((".", "~")) or os.path.exists(name)
+
+
+def _check_name(name: str) -> None:
+    if is_local(name):
+        if not os.path.isdir(os.path.expanduser(name)):
+            raise LoadError(f"no model folder at {name!r}")
+    elif not HUB_ID.match(name):
+        raise LoadError(f"{name!r} is neither a local folder nor a Hugging Face Hub id (owner/name)")
+
+
+def load_tokenizer(name: str):
+    from transformers import AutoTokenizer
+    _check_name(name)
+    try:
+        return AutoTokenizer.from_pretrained(os.path.expanduser(name), trust_remote_code=False)
+    except Exception as err:  # noqa: BLE001 - every failure becomes one readable line
+        raise LoadError(_explain(name, "tokenizer", err)) from err
+
+
+def load_model(name: str, device: torch.device, dtype: torch.dtype, spread: bool = False):
+    from transformers import AutoModelForCausalLM
+    _check_name(name)
+    kwargs = {"dtype": dtype, "trust_remote_code": False}
+    if spread:
+        kwargs["device_map"] = "auto"
+    try:
+        model = AutoModelForCausalLM.from_pretrained(os.path.expanduser(name), **kwargs)
+    except torch.OutOfMemoryError as err:
+        raise LoadError(f"out of memory while loading {name!r} on {device}: pick a smaller model") from err
+    except Exception as err:  # noqa: BLE001
+        raise LoadError(_explain(name, "model", err)) from err
+    if not spread:
+        try:
+            model = model.to(device)
+        except torch.OutOfMemoryError as err:
+            raise LoadError(f"out of memory while moving {name!r} to {device}: pick a smaller model") from err
+    return model.eval()
+
+
+def _explain(name: str, what: str, err: Exception) -> str:
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    if "Unrecognized configuration class" in str(err) or "does not appear to have" in str(err) and what == "model":
+        return f"{name!r} is not a causal language model that transformers can load ({text[:160]})"
+    if not is_local(name) and ("offline" in str(err).lower() or "connect" in str(err).lower()
+                               or "couldn't" in str(err).lower() or isinstance(err, OSError)):
+        return (f"could not load the {what} {name!r}: it is not a local folder and the Hugging Face Hub "
+                f"could not be reached (offline?) or has no such repository")
+    return f"could not load the {what} {name!r}: {text[:200]}"
+
+
+def _vocab_fingerprint(tokenizer) -> tuple:
+    vocab = tokenizer.get_vocab()
+    return len(vocab), hash(frozenset(vocab.items()))
+
+
+def load_pair(target: str | None = None, draft: str | None = None, device: str = "auto",
+              dtype: str = "auto") -> ModelPair:
+    """Load target and draft (hub ids or folders). target=None: the bundled pair (and its draft)."""
+    if target is None:
+        if not Path(BUNDLED_TARGET, "config.json").exists():
+            raise LoadError("the bundled models are missing from assets/models: run `python -m specviz train-models`")
+        target, draft = BUNDLED_TARGET, draft or BUNDLED_DRAFT
+    dev = pick_device(device)
+    dt = pick_dtype(dtype, dev)
+    tokenizer = load_tokenizer(target)
+    target_model = load_model(target, dev, dt, spread=dev.type == "cuda")
+    draft_model = None
+    vocab = target_model.get_output_embeddings().weight.shape[0]
+    if draft is not None:
+        draft_tok = load_tokenizer(draft)
+        if _vocab_fingerprint(draft_tok) != _vocab_fingerprint(tokenizer):
+            raise LoadError(f"the tokenizers of {target!r} and {draft!r} differ: a draft must share its target's tokenizer")
+        draft_model = load_model(draft, dev, dt)
+        # Vocabularies that differ only by padding rows (Qwen2.5 0.5B vs 7B) work on the shared part.
+        vocab = min(vocab, draft_model.get_output_embeddings().weight.shape[0])
+        if vocab < len(tokenizer):
+            raise LoadError(f"{draft!r} has fewer output rows ({vocab}) than the tokenizer has tokens ({len(tokenizer)})")
+    return make_pair(target_model, draft_model, tokenizer, vocab, target, draft)
+
+
+def make_pair(target_model, draft_model, tokenizer, vocab_size: int, target_name: str = "target",
+              draft_name: str | None = "draft") -> ModelPair:
+    """A ModelPair from already-loaded models (also used by tests)."""
+    eos = target_model.generation_config.eos_token_id if target_model.generation_config else None
+    eos = eos if eos is not None else tokenizer.eos_token_id
+    eos_ids = frozenset([eos] if isinstance(eos, int) else (eos or []))
+    limits = [m.config.max_position_embeddings for m in (target_model, draft_model)
+              if m is not None and getattr(m.config, "max_position_embeddings", None)]
+    return ModelPair(target=target_model, draft=draft_model, tokenizer=tokenizer, vocab_size=vocab_size,
+                     device=target_model.get_input_embeddings().weight.device,
+                     max_positions=min(limits) if limits else 2048, eos_token_ids=eos_ids,
+                     target_name=_short(target_name), draft_name=_short(draft_name) if draft_name else "none")
+
+
+def _short(name: str) -> str:
+    """A display name that shows no server path (the folder's last two parts)."""
+    return "/".join(Path(name).parts[-2:]) if is_local(name) else name

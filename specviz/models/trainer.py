@@ -1,0 +1,147 @@
+"""Time-budgeted, resumable training loops for the bundled pair.
+
+`train_lm` trains a causal LM on a flat token stream, either on the next token
+(cross-entropy) or, given a teacher, by distillation: it minimises KL(p_teacher || q_student)
+over every position, so the student learns the teacher's whole next-token distribution
+(a draft that imitates its target is accepted more often; Leviathan et al. 2023, sec. 3).
+The learning rate follows linear warm-up then cosine decay over the *time* budget, so a
+run can be stopped and resumed from its checkpoint and still ends on the planned schedule.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class TrainSettings:
+    budget_s: float          # wall-clock seconds of training (summed over resumed runs)
+    batch_size: int = 16     # windows per step
+    seq_len: int = 256       # tokens per window
+    lr: float = 2e-3         # peak learning rate
+    min_lr_ratio: float = 0.05  # final lr = lr * min_lr_ratio
+    warmup_steps: int = 100
+    weight_decay: float = 0.1
+    eval_every_s: float = 120.0
+    checkpoint_every_s: float = 60.0
+    seed: int = 0
+
+
+def sample_windows(data: torch.Tensor, batch: int, seq_len: int, gen: torch.Generator) -> torch.Tensor:
+    """batch random windows of seq_len + 1 tokens from the 1-D stream data: (batch, seq_len+1)."""
+    starts = torch.randint(0, data.numel() - seq_len - 1, (batch,), generator=gen)
+    return torch.stack([data[s : s + seq_len + 1] for s in starts.tolist()])
+
+
+def fixed_eval_windows(data: torch.Tensor, count: int, seq_len: int) -> torch.Tensor:
+    """count evenly spaced windows (same every call), (count, seq_len+1)."""
+    stride = max(1, (data.numel() - seq_len - 1) // count)
+    return torch.stack([data[i * stride : i * stride + seq_len + 1] for i in range(count)])
+
+
+def step_loss(model, windows: torch.Tensor, teacher=None) -> torch.Tensor:
+    """Mean next-token cross-entropy, or mean KL(teacher || model) when a teacher is given."""
+    inputs, targets = windows[:, :-1], windows[:, 1:]
+    logits = model(input_ids=inputs).logits.float()          # (B, T, V)
+    if teacher is None:
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
+    with torch.no_grad():
+        teacher_logp = F.log_softmax(teacher(input_ids=inputs).logits.float(), dim=-1)
+    student_logp = F.log_softmax(logits, dim=-1)
+    # KL(p || q) = sum_v p(v) (log p(v) - log q(v)), averaged over positions.
+    kl = (teacher_logp.exp() * (teacher_logp - student_logp)).sum(-1)
+    return kl.mean()
+
+
+@torch.no_grad()
+def evaluate(model, windows: torch.Tensor, teacher=None, chunk: int = 8) -> dict:
+    """Held-out cross-entropy (nats/token); with a teacher also greedy agreement with it."""
+    model.eval()
+    total, agree, count = 0.0, 0, 0
+    for i in range(0, windows.size(0), chunk):
+        w = windows[i : i + chunk]
+        logits = model(input_ids=w[:, :-1]).logits.float()
+        total += F.cross_entropy(logits.reshape(-1, logits.size(-1)), w[:, 1:].reshape(-1), reduction="sum").item()
+        if teacher is not None:
+            t_logits = teacher(input_ids=w[:, :-1]).logits
+            agree += (t_logits.argmax(-1) == logits.argmax(-1)).sum().item()
+        count += w[:, 1:].numel()
+    model.train()
+    out = {"heldout_loss": total / count}
+    if teacher is not None:
+        out["greedy_agreement"] = agree / count
+    return out
+
+
+def lr_at(settings: TrainSettings, step: int, elapsed_s: float) -> float:
+    """Linear warm-up over warmup_steps, then cosine decay over the time budget."""
+    if step < settings.warmup_steps:
+        return settings.lr * (step + 1) / settings.warmup_steps
+    frac = min(1.0, elapsed_s / settings.budget_s)
+    floor = settings.lr * settings.min_lr_ratio
+    return floor + 0.5 * (settings.lr - floor) * (1 + math.cos(math.pi * frac))
+
+
+def train_lm(model, train_data, eval_data, settings: TrainSettings, checkpoint: str,
+             teacher=None, log: Callable[[str], None] = print, device: str = "cpu") -> dict:
+    """Train model in place until the time budget is spent; resume from checkpoint if present."""
+    opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, betas=(0.9, 0.95),
+                            weight_decay=settings.weight_decay)
+    gen = torch.Generator().manual_seed(settings.seed)
+    step, elapsed, history = 0, 0.0, []
+    if os.path.exists(checkpoint):
+        state = torch.load(checkpoint, map_location=device, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        gen.set_state(state["generator"])
+        step, elapsed, history = state["step"], state["elapsed_s"], state["history"]
+        log(f"resumed from {checkpoint}: step {step}, {elapsed / 60:.1f} min done")
+
+    def save():
+        tmp = checkpoint + ".tmp"
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "generator": gen.get_state(),
+                    "step": step, "elapsed_s": elapsed, "history": history}, tmp)
+        os.replace(tmp, checkpoint)   # atomic: an interrupted save never corrupts the checkpoint
+
+    eval_windows = fixed_eval_windows(eval_data, 32, settings.seq_len).to(device)
+    model.train()
+    last_eval = last_ckpt = last_log = time.monotonic()
+    tokens_since_log, loss_sum, loss_n = 0, 0.0, 0
+    while elapsed < settings.budget_s:
+        t0 = time.monotonic()
+        for group in opt.param_groups:
+            group["lr"] = lr_at(settings, step, elapsed)
+        windows = sample_windows(train_data, settings.batch_size, settings.seq_len, gen).to(device)
+        loss = step_loss(model, windows, teacher)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        loss_sum, loss_n = loss_sum + loss.item(), loss_n + 1
+        step += 1
+        tokens_since_log += windows[:, 1:].numel()
+        now = time.monotonic()
+        elapsed += now - t0
+        if now - last_log >= 20 or elapsed >= settings.budget_s:
+            rate = tokens_since_log / (now - last_log)
+            log(f"step {step:6d}  loss {loss_sum / loss_n:.3f}  {rate:,.0f} tok/s  "
+                f"lr {lr_at(settings, step, elapsed):.2e}  {elapsed / 60:5.1f}/{settings.budget_s / 60:.1f} min "
+                f"({max(0.0, settings.budget_s - elapsed) / 60:.1f} min left)")
+            last_log, tokens_since_log, loss_sum, loss_n = now, 0, 0.0, 0
+        if now - last_eval >= settings.eval_every_s or elapsed >= settings.budget_s:
+            metrics = evaluate(model, eval_windows, teacher)
+            history.append({"step": step, "elapsed_s": round(elapsed, 1), **metrics})
+            log("eval  " + "  ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+            last_eval = time.monotonic()
+        if now - last_ckpt >= settings.checkpoint_every_s:
+            save()
+            last_ckpt = time.monotonic()
+    save()
+    model.eval()
+    return {"steps": step, "elapsed_s": elapsed, "history": history}

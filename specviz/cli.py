@@ -1,19 +1,34 @@
-"""Command line: `python -m specviz run|bench|train-models ...`. Subcommands live in cli_*.py."""
+"""Command line: `python -m specviz run|train-models ...`. Subcommands live in cli_*.py.
+
+User errors (bad settings, missing models) print one line and exit with status 2;
+argparse's own errors do the same; Ctrl-C exits with 130, never a traceback.
+"""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from . import cli_train
+from . import cli_run, cli_train
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m specviz", description="Speculative decoding, visualized.")
     sub = parser.add_subparsers(dest="command", required=True)
+    cli_run.add_parser(sub)
     cli_train.add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    from .errors import SpecvizError
+    try:
+        return args.func(args)
+    except SpecvizError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

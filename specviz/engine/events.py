@@ -125,7 +125,7 @@ class RoundEnd:
 @dataclass(frozen=True)
 class Done:
     """Emitted last, once: the full output, why it stopped and the run's summary."""
-    text: str
+    text: str                      # the streamed pieces joined (a character left unfinished at the very end is dropped)
     token_ids: list[int]
     stop_reason: Literal["max_tokens", "eos", "stop_string", "cancelled", "length_limit"]
     stats: dict

@@ -1,0 +1,89 @@
+"""`python -m specviz run`: decode one prompt and print the tokens colored by what happened.
+
+With --json it prints one event per line (the last line is `done`; with --baseline the
+last two lines are the two lanes' `done`). With --baseline the plain target decoding runs
+interleaved with the speculative one (the engine's race) and the measured speedup is shown.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("run", help="speculative decoding of one prompt, printed live")
+    p.add_argument("--prompt", required=True, help="text to continue")
+    add_model_args(p)
+    add_sampling_args(p)
+    p.add_argument("--baseline", action="store_true", help="race plain target decoding alongside and report the speedup")
+    p.add_argument("--json", action="store_true", help="print one JSON event per line")
+    p.add_argument("--no-color", action="store_true", help="plain text without ANSI colors")
+    p.set_defaults(func=run)
+
+
+def add_model_args(p) -> None:
+    p.add_argument("--target", default=None, help="hub id or folder (default: the bundled target)")
+    p.add_argument("--draft", default=None, help="hub id or folder (default: the bundled draft)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
+
+
+def add_sampling_args(p) -> None:
+    p.add_argument("--k", type=int, default=4, help="tokens drafted per round")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=0, help="0 = off")
+    p.add_argument("--top-p", type=float, default=1.0, help="1 = off")
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--drafter", choices=["model", "prompt_lookup"], default="model")
+    p.add_argument("--adaptive-k", action="store_true", help="grow k after full acceptance, shrink after a rejection")
+    p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+
+
+def config_from(args):
+    from .engine.config import SpecConfig
+    return SpecConfig(k=args.k, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                      max_new_tokens=args.max_new_tokens, seed=args.seed, drafter=args.drafter,
+                      adaptive_k=args.adaptive_k, stop_strings=tuple(args.stop))
+
+
+def pair_from(args):
+    from .models.loading import load_pair
+    if args.target is None and args.draft is not None:
+        from .errors import LoadError
+        raise LoadError("--draft needs --target too")
+    draft = args.draft
+    if args.target is not None and draft is None and args.drafter == "model":
+        from .errors import LoadError
+        raise LoadError("--target was given without --draft: add --draft or use --drafter prompt_lookup")
+    return load_pair(args.target, draft, device=args.device, dtype=args.dtype)
+
+
+def run(args) -> int:
+    from .engine import decode_baseline, race, speculate, to_dict
+    from .view import terminal
+
+    config = config_from(args)        # validate settings before the (slow) model load
+    pair = pair_from(args)
+    events = race(pair, args.prompt, config) if args.baseline else speculate(pair, args.prompt, config)
+    color = not args.no_color and not args.json
+    done = {}
+    for event in events:
+        if args.json:
+            print(json.dumps(to_dict(event), ensure_ascii=False), flush=True)
+        elif event.lane == "spec":
+            sys.stdout.write(terminal.render(event, color))
+            sys.stdout.flush()
+        if event.kind == "done":
+            done[event.lane] = event
+    if not args.json:
+        print("\n")
+        if color:
+            print(terminal.legend())
+        print(terminal.summary_line(done["spec"].stats, "speculative"))
+        if "base" in done:
+            print(terminal.summary_line(done["base"].stats, "plain target"))
+            spec_s, base_s = done["spec"].stats["elapsed_s"], done["base"].stats["elapsed_s"]
+            same = "same text" if done["spec"].text == done["base"].text else "texts differ (sampling)"
+            print(f"measured speedup: {base_s / spec_s:.2f}x ({same})")
+    return 0

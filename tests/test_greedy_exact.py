@@ -1,0 +1,60 @@
+"""Greedy speculative output is token-identical to greedy target decoding (fp32)."""
+import pytest
+import torch
+
+from specviz import SpecConfig, decode_baseline, speculate
+
+from .conftest import PROMPTS
+
+N = 40
+
+
+def reference(pair, prompt: str) -> list[int]:
+    ids = pair.tokenizer(prompt)["input_ids"]
+    out = pair.target.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=N)
+    return out[0, len(ids):].tolist()
+
+
+def last(events):
+    events = list(events)
+    assert events[-1].kind == "done"
+    return events[-1]
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+@pytest.mark.parametrize("drafter", ["model", "prompt_lookup"])
+@pytest.mark.parametrize("k", range(1, 9))
+def test_matches_generate(pair, k, drafter, adaptive):
+    for prompt in PROMPTS:
+        done = last(speculate(pair, prompt, SpecConfig(k=k, max_new_tokens=N, drafter=drafter, adaptive_k=adaptive)))
+        assert done.token_ids == reference(pair, prompt)
+
+
+def test_baseline_matches_generate(pair):
+    for prompt in PROMPTS:
+        assert last(decode_baseline(pair, prompt, SpecConfig(max_new_tokens=N))).token_ids == reference(pair, prompt)
+
+
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_random_draft_still_exact(pair_random, k):
+    """A draft unrelated to the target is rejected almost always; the output is unchanged."""
+    for prompt in PROMPTS:
+        done = last(speculate(pair_random, prompt, SpecConfig(k=k, max_new_tokens=N)))
+        assert done.token_ids == reference(pair_random, prompt)
+        assert done.stats["acceptance_rate"] < 0.5
+
+
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_target_as_its_own_draft_accepts_everything(pair_self, k):
+    for prompt in PROMPTS:
+        done = last(speculate(pair_self, prompt, SpecConfig(k=k, max_new_tokens=N)))
+        assert done.token_ids == reference(pair_self, prompt)
+        assert done.stats["acceptance_rate"] == 1.0
+        # Every full round emits k + 1 tokens; only the last may be cut by max_new_tokens.
+        assert done.stats["rounds"] == -(-N // (k + 1))
+
+
+def test_partial_draft_has_both_outcomes(pair):
+    """The fixture pair exercises both branches of verification."""
+    kinds = {e.kind for p in PROMPTS for e in speculate(pair, p, SpecConfig(k=4, max_new_tokens=N))}
+    assert {"accepted", "rejected", "resampled", "bonus"} <= kinds

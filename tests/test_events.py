@@ -53,6 +53,8 @@ def test_round_and_total_invariants(pair, cfg):
         assert s["rounds"] == len(rounds_of(events)) and s["tokens"] == tokens == len(done.token_ids)
         assert s["drafted"] == drafted and s["accepted"] == accepted
         assert s["target_forwards"] == s["rounds"]
+        n_rej = sum(e.kind == "rejected" for e in events)
+        assert s["acceptance_rate"] == (accepted / (accepted + n_rej) if accepted + n_rej else None)
         pieces = "".join(e.piece for e in events if e.kind in ("accepted", "resampled", "bonus"))
         assert pieces == done.text
         full = pair.tokenizer.decode(done.token_ids, skip_special_tokens=True)

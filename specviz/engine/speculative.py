@@ -118,7 +118,7 @@ def _round(pair, out: Output, target: CachedModel, drafter, cfg: SpecConfig, gen
     if cfg.adaptive_k and m == k_round > 0:
         k = min(k + 1, cfg.k_max) if v.n_accepted == m else max(k - 1, cfg.k_min)
     emitted = len(out.ids) - before
-    totals.add_round(drafted=m, accepted=accepted, emitted=emitted)
+    totals.add_round(drafted=m, accepted=accepted, emitted=emitted, rejected=rejected)
     events.append(RoundEnd(r, m, accepted, emitted, drafted_at - start, clock.read() - drafted_at,
                            totals.tokens, totals.drafted, totals.accepted, out.text, k, lane, clock.read()))
     return events, k

@@ -9,14 +9,16 @@ class Totals:
     rounds: int = 0
     drafted: int = 0
     accepted: int = 0
+    rejected: int = 0       # drafts verified and rejected (at most one a round)
     tokens: int = 0
     target_forwards: int = 0
     draft_forwards: int = 0
 
-    def add_round(self, drafted: int, accepted: int, emitted: int) -> None:
+    def add_round(self, drafted: int, accepted: int, emitted: int, rejected: int = 0) -> None:
         self.rounds += 1
         self.drafted += drafted
         self.accepted += accepted
+        self.rejected += rejected
         self.tokens += emitted
 
     def summary(self, elapsed_s: float) -> dict:
@@ -24,7 +26,9 @@ class Totals:
             "rounds": self.rounds,
             "drafted": self.drafted,
             "accepted": self.accepted,
-            "acceptance_rate": self.accepted / self.drafted if self.drafted else None,
+            # The theory's a: accepted / verified drafts (drafts after a rejection are never verified).
+            "acceptance_rate": self.accepted / verified if (verified := self.accepted + self.rejected) else None,
+            "accepted_per_drafted": self.accepted / self.drafted if self.drafted else None,
             "mean_tokens_per_round": self.tokens / self.rounds if self.rounds else None,
             "tokens": self.tokens,
             "target_forwards": self.target_forwards,

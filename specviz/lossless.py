@@ -1,0 +1,96 @@
+"""The lossless check: sample the next token many times *through speculative decoding* and
+compare the histogram with the target's exact next-token probabilities.
+
+Each sample is a fresh seeded speculative run whose first round drafts one token, so the
+first output token is either that accepted draft or the target's correction: exactly the
+step the acceptance rule must get right. Also reported: the draft's own distribution q (to
+show the output follows p although the proposals follow q), the total-variation distance
+to p, the distance sampling noise alone would give, and a chi-square p-value.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Iterator
+
+import torch
+
+from .engine import SpecConfig, speculate
+from .engine.output import encode_prompt
+from .engine.pair import ModelPair
+from .engine.sampling import warp
+
+
+def chi_square_pvalue(observed: list[int], expected_probs: list[float], min_expected: float = 5.0) -> float:
+    """Goodness of fit without SciPy: chi2 survival = regularized upper gamma Q(df/2, x/2).
+    Cells expected fewer than min_expected times are pooled into one."""
+    n = sum(observed)
+    cells, pooled_obs, pooled_exp = [], 0, 0.0
+    for o, p in zip(observed, expected_probs):
+        if n * p >= min_expected:
+            cells.append((o, n * p))
+        else:
+            pooled_obs, pooled_exp = pooled_obs + o, pooled_exp + n * p
+    if pooled_exp > 0:
+        cells.append((pooled_obs, pooled_exp))
+    if len(cells) < 2:
+        return 1.0
+    stat = sum((o - e) ** 2 / e for o, e in cells)
+    return float(torch.special.gammaincc(torch.tensor((len(cells) - 1) / 2, dtype=torch.float64),
+                                         torch.tensor(stat / 2, dtype=torch.float64)))
+
+
+@dataclass
+class LosslessResult:
+    counts: Counter            # first-token id -> times it came out of speculative decoding
+    p: torch.Tensor            # the target's next-token probabilities (V,)
+    q: torch.Tensor | None     # the draft's (V,), when the drafter is the draft model
+    temperature: float
+
+    @property
+    def samples(self) -> int:
+        return sum(self.counts.values())
+
+    def tv_to_target(self) -> float:
+        """Total variation between the observed frequencies and p."""
+        n = self.samples
+        freq = torch.zeros_like(self.p)
+        for tok, c in self.counts.items():
+            freq[tok] = c / n
+        return 0.5 * float((freq - self.p).abs().sum())
+
+    def tv_noise(self) -> float:
+        """About the distance sampling noise alone gives with this many samples: E|f - p| ~ sqrt(2p(1-p)/(pi n))."""
+        n = max(1, self.samples)
+        return 0.5 * float(torch.sqrt(2 * self.p * (1 - self.p) / (math.pi * n)).sum())
+
+    def tv_draft(self) -> float | None:
+        return None if self.q is None else 0.5 * float((self.q - self.p).abs().sum())
+
+    def p_value(self) -> float:
+        ids = range(self.p.numel())
+        return chi_square_pvalue([self.counts.get(i, 0) for i in ids], self.p.tolist())
+
+
+@torch.inference_mode()
+def _next_token_probs(model, ids: list[int], vocab: int, cfg: SpecConfig, device) -> torch.Tensor:
+    logits = model(input_ids=torch.tensor([ids], device=device), logits_to_keep=1).logits[0, -1, :vocab]
+    return warp(logits, cfg).cpu()
+
+
+def lossless_check(pair: ModelPair, prompt, cfg: SpecConfig, samples: int, report_every: int = 25) -> Iterator[LosslessResult]:
+    """Yield the growing result every report_every samples, and once at the end."""
+    if cfg.greedy:   # greedy output is one token; sampling is where the check means something
+        cfg = replace(cfg, temperature=1.0)
+    ids = encode_prompt(pair, prompt)
+    one_round = replace(cfg, k=1, max_new_tokens=2, adaptive_k=False, stop_strings=())
+    p = _next_token_probs(pair.target, ids, pair.vocab_size, cfg, pair.device)
+    q = (_next_token_probs(pair.draft, ids, pair.vocab_size, cfg, pair.device)
+         if cfg.drafter == "model" and pair.draft is not None else None)
+    result = LosslessResult(Counter(), p, q, cfg.temperature)
+    for i in range(samples):
+        done = list(speculate(pair, ids, replace(one_round, seed=cfg.seed * 1_000_003 + i)))[-1]
+        result.counts[done.token_ids[0]] += 1
+        if (i + 1) % report_every == 0 or i + 1 == samples:
+            yield result

@@ -1,0 +1,29 @@
+"""Closed-form expectations of speculative decoding (Leviathan et al. 2023, sec. 3.3-3.4).
+
+With acceptance rate a (each draft accepted independently with probability a), k drafts
+per round and cost ratio c = (time of one draft step) / (time of one target step):
+    expected tokens per round   E = (1 - a^(k+1)) / (1 - a)
+    expected speedup            S = E / (k c + 1)
+    accepted drafts per round   P(i) = a^i (1 - a) for i < k, and a^k for i = k.
+"""
+from __future__ import annotations
+
+
+def expected_tokens_per_round(a: float, k: int) -> float:
+    if a >= 1.0:
+        return k + 1.0
+    return (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def expected_speedup(a: float, k: int, c: float) -> float:
+    return expected_tokens_per_round(a, k) / (k * c + 1.0)
+
+
+def accepted_pmf(a: float, k: int) -> list[float]:
+    """P(i drafts accepted in a round), i = 0..k."""
+    return [a ** i * (1.0 - a) for i in range(k)] + [a ** k]
+
+
+def best_k(a: float, c: float, k_max: int = 16) -> int:
+    """The k in 1..k_max with the highest expected speedup."""
+    return max(range(1, k_max + 1), key=lambda k: expected_speedup(a, k, c))

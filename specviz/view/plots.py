@@ -1,0 +1,107 @@
+"""RunStats -> lean plotly figures (few traces, no animation), for the race view.
+
+Figures are rebuilt from the fold in specviz.stats; nothing here touches the engine.
+"""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from .. import theory
+from ..stats import RunStats
+
+SPEC, BASE, THEORY = "#1b7f5b", "#5b6b7f", "#d9822b"
+LAYOUT = dict(margin=dict(l=44, r=12, t=36, b=36), height=250, template="plotly_white",
+              legend=dict(orientation="h", y=-0.25, x=0), font=dict(size=12))
+
+
+def _fig(title: str, x: str, y: str) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(title=dict(text=title, x=0.02, font=dict(size=14)), xaxis_title=x, yaxis_title=y, **LAYOUT)
+    return fig
+
+
+def acceptance_per_round(stats: RunStats) -> go.Figure:
+    fig = _fig("Acceptance per round", "round", "accepted / drafted")
+    pts = stats.per_round_acceptance()
+    if pts:
+        rounds, rates = zip(*pts)
+        running, total = [], 0.0
+        for i, r in enumerate(rates, 1):
+            total += r
+            running.append(total / i)
+        fig.add_bar(x=rounds, y=rates, name="this round", marker_color=SPEC, opacity=0.55)
+        fig.add_scatter(x=rounds, y=running, name="running mean", mode="lines", line=dict(color=THEORY, width=3))
+    fig.update_yaxes(range=[0, 1.05])
+    return fig
+
+
+def race_chart(stats: RunStats) -> go.Figure:
+    fig = _fig("The race: tokens vs. each lane's own clock", "seconds", "tokens")
+    for lane, name, color in (("spec", "speculative", SPEC), ("base", "plain target", BASE)):
+        fig.add_scatter(x=stats.times[lane], y=stats.tokens[lane], name=name, mode="lines",
+                        line=dict(color=color, width=3, shape="hv"))
+    return fig
+
+
+def tokens_per_round_hist(stats: RunStats) -> go.Figure:
+    fig = _fig("Accepted drafts per round", "accepted drafts", "share of rounds")
+    full = [r for r in stats.rounds if r.drafted == stats.k]
+    if full:
+        counts = [0] * (stats.k + 1)
+        for r in full:
+            counts[r.accepted] += 1
+        xs = list(range(stats.k + 1))
+        fig.add_bar(x=xs, y=[c / len(full) for c in counts], name="measured", marker_color=SPEC)
+        a = stats.acceptance_rate
+        if a is not None:
+            fig.add_scatter(x=xs, y=theory.accepted_pmf(a, stats.k), name=f"theory, a = {a:.2f}",
+                            mode="lines+markers", line=dict(color=THEORY, width=3))
+    return fig
+
+
+def acceptance_by_position(stats: RunStats) -> go.Figure:
+    fig = _fig("Acceptance by draft position", "position in round", "accepted / verified")
+    positions = sorted(stats.position_trials)
+    if positions:
+        fig.add_bar(x=[p + 1 for p in positions],
+                    y=[stats.position_accepts[p] / stats.position_trials[p] for p in positions],
+                    marker_color=SPEC, name="measured",
+                    customdata=[stats.position_trials[p] for p in positions],
+                    hovertemplate="position %{x}: %{y:.2f} of %{customdata} verified<extra></extra>")
+    fig.update_yaxes(range=[0, 1.05])
+    return fig
+
+
+def all_figures(stats: RunStats) -> tuple[go.Figure, go.Figure, go.Figure, go.Figure]:
+    return acceptance_per_round(stats), race_chart(stats), tokens_per_round_hist(stats), acceptance_by_position(stats)
+
+
+def what_if(a: float, c: float, k_max: int = 12) -> go.Figure:
+    """Expected tokens per round and speedup against k, the best k marked (Explain tab)."""
+    ks = list(range(1, k_max + 1))
+    fig = _fig(f"What if: a = {a:.2f}, c = {c:.2f}", "k (drafts per round)", "")
+    fig.add_scatter(x=ks, y=[theory.expected_tokens_per_round(a, k) for k in ks], name="tokens per round",
+                    mode="lines+markers", line=dict(color=BASE))
+    speed = [theory.expected_speedup(a, k, c) for k in ks]
+    fig.add_scatter(x=ks, y=speed, name="speedup", mode="lines+markers", line=dict(color=SPEC, width=3))
+    best = theory.best_k(a, c, k_max)
+    fig.add_scatter(x=[best], y=[speed[best - 1]], name=f"best k = {best}", mode="markers",
+                    marker=dict(color=THEORY, size=14, symbol="star"))
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#999")
+    fig.update_layout(height=320)
+    return fig
+
+
+def lossless_bars(result, tokenizer, top: int = 12) -> go.Figure:
+    """Top tokens by target probability: exact p, the draft's q, and what speculation produced."""
+    n = max(1, result.samples)
+    ids = sorted(range(result.p.numel()), key=lambda i: -float(result.p[i]))[:top]
+    labels = [repr(tokenizer.decode([i]))[1:-1][:14] or f"#{i}" for i in ids]
+    fig = _fig(f"Next token: {result.samples} speculative samples vs. the target", "token", "probability")
+    fig.add_bar(x=labels, y=[float(result.p[i]) for i in ids], name="target p (exact)", marker_color=BASE)
+    if result.q is not None:
+        fig.add_bar(x=labels, y=[float(result.q[i]) for i in ids], name="draft q (exact)", marker_color="#c9b8e8")
+    fig.add_bar(x=labels, y=[result.counts.get(i, 0) / n for i in ids], name="speculative output (observed)",
+                marker_color=SPEC)
+    fig.update_layout(barmode="group", height=320)
+    return fig

@@ -1,0 +1,132 @@
+"""build_demo(): the Gradio Blocks of the specviz app (layout first, then listeners).
+
+The page: a control column (prompt, pair, drafter and sampling settings, Run/Stop) beside
+tabs: the race (two streaming panes, stats strip, four plots, trace download), step mode,
+the lossless check and an explanation with a what-if calculator. Handlers live in
+handlers.py and teaching.py and receive plain values; the shared AppState holds only
+read-only models and presets. build_demo() does not launch: app.py does.
+"""
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import gradio as gr
+
+from ..engine.config import K_RANGE
+from .app_state import AppState
+from .handlers import run_race, stop_run
+from .render import LEGEND
+from .teaching import reset_steps, run_lossless, step_round, what_if_plot
+
+ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
+EXPLAIN = (Path(__file__).resolve().parent / "explain.md").read_text(encoding="utf-8")
+INTRO = ("<h1>specviz</h1><p>A small draft model guesses tokens; the big target model checks them all in one pass. "
+         "Watch every guess get accepted, rejected or corrected, racing plain decoding on the same machine.</p>")
+
+
+def launch_options() -> dict:
+    """Theme and stylesheet (Gradio 6 takes them in launch())."""
+    return {"theme": gr.themes.Soft(primary_hue="emerald", neutral_hue="slate"),
+            "css_paths": [str(ASSETS / "style.css")]}
+
+
+def build_demo(app: AppState | None = None) -> gr.Blocks:
+    app = app or AppState()
+    first = next(iter(app.presets.values()))
+    with gr.Blocks(title="specviz: speculative decoding, visualized") as demo:
+        gr.HTML(INTRO, elem_id="title")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=1, min_width=280):
+                prompt = gr.Textbox(label="Prompt", value=first.examples[0] if first.examples else "",
+                                    lines=5, max_lines=14, elem_id="prompt")
+                examples = gr.Examples([[e] for e in first.examples], inputs=[prompt], label="Examples")
+                preset = gr.Dropdown([(p.label, p.key) for p in app.presets.values()], value=first.key,
+                                     label="Model pair", elem_id="preset")
+                drafter = gr.Radio([("draft model", "model"), ("prompt lookup", "prompt_lookup")], value="model",
+                                   label="Drafter", elem_id="drafter")
+                with gr.Row():
+                    k = gr.Slider(K_RANGE[0], 12, value=first.k, step=1, label="k (drafts per round)", elem_id="k")
+                    adaptive = gr.Checkbox(False, label="adaptive k", elem_id="adaptive")
+                temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
+                with gr.Row():
+                    top_k = gr.Slider(0, 200, value=0, step=1, label="top-k (0 = off)", elem_id="top-k")
+                    top_p = gr.Slider(0.05, 1, value=1, step=0.01, label="top-p", elem_id="top-p")
+                with gr.Row():
+                    max_new = gr.Slider(8, app.max_new_tokens, value=min(128, app.max_new_tokens), step=8,
+                                        label="max new tokens", elem_id="max-new")
+                    seed = gr.Number(0, precision=0, label="seed", elem_id="seed", minimum=0)
+                with gr.Row():
+                    run = gr.Button("Run the race", variant="primary", elem_id="run")
+                    stop = gr.Button("Stop", variant="stop", elem_id="stop")
+            with gr.Column(scale=3):
+                status = gr.HTML(elem_id="status")
+                with gr.Tabs():
+                    with gr.Tab("Race", id="race"):
+                        strip = gr.HTML(elem_id="stats")
+                        with gr.Row(equal_height=True):
+                            with gr.Column():
+                                spec_meter = gr.HTML(elem_id="spec-meter")
+                                spec_pane = gr.HTML(elem_id="spec-pane", elem_classes=["token-pane"])
+                            with gr.Column():
+                                base_meter = gr.HTML(elem_id="base-meter")
+                                base_pane = gr.HTML(elem_id="base-pane", elem_classes=["token-pane"])
+                        gr.HTML(LEGEND, elem_id="legend")
+                        with gr.Row():
+                            plot_acc = gr.Plot(elem_id="plot-acceptance", show_label=False)
+                            plot_race = gr.Plot(elem_id="plot-race", show_label=False)
+                        with gr.Row():
+                            plot_hist = gr.Plot(elem_id="plot-hist", show_label=False)
+                            plot_pos = gr.Plot(elem_id="plot-position", show_label=False)
+                        download = gr.DownloadButton("Download trace (JSON)", interactive=False, elem_id="download-trace")
+                    with gr.Tab("Step by step", id="step"):
+                        gr.Markdown("One round per click: first the draft's guesses, then each verdict, explained.")
+                        with gr.Row():
+                            step = gr.Button("Next round", variant="primary", elem_id="step")
+                            step_reset = gr.Button("Start over", elem_id="step-reset")
+                        step_pane = gr.HTML(elem_id="step-pane", elem_classes=["token-pane"])
+                        step_explain = gr.HTML("<p class='explain'>Click “Next round” to start.</p>", elem_id="step-explain")
+                    with gr.Tab("Is it lossless?", id="lossless"):
+                        gr.Markdown("Sample the next token many times **through speculative decoding** and compare "
+                                    "with the target's exact probabilities. Uses the settings on the left "
+                                    "(temperature 0 is replaced by 1: greedy output is a single token).")
+                        with gr.Row():
+                            samples = gr.Slider(50, 2000, value=300, step=50, label="samples", elem_id="lossless-samples")
+                            lossless_btn = gr.Button("Run the check", variant="primary", elem_id="lossless-run")
+                        lossless_result = gr.HTML(elem_id="lossless-result")
+                        lossless_plot = gr.Plot(elem_id="plot-lossless", show_label=False)
+                    with gr.Tab("How it works", id="explain"):
+                        gr.Markdown(EXPLAIN)
+                        with gr.Row():
+                            wi_a = gr.Slider(0, 0.99, value=0.75, step=0.01, label="acceptance rate a", elem_id="whatif-a")
+                            wi_c = gr.Slider(0, 1, value=0.1, step=0.01, label="cost ratio c (draft / target)", elem_id="whatif-c")
+                            wi_k = gr.Slider(2, 32, value=12, step=1, label="largest k shown", elem_id="whatif-k")
+                        wi_plot = gr.Plot(elem_id="plot-whatif", show_label=False)
+        cancel = gr.State(None)
+        step_state = gr.State(None)
+
+        # --- listeners -------------------------------------------------------------------
+        settings = [prompt, preset, drafter, k, adaptive, temperature, top_k, top_p, max_new, seed]
+        run.click(partial(run_race, app), settings,
+                  [status, strip, spec_meter, spec_pane, base_meter, base_pane,
+                   plot_acc, plot_race, plot_hist, plot_pos, download, cancel],
+                  api_name="race", concurrency_id="decode", show_progress="hidden")
+        stop.click(stop_run, [cancel], [status], api_name="stop", concurrency_limit=None, concurrency_id="stop")
+        step.click(partial(step_round, app), [step_state, *settings], [step_pane, step_explain, step_state],
+                   api_name="step", concurrency_id="decode", show_progress="hidden")
+        step_reset.click(reset_steps, None, [step_pane, step_explain, step_state], api_name=False)
+        lossless_btn.click(partial(run_lossless, app),
+                           [prompt, preset, drafter, k, temperature, top_k, top_p, seed, samples],
+                           [lossless_result, lossless_plot], api_name="lossless", concurrency_id="decode")
+        for control in (wi_a, wi_c, wi_k):
+            control.change(what_if_plot, [wi_a, wi_c, wi_k], wi_plot, api_name=False, show_progress="hidden")
+        demo.load(what_if_plot, [wi_a, wi_c, wi_k], wi_plot, api_name=False)
+        preset.change(partial(_on_preset, app), [preset], [examples.dataset, k], api_name=False)
+    return demo
+
+
+def _on_preset(app: AppState, key):
+    p = app.presets.get(key)
+    if p is None:
+        return gr.skip(), gr.skip()
+    return gr.Dataset(samples=[[e] for e in p.examples]), p.k

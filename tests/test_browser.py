@@ -1,0 +1,187 @@
+"""The app in a real browser: Playwright drives the system Chromium against the app served on
+a free local port (tiny local models; the target is slowed a little so Stop has a run to stop)."""
+import json
+import os
+import re
+import shutil
+import socket
+import time
+
+import pytest
+
+from specviz.models.presets import Preset
+from specviz.view.app_state import AppState
+from specviz.view.ui import build_demo, launch_options
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+XSS = '<img src=x onerror=alert(1)>"\'><script>alert(2)</script>'
+
+if not os.path.exists(CHROMIUM):
+    if os.environ.get("SPECVIZ_REQUIRE_BROWSER"):
+        raise RuntimeError("browser tests need /usr/bin/chromium (apt-get install -y chromium)")
+    pytest.skip("no /usr/bin/chromium: apt-get install -y chromium to run the browser tests", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url(tiny_dirs):
+    preset = Preset("tiny", "tiny test pair", tiny_dirs["target"], tiny_dirs["cut"], 4,
+                    ("def add(a, b):\n    return", "import os\n"))
+    app = AppState(presets={"tiny": preset}, device="cpu", max_new_tokens=200)
+    pair = app.pair("tiny")
+    forward = pair.target.forward
+    def slowed(*args, **kwargs):     # a few ms a pass: a long run lasts long enough to be stopped
+        time.sleep(0.004)
+        return forward(*args, **kwargs)
+    pair.target.forward = slowed
+    demo = build_demo(app)
+    demo.queue(max_size=16, default_concurrency_limit=1)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
+    yield f"http://127.0.0.1:{port}"
+    demo.close()
+    pair.target.forward = forward
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, app_url):
+    context = browser.new_context(viewport={"width": 1400, "height": 1300}, accept_downloads=True)
+    pg = context.new_page()
+    pg.dialogs = []
+    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
+    pg.goto(app_url)
+    pg.wait_for_selector("#run")
+    yield pg
+    context.close()
+
+
+def set_slider(page, elem_id: str, value) -> None:
+    box = page.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def run_race(page, prompt: str, max_new: int = 64, temperature: float = 0.0):
+    page.fill("#prompt textarea", prompt)
+    set_slider(page, "max-new", max_new)
+    set_slider(page, "temperature", temperature)
+    page.click("#run")
+
+
+def wait_finished(page, timeout=90_000):
+    page.wait_for_selector("#spec-meter .finished", timeout=timeout)
+    page.wait_for_selector("#base-meter .finished", timeout=timeout)
+    page.wait_for_selector("#status .status-done", timeout=timeout)
+
+
+def kinds(page, pane: str) -> list[str]:
+    return page.eval_on_selector_all(f"#{pane} [data-kind]", "els => els.map(e => e.dataset.kind)")
+
+
+def test_race_fills_both_panes_with_every_kind(page):
+    seen = set()
+    for prompt in ("def add(a, b):\n    return", "import os\nimport sys\n\n\nclass", "for i in range(10):\n    print(i)\nfor i in"):
+        run_race(page, prompt, max_new=64)
+        wait_finished(page)
+        page.wait_for_function("document.querySelectorAll('#base-pane [data-kind]').length == 64", timeout=10_000)
+        spec, base = kinds(page, "spec-pane"), kinds(page, "base-pane")
+        assert set(base) == {"target"} and len(base) == 64
+        assert set(spec) <= {"accepted", "rejected", "resampled", "bonus"}
+        # Output tokens (not the struck-through rejected drafts) number exactly 64 too.
+        assert len([k for k in spec if k != "rejected"]) == 64
+        seen |= set(spec)
+        rounds = page.eval_on_selector_all("#spec-pane [data-round]", "els => els.map(e => +e.dataset.round)")
+        assert rounds == sorted(rounds) and rounds[-1] > 1
+    assert seen == {"accepted", "rejected", "resampled", "bonus"}
+
+
+def test_tooltips_plots_stats_and_speedup(page):
+    run_race(page, "def add(a, b):\n    return", max_new=48)
+    wait_finished(page)
+    titles = page.eval_on_selector_all("#spec-pane [data-kind]", "els => els.map(e => e.getAttribute('title'))")
+    assert titles and all(t and "p (target)" in t or "bonus" in t or "resampled" in t for t in titles)
+    rejected = page.eval_on_selector_all("#spec-pane [data-kind=rejected]", "els => els.map(e => e.title)")
+    assert all("rejected" in t and "q (draft)" in t for t in rejected)
+    for plot in ("plot-acceptance", "plot-race", "plot-hist", "plot-position"):
+        page.wait_for_selector(f"#{plot} .js-plotly-plot .main-svg", timeout=20_000)
+    strip = page.inner_text("#stats")
+    assert re.search(r"MEASURED SPEEDUP\s+\d+\.\d\d×", strip, re.I)
+    assert re.search(r"ACCEPTANCE RATE\s+[01]\.\d\d", strip, re.I)
+    assert "×" in page.inner_text("#status")
+
+
+def test_stop_halts_both_lanes(page):
+    run_race(page, "import os\n", max_new=200)
+    page.wait_for_function("document.querySelectorAll('#base-pane [data-kind]').length > 5", timeout=30_000)
+    page.click("#stop")
+    page.wait_for_selector("#status .status-done", timeout=15_000)
+    assert "Stopped" in page.inner_text("#status")
+    assert len(kinds(page, "base-pane")) < 200
+    assert len([k for k in kinds(page, "spec-pane") if k != "rejected"]) < 200
+    # The app still serves: a new run completes.
+    run_race(page, "import os\n", max_new=16)
+    wait_finished(page)
+
+
+def test_injection_prompt_is_shown_as_text(page):
+    run_race(page, XSS, max_new=16)
+    wait_finished(page)
+    assert page.dialogs == []
+    assert page.locator("img[src=x]").count() == 0
+    assert page.locator("#spec-pane script, #base-pane script, #status script").count() == 0
+    assert page.input_value("#prompt textarea") == XSS
+
+
+def test_errors_show_in_the_page(page):
+    page.fill("#prompt textarea", "   ")
+    page.click("#run")
+    page.wait_for_selector("#status .status-error", timeout=15_000)
+    assert "empty" in page.inner_text("#status")
+
+
+def test_step_mode_advances_rounds(page):
+    page.click("button[role=tab]:has-text('Step by step')")
+    page.click("#step")
+    page.wait_for_selector("#step-explain ol li", timeout=30_000)
+    page.wait_for_function("document.querySelector('#step-explain').innerText.includes('Round 1:')", timeout=30_000)
+    first = page.inner_text("#step-explain")
+    assert re.search(r"draft", first) and ("accepted" in first or "rejected" in first)
+    page.click("#step")
+    page.wait_for_function("document.querySelector('#step-explain').innerText.includes('Round 2:')", timeout=30_000)
+    rounds = page.eval_on_selector_all("#step-pane [data-round]", "els => els.map(e => +e.dataset.round)")
+    assert set(rounds) == {1, 2}
+
+
+def test_lossless_check_and_trace_download(page, tmp_path):
+    page.click("button[role=tab]:has-text('Is it lossless?')")
+    set_slider(page, "lossless-samples", 50)
+    page.click("#lossless-run")
+    page.wait_for_function("document.querySelector('#lossless-result').innerText.includes('50 samples')", timeout=60_000)
+    page.wait_for_selector("#plot-lossless .js-plotly-plot .main-svg", timeout=20_000)
+    assert "Chi-square" in page.inner_text("#lossless-result")
+    page.click("button[role=tab]:has-text('Race')")
+    run_race(page, "def add(a, b):\n    return", max_new=24)
+    wait_finished(page)
+    with page.expect_download() as info:
+        page.click("#download-trace")
+    path = tmp_path / "trace.json"
+    info.value.save_as(path)
+    trace = json.loads(path.read_text())
+    assert trace["events"][-1]["kind"] == "done" and trace["config"]["max_new_tokens"] == 24
+    assert str(tmp_path.parent.parent) not in path.read_text() and "/tmp" not in json.dumps(trace["models"])

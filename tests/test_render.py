@@ -1,0 +1,101 @@
+"""Token HTML: escaped, classes from a fixed set, append-only, text preserved."""
+import html
+import re
+from html.parser import HTMLParser
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specviz import SpecConfig, race
+from specviz.engine.events import Accepted, Bonus, Drafted, Rejected, Resampled, TargetToken
+from specviz.view.race_view import RaceView
+from specviz.view.render import KINDS, clean, fragment, token_span
+
+ALLOWED_CLASSES = {"tok", "tok-accepted", "tok-rejected", "tok-resampled", "tok-bonus", "tok-target", "round-mark"}
+
+
+class Collector(HTMLParser):
+    """Parses rendered HTML: every tag and attribute, and the visible text."""
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags, self.attrs, self.text = [], [], []
+        self.by_kind: list[tuple[str | None, str]] = []   # (data-kind of the enclosing span, text)
+        self._open: list[str | None] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs.append(dict(attrs))
+        self._open.append(dict(attrs).get("data-kind"))
+
+    def handle_endtag(self, tag):
+        self._open.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+        self.by_kind.append((self._open[-1] if self._open else None, data))
+
+
+def parse(markup: str) -> Collector:
+    c = Collector()
+    c.feed(markup)
+    c.close()
+    return c
+
+
+def events_for(piece: str):
+    yield Drafted(1, [5, 6], [piece, piece], [0.5, 0.4])
+    yield Accepted(1, 0, 5, piece, 0.3, 0.5, 0.6, 0.2, "ratio", 0)
+    yield Rejected(1, 1, 6, piece, 0.1, 0.4, 0.25, 0.9, "ratio", 0)
+    yield Resampled(1, 1, 7, piece, 0.7, 0.5, [(7, piece, 0.7)], 1)
+    yield Bonus(2, 2, 8, piece, 0.9, 2)
+    yield TargetToken(0, 9, piece, 0.4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_any_text_is_escaped_and_visible_text_is_preserved(text):
+    for event in events_for(text):
+        markup = fragment(event)
+        doc = parse(markup)
+        # Only our own span tags, with only our own attributes and classes.
+        assert set(doc.tags) == {"span"}
+        for attrs in doc.attrs:
+            assert set(attrs) <= {"class", "data-kind", "data-round", "title"}
+            assert set(attrs["class"].split()) <= ALLOWED_CLASSES
+            assert attrs.get("data-kind", "accepted") in {v[0] for v in KINDS.values()}
+        expected = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        if event.kind in ("accepted", "resampled", "bonus", "target_token"):
+            assert "".join(doc.text) == expected
+
+
+def test_injection_payloads_stay_text():
+    for payload in ['<img src=x onerror=alert(1)>', '"><script>alert(1)</script>', "' onmouseover='alert(1)",
+                    "</span><b>x</b>", "&lt;already&gt;", "\ud800broken"]:
+        markup = token_span(Accepted(1, 0, 1, payload, 0.5, 0.5, 1.0, 0.1, "ratio", 0))
+        assert "<img" not in markup and "<script" not in markup and "<b>" not in markup
+        assert markup.count("<span") == 1 and markup.count("</span>") == 1
+        assert clean(payload) in markup
+
+
+def test_tooltip_carries_the_numbers():
+    span = token_span(Rejected(3, 1, 6, "x", 0.1, 0.4, 0.25, 0.9, "ratio", 2))
+    title = html.unescape(re.search(r'title="([^"]*)"', span).group(1))
+    assert "p (target) = 0.100" in title and "q (draft) = 0.400" in title
+    assert "min(1, p/q) = 0.250" in title and "u = 0.900" in title and "2 later draft(s) discarded" in title
+    assert 'data-round="3"' in span and 'data-kind="rejected"' in span
+
+
+def test_pane_html_is_append_only_and_text_matches(pair):
+    view = RaceView(k=4)
+    previous = {"spec": "", "base": ""}
+    for event in race(pair, "def add(a, b):\n    return", SpecConfig(k=4, max_new_tokens=40)):
+        view.add(event)
+        for lane in previous:
+            assert view.pane(lane).startswith(previous[lane])   # streaming sends only the appended part
+            previous[lane] = view.pane(lane)
+    for lane in ("spec", "base"):
+        doc = parse(view.pane(lane))
+        done = next(e for e in view.trace if e["kind"] == "done" and e["lane"] == lane)
+        # Visible output text = the final text, once rejected drafts are left out.
+        shown = "".join(text for kind, text in doc.by_kind if kind != "rejected")
+        assert shown == done["text"]

@@ -8,20 +8,24 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import cli_run, cli_train
+from . import cli_bench, cli_run, cli_train
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m specviz", description="Speculative decoding, visualized.")
     sub = parser.add_subparsers(dest="command", required=True)
     cli_run.add_parser(sub)
+    cli_bench.add_parser(sub)
     cli_train.add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from transformers.utils import logging as hf_logging
+
     from .errors import SpecvizError
+    hf_logging.disable_progress_bar()
     try:
         return args.func(args)
     except SpecvizError as err:

@@ -48,7 +48,14 @@ def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Ten
     p = warp(target_logits, cfg)                      # (k+1, V)
     p_x = p[rows, drafts]                             # p_i(x_i)
     q_x = q_probs[rows, drafts]                       # q_i(x_i)
-    if cfg.greedy:
+    if cfg.forced_acceptance is not None:
+        # Benchmarking only (not lossless): accept with a fixed probability; corrections come from p.
+        accept_prob = torch.full((k,), cfg.forced_acceptance, device=drafts.device)
+        u = torch.rand(k, generator=gen, device=drafts.device)
+        ok = u < accept_prob
+        next_dist = p
+        candidates = choose(target_logits, p, cfg, gen)
+    elif cfg.greedy:
         ok = target_logits[:k].argmax(-1) == drafts   # argmax match
         accept_prob = ok.float()
         u = None

@@ -29,6 +29,10 @@ class SpecConfig:
     k_max: int = 12
     lookup_ngram: int = 3         # prompt lookup: longest n-gram tried when matching the tail
     stop_strings: tuple[str, ...] = field(default_factory=tuple)  # stop once the text contains one
+    # BENCHMARKING ONLY, NOT LOSSLESS: accept each draft with this fixed probability instead of
+    # min(1, p/q), to time the engine at a chosen acceptance rate on random-weight models.
+    # Never offered in the app. None = the exact rule.
+    forced_acceptance: float | None = None
 
     @property
     def greedy(self) -> bool:
@@ -53,6 +57,8 @@ class SpecConfig:
             raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}, not {self.drafter!r}")
         if not isinstance(self.adaptive_k, bool):
             raise ConfigError("adaptive_k must be true or false")
+        if self.forced_acceptance is not None:
+            _check_float("forced_acceptance", self.forced_acceptance, 0.0, 1.0)
         for s in self.stop_strings:
             if not isinstance(s, str) or not s:
                 raise ConfigError("stop strings must be non-empty text")

@@ -36,7 +36,7 @@ class Accepted:
     q: float
     accept_prob: float             # min(1, p/q); greedy: 1.0 (argmax match)
     u: float | None                # the uniform draw that decided it; None for greedy
-    rule: Literal["ratio", "argmax"]
+    rule: Literal["ratio", "argmax", "forced"]  # forced: benchmarking-only fixed acceptance (not lossless)
     index: int                     # index of the token in the generated output
     lane: str = "spec"
     t: float = 0.0
@@ -54,7 +54,7 @@ class Rejected:
     q: float
     accept_prob: float             # min(1, p/q); greedy: 0.0 (not the argmax)
     u: float | None
-    rule: Literal["ratio", "argmax"]
+    rule: Literal["ratio", "argmax", "forced"]  # forced: benchmarking-only fixed acceptance (not lossless)
     discarded: int                 # drafts after this one in the round, thrown away unverified
     lane: str = "spec"
     t: float = 0.0
@@ -112,6 +112,7 @@ class RoundEnd:
     emitted: int                   # tokens added to the output this round
     draft_s: float                 # seconds drafting (device-synchronized)
     verify_s: float                # seconds in the target pass, acceptance and sampling
+    bookkeeping_s: float           # seconds cropping caches, detokenizing and building events
     total_tokens: int
     total_drafted: int
     total_accepted: int

@@ -92,7 +92,7 @@ def _round(pair, out: Output, target: CachedModel, drafter, cfg: SpecConfig, gen
     tok = out.detok
     events: list[Event] = [Drafted(r, drafts, [tok.piece_of(d) for d in drafts], v.q, lane, drafted_at)]
     accepted = rejected = 0
-    rule = "argmax" if cfg.greedy else "ratio"
+    rule = "forced" if cfg.forced_acceptance is not None else "argmax" if cfg.greedy else "ratio"
     for i in range(v.n_accepted):
         if out.stop_reason:
             break
@@ -114,13 +114,19 @@ def _round(pair, out: Output, target: CachedModel, drafter, cfg: SpecConfig, gen
             piece = out.append(v.next_token)
             events.append(Bonus(r, n, v.next_token, piece, v.next_p, out.n_generated - 1, lane, verified_at))
 
+    emitted = len(out.ids) - before
+    totals.add_round(drafted=m, accepted=accepted, emitted=emitted, rejected=rejected)
+    if m == k_round == k and emitted == accepted + 1:      # a full round, not cut by a stop rule
+        totals.full_rounds += 1
+        totals.full_round_tokens += emitted
     # Adaptive k: one more after a fully accepted round, one fewer after a rejection.
     if cfg.adaptive_k and m == k_round > 0:
         k = min(k + 1, cfg.k_max) if v.n_accepted == m else max(k - 1, cfg.k_min)
-    emitted = len(out.ids) - before
-    totals.add_round(drafted=m, accepted=accepted, emitted=emitted, rejected=rejected)
-    events.append(RoundEnd(r, m, accepted, emitted, drafted_at - start, clock.read() - drafted_at,
-                           totals.tokens, totals.drafted, totals.accepted, out.text, k, lane, clock.read()))
+    totals.draft_s += drafted_at - start
+    totals.verify_s += verified_at - drafted_at
+    now = clock.read()
+    events.append(RoundEnd(r, m, accepted, emitted, drafted_at - start, verified_at - drafted_at, now - verified_at,
+                           totals.tokens, totals.drafted, totals.accepted, out.text, k, lane, now))
     return events, k
 
 

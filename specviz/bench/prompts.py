@@ -1,0 +1,63 @@
+"""The benchmark's prompt sets.
+
+The built-in set has three kinds: code continuation (cut from held-out standard-library
+files, which the bundled models never trained on), repetitive/input-grounded text (where
+the continuation repeats what the prompt already holds, prompt lookup's home ground), and
+free text (docstring prose). `--prompts FILE` reads a JSON list of strings or of
+{"kind", "text"} objects, or a text file with prompts separated by lines holding only ---.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from ..models.corpus import is_heldout, read_source, source_files, stdlib_root
+
+DEF_LINE = re.compile(r"^[ \t]*def \w+\(.*\):[ \t]*$", re.M)
+
+GROUNDED = [
+    "COLORS = {\n    'red': (255, 0, 0),\n    'green': (0, 255, 0),\n    'blue': (0, 0, 255),\n}\n\n"
+    "def color_names():\n    return ['red', 'green', 'blue']\n\n\nCOLOURS = {\n    'red': (255, 0, 0),\n",
+    "class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.y = y\n\n"
+    "    def __repr__(self):\n        return f'Point({self.x!r}, {self.y!r})'\n\n\n"
+    "class Size:\n    def __init__(self, width, height):\n        self.width = width\n",
+]
+FREE_TEXT = [
+    '"""Utilities for reading configuration files.\n\nThis module provides a small parser for',
+]
+
+
+def heldout_code_prompts(count: int = 4, context_chars: int = 600) -> list[str]:
+    """Prompts that end on a `def` line of held-out stdlib files: the model writes the body."""
+    root = stdlib_root()
+    prompts = []
+    for path in source_files(root):
+        if not is_heldout(path.relative_to(root).as_posix()):
+            continue
+        text = read_source(path) or ""
+        match = next((m for m in DEF_LINE.finditer(text) if m.start() > context_chars), None)
+        if match is None:
+            continue
+        start = text.rfind("\n", 0, match.end() - context_chars) + 1
+        prompts.append(text[start : match.end() + 1])
+        if len(prompts) == count:
+            break
+    return prompts
+
+
+def builtin_prompts() -> list[dict]:
+    return ([{"kind": "code", "text": t} for t in heldout_code_prompts()]
+            + [{"kind": "grounded", "text": t} for t in GROUNDED]
+            + [{"kind": "free text", "text": t} for t in FREE_TEXT])
+
+
+def load_prompts(path: str | None) -> list[dict]:
+    if path is None:
+        return builtin_prompts()
+    raw = Path(path).read_text(encoding="utf-8")
+    if path.endswith(".json"):
+        items = json.loads(raw)
+        return [{"kind": "file", "text": i} if isinstance(i, str) else {"kind": i.get("kind", "file"), "text": i["text"]}
+                for i in items]
+    return [{"kind": "file", "text": t.strip("\n") + "\n"} for t in re.split(r"^---$", raw, flags=re.M) if t.strip()]

@@ -1,0 +1,42 @@
+"""The benchmark result as a readable table (the same numbers as the JSON)."""
+from __future__ import annotations
+
+
+def _f(x, fmt="{:.2f}", none="—") -> str:
+    return none if x is None else fmt.format(x)
+
+
+def table(result: dict) -> str:
+    lines = []
+    m = result["machine"]
+    lines.append(f"specviz bench · {result['models']['target']} ← {result['models']['draft']} · device {result['device']}"
+                 f" · {m['processor']}, {m['cpus']} CPUs, torch {m['torch']} ({m['torch_threads']} threads)"
+                 + (f" · {m['gpu']}" if "gpu" in m else ""))
+    s = result["settings"]
+    lines.append(f"temperature {s['temperature']}, max new tokens {s['max_new_tokens']}, drafter {s['drafter']}, "
+                 f"repeats {result['repeats']} (median), medians over prompts")
+    if result["not_lossless"]:
+        lines.append(f"!! forced acceptance {s['forced_acceptance']}: NOT LOSSLESS, a timing experiment only")
+    methods = result["methods"]
+    head = f"{'k':>3} " + "".join(f"{n + ' tok/s':>26}" for n in methods) + \
+        f"{'speedup':>9}{'a':>7}{'tok/round':>11}{'theory':>8}{'c':>7}{'theory x':>10}{'meas/theory':>12}"
+    lines += ["", head, "-" * len(head)]
+    for row in result["rows"]:
+        r = row["summary"]
+        lines.append(f"{row['k']:>3} " + "".join(f"{_f(r['tokens_per_s'].get(n), '{:.1f}'):>26}" for n in methods)
+                     + f"{_f(r['speedup'], '{:.2f}x'):>9}{_f(r['acceptance_rate']):>7}{_f(r['tokens_per_round']):>11}"
+                     f"{_f(r.get('theory_tokens_per_round')):>8}{_f(r['cost_ratio'], '{:.3f}'):>7}"
+                     f"{_f(r.get('theory_speedup'), '{:.2f}x'):>10}{_f(r.get('speedup_over_theory')):>12}")
+    first = result["rows"][0]["summary"]
+    if "hf_assisted_speedup" in first:
+        lines += ["", f"transformers assisted generation vs generate(): {_f(first['hf_assisted_speedup'], '{:.2f}x')}",
+                  f"specviz speculative vs transformers assisted:  {_f(first['specviz_vs_hf_assisted'], '{:.2f}x')}",
+                  f"specviz plain vs transformers generate():      {_f(first['specviz_plain_vs_hf_generate'], '{:.2f}x')}"]
+    if len(result["rows"]) > 1:
+        lines.append(f"\nbest measured k: {result['best_k']}; theory's best k for the measured a and c: "
+                     f"{result.get('theory_best_k', '—')}")
+    b = result["breakdown"]
+    lines.append(f"\nround breakdown at k={result['best_k']} ({b['rounds']} rounds, {b['seconds_per_round'] * 1e3:.2f} ms "
+                 f"a round): " + ", ".join(f"{k} {v:.1%}" for k, v in b["share"].items())
+                 + f"; outside the forward passes: {b['outside_forwards']:.1%}")
+    return "\n".join(lines)

@@ -1,0 +1,141 @@
+"""Timed runs of each decoding method on one prompt, in one process, on one device.
+
+Every method is timed the same way: wall clock around the whole call, the device
+synchronized before each clock read. Methods on one prompt run in a rotating order, after
+a warm-up run each, and the median over repeats is kept (machines are noisy; ratios taken
+within one run are what we report).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field, replace
+
+import torch
+
+from ..engine import SpecConfig, decode_baseline, speculate
+from ..engine.pair import ModelPair
+from ..engine.timing import synchronize
+
+
+@dataclass
+class Timing:
+    tokens: int
+    seconds: float
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+def _timed(pair: ModelPair, fn) -> tuple[float, object]:
+    synchronize(pair.device)
+    start = time.perf_counter()
+    out = fn()
+    synchronize(pair.device)
+    return time.perf_counter() - start, out
+
+
+def specviz_run(pair: ModelPair, ids: list[int], cfg: SpecConfig, speculative: bool) -> Timing:
+    decode = speculate if speculative else decode_baseline
+    seconds, done = _timed(pair, lambda: list(decode(pair, ids, cfg))[-1])
+    return Timing(len(done.token_ids), seconds, done.stats)
+
+
+def hf_kwargs(cfg: SpecConfig) -> dict:
+    """generate() settings equal to cfg's sampling (transformers' own defaults switched off)."""
+    if cfg.greedy:
+        return {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
+    return {"do_sample": True, "temperature": cfg.temperature, "top_k": cfg.top_k or None,
+            "top_p": cfg.top_p if cfg.top_p < 1 else None}
+
+
+@torch.inference_mode()
+def hf_run(pair: ModelPair, ids: list[int], cfg: SpecConfig, assisted: bool) -> Timing:
+    x = torch.tensor([ids], device=pair.device)
+    extra = {}
+    if assisted and cfg.drafter == "prompt_lookup":
+        extra = {"prompt_lookup_num_tokens": cfg.k, "max_matching_ngram_size": cfg.lookup_ngram}
+    elif assisted:
+        # Constant k, no confidence-based early stop: the same rounds specviz runs.
+        extra = {"assistant_model": pair.draft, "num_assistant_tokens": cfg.k,
+                 "num_assistant_tokens_schedule": "constant", "assistant_confidence_threshold": 0.0}
+    torch.manual_seed(cfg.seed)
+    seconds, out = _timed(pair, lambda: pair.target.generate(
+        x, attention_mask=torch.ones_like(x), max_new_tokens=cfg.max_new_tokens,
+        pad_token_id=pair.tokenizer.pad_token_id or 0, **hf_kwargs(cfg), **extra))
+    return Timing(out.shape[1] - len(ids), seconds)
+
+
+METHODS = {
+    "specviz plain": lambda pair, ids, cfg: specviz_run(pair, ids, cfg, speculative=False),
+    "specviz speculative": lambda pair, ids, cfg: specviz_run(pair, ids, cfg, speculative=True),
+    "hf generate": lambda pair, ids, cfg: hf_run(pair, ids, cfg, assisted=False),
+    "hf assisted": lambda pair, ids, cfg: hf_run(pair, ids, cfg, assisted=True),
+}
+
+
+def measure_prompt(pair: ModelPair, ids: list[int], cfg: SpecConfig, methods: list[str], repeats: int) -> dict:
+    """{method: median Timing} for one prompt: warm-up, then `repeats` rotations of the methods."""
+    for name in methods:
+        METHODS[name](pair, ids, cfg)                     # warm-up (caches, allocator, kernels)
+    runs: dict[str, list[Timing]] = {name: [] for name in methods}
+    for r in range(repeats):
+        order = methods[r % len(methods):] + methods[: r % len(methods)]
+        for name in order:
+            runs[name].append(METHODS[name](pair, ids, cfg))
+    return {name: _median(timings) for name, timings in runs.items()}
+
+
+def _median(timings: list[Timing]) -> Timing:
+    ordered = sorted(timings, key=lambda t: t.rate)
+    return ordered[len(ordered) // 2]
+
+
+def phase_breakdown(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
+    """Where a speculative round's time goes: forward passes timed by wrapping the models."""
+    spent = {"draft forward": 0.0, "target forward": 0.0}
+    originals = {}
+
+    def wrap(model, key):
+        original = model.forward
+        originals[key] = (model, original)
+
+        def timed(*args, **kwargs):
+            synchronize(pair.device)
+            start = time.perf_counter()
+            out = original(*args, **kwargs)
+            synchronize(pair.device)
+            spent[key] += time.perf_counter() - start
+            return out
+        model.forward = timed
+
+    wrap(pair.target, "target forward")
+    if pair.draft is not None and cfg.drafter == "model":
+        wrap(pair.draft, "draft forward")
+    try:
+        events = list(speculate(pair, ids, replace(cfg, max_new_tokens=cfg.max_new_tokens)))
+    finally:
+        for model, original in originals.values():
+            model.forward = original
+    ends = [e for e in events if e.kind == "round_end"]
+    draft = sum(e.draft_s for e in ends)
+    verify = sum(e.verify_s for e in ends)
+    book = sum(e.bookkeeping_s for e in ends)
+    total = draft + verify + book
+    parts = {
+        "draft forward": spent["draft forward"],
+        "draft sampling": max(0.0, draft - spent["draft forward"]),
+        "target forward": spent["target forward"],
+        "acceptance and sampling": max(0.0, verify - spent["target forward"]),
+        "cache, detokenizing and events": book,
+    }
+    return {"rounds": len(ends), "seconds_per_round": total / max(1, len(ends)),
+            "share": {k: v / total for k, v in parts.items()} if total else {},
+            "outside_forwards": (total - spent["draft forward"] - spent["target forward"]) / total if total else 0.0}
+
+
+def median(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None

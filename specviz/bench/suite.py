@@ -1,0 +1,98 @@
+"""The benchmark suite: every prompt x every k, all methods, then medians and theory.
+
+Per k it reports, as medians over prompts: tokens/s of each method, the ratios that the
+claims rest on (speculative/plain, specviz/transformers), the acceptance rate a (pooled:
+accepted / verified drafts), mean tokens per round against (1 - a^(k+1)) / (1 - a), the
+measured cost ratio c (seconds per draft step / seconds per plain token) and the speedup
+the theory predicts from a and c. A k sweep shows where the best k is and where theory puts it.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import replace
+
+import torch
+
+from .. import theory
+from ..engine import SpecConfig
+from ..engine.output import encode_prompt
+from ..engine.pair import ModelPair
+from .runner import measure_prompt, median, phase_breakdown
+
+ALL_METHODS = ["specviz plain", "specviz speculative", "hf generate", "hf assisted"]
+SWEEP_METHODS = ["specviz plain", "specviz speculative"]
+
+
+def machine() -> dict:
+    info = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(), "torch": torch.__version__, "torch_threads": torch.get_num_threads()}
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[int], repeats: int,
+              log=print) -> dict:
+    forced = cfg.forced_acceptance is not None
+    methods = SWEEP_METHODS if (len(ks) > 1 or forced) else ALL_METHODS
+    encoded = [(p["kind"], encode_prompt(pair, p["text"])) for p in prompts]
+    rows = []
+    for k in ks:
+        kcfg = replace(cfg, k=k)
+        per_prompt = []
+        for i, (kind, ids) in enumerate(encoded):
+            timings = measure_prompt(pair, ids, kcfg, methods, repeats)
+            per_prompt.append(_prompt_row(kind, len(ids), timings, k, cfg.forced_acceptance))
+            rates = "  ".join(f"{n}: {t.rate:6.1f}" for n, t in timings.items())
+            log(f"k={k} prompt {i + 1}/{len(encoded)} ({kind}): {rates} tok/s")
+        rows.append({"k": k, "per_prompt": per_prompt, "summary": _summarize(per_prompt, k, cfg.forced_acceptance)})
+    best = max(rows, key=lambda r: r["summary"]["speedup"] or 0)
+    result = {"machine": machine(), "models": {"target": pair.target_name, "draft": pair.draft_name},
+              "device": str(pair.device), "settings": cfg.to_dict(), "repeats": repeats, "methods": methods,
+              "not_lossless": forced, "rows": rows, "best_k": best["k"]}
+    if len(rows) > 1:
+        s = best["summary"]
+        if s["acceptance_rate"] is not None and s["cost_ratio"] is not None:
+            result["theory_best_k"] = theory.best_k(s["acceptance_rate"], s["cost_ratio"], max(ks))
+    result["breakdown"] = phase_breakdown(pair, encoded[0][1], replace(cfg, k=best["k"]))
+    return result
+
+
+def _prompt_row(kind: str, prompt_tokens: int, timings: dict, k: int, forced: float | None) -> dict:
+    spec, plain = timings["specviz speculative"], timings["specviz plain"]
+    s = spec.stats
+    c = ((s["draft_s"] / s["drafted"]) * plain.rate) if s.get("drafted") and plain.rate else None
+    row = {"kind": kind, "prompt_tokens": prompt_tokens,
+           "methods": {n: {"tokens": t.tokens, "seconds": t.seconds, "tokens_per_s": t.rate} for n, t in timings.items()},
+           "accepted": s["accepted"], "verified": s["accepted"] + s["rejected"], "rounds": s["rounds"],
+           "tokens": s["tokens"], "full_rounds": s["full_rounds"] if "full_rounds" in s else None,
+           "full_round_tokens": s.get("full_round_tokens"), "cost_ratio": c}
+    return row
+
+
+def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
+    def rate(row, name):
+        return row["methods"].get(name, {}).get("tokens_per_s")
+
+    def ratio(a, b):
+        return median([rate(r, a) / rate(r, b) if rate(r, a) and rate(r, b) else None for r in rows])
+
+    verified = sum(r["verified"] for r in rows)
+    a = forced if forced is not None else (sum(r["accepted"] for r in rows) / verified if verified else None)
+    full = sum(r["full_rounds"] or 0 for r in rows)
+    tokens_per_round = sum(r["full_round_tokens"] or 0 for r in rows) / full if full else None
+    c = median([r["cost_ratio"] for r in rows])
+    out = {"tokens_per_s": {name: median([rate(r, name) for r in rows]) for name in rows[0]["methods"]},
+           "speedup": ratio("specviz speculative", "specviz plain"),
+           "acceptance_rate": a, "tokens_per_round": tokens_per_round, "cost_ratio": c}
+    if "hf generate" in rows[0]["methods"]:
+        out["hf_assisted_speedup"] = ratio("hf assisted", "hf generate")
+        out["specviz_vs_hf_assisted"] = ratio("specviz speculative", "hf assisted")
+        out["specviz_plain_vs_hf_generate"] = ratio("specviz plain", "hf generate")
+    if a is not None:
+        out["theory_tokens_per_round"] = theory.expected_tokens_per_round(a, k)
+        if c is not None:
+            out["theory_speedup"] = theory.expected_speedup(a, k, c)
+            out["speedup_over_theory"] = out["speedup"] / out["theory_speedup"] if out["speedup"] else None
+    return out

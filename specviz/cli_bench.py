@@ -1,0 +1,57 @@
+"""`python -m specviz bench`: the side-by-side benchmark (see specviz/bench/)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .cli_run import add_model_args
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("bench", help="benchmark specviz against plain decoding and transformers, in one process")
+    add_model_args(p)
+    p.add_argument("--prompts", default=None, help="JSON list or ----separated text file (default: built-in set)")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--k", type=int, default=4, help="drafts per round")
+    group.add_argument("--k-sweep", action="store_true", help="k = 1..8, speculative vs plain only")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--repeats", type=int, default=3, help="timed repeats per prompt and method (median kept)")
+    p.add_argument("--drafter", choices=["model", "prompt_lookup"], default="model")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--forced-acceptance", type=float, default=None,
+                   help="BENCHMARK ONLY, NOT LOSSLESS: accept drafts with this probability (random-weight models)")
+    p.add_argument("--random-pair", default=None, choices=["qwen2.5-0.5b:7b", "tiny"],
+                   help="random-weight models of these shapes instead of --target/--draft (needs --forced-acceptance)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON instead of the table")
+    p.add_argument("--out", default=None, help="also write the JSON result to this file")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from .bench.prompts import load_prompts
+    from .bench.report import table
+    from .bench.suite import run_suite
+    from .engine.config import SpecConfig
+    from .errors import ConfigError
+
+    if args.repeats < 1:
+        raise ConfigError("--repeats must be at least 1")
+    ks = list(range(1, 9)) if args.k_sweep else [args.k]
+    cfg = SpecConfig(k=ks[0], temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed,
+                     drafter=args.drafter, forced_acceptance=args.forced_acceptance)
+    if args.random_pair:
+        if args.forced_acceptance is None:
+            raise ConfigError("--random-pair needs --forced-acceptance: random weights accept nothing by themselves")
+        from .bench.random_pair import random_pair
+        pair = random_pair(args.random_pair, args.device)
+    else:
+        from .cli_run import pair_from
+        pair = pair_from(args)
+    prompts = load_prompts(args.prompts)
+    result = run_suite(pair, prompts, cfg, ks, args.repeats, log=(lambda line: None) if args.json else print)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=1))
+    print(json.dumps(result, indent=1) if args.json else "\n" + table(result))
+    return 0

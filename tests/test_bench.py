@@ -1,0 +1,52 @@
+"""The benchmark runs end to end on tiny models (its figures come from real runs, not tests)."""
+import json
+import os
+import subprocess
+import sys
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.getcwd()}
+
+
+def bench(*args):
+    r = subprocess.run([sys.executable, "-m", "specviz", "bench", *args, "--json"], capture_output=True, text=True,
+                       env=ENV, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_builtin_prompt_set_has_three_kinds_from_heldout_files():
+    from specviz.bench.prompts import builtin_prompts, heldout_code_prompts
+    from specviz.models.corpus import split_corpus
+    prompts = builtin_prompts()
+    assert {p["kind"] for p in prompts} == {"code", "grounded", "free text"} and len(prompts) >= 6
+    _, heldout = split_corpus()
+    for code in heldout_code_prompts():
+        assert code.rstrip().endswith(":") and any(code in text for text in heldout)
+
+
+def test_bench_compares_all_methods(tiny_dirs, tmp_path):
+    out = tmp_path / "bench.json"
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text(json.dumps([{"kind": "code", "text": "def add(a, b):\n    return"},
+                                   {"kind": "grounded", "text": "x = 1\ny = 2\nx = 1\n"},
+                                   {"kind": "free text", "text": "This module provides"}]))
+    result = bench("--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"], "--max-new-tokens", "24",
+                   "--repeats", "1", "--out", str(out), "--prompts", str(prompts))
+    assert json.loads(out.read_text()) == result
+    summary = result["rows"][0]["summary"]
+    assert set(summary["tokens_per_s"]) == {"specviz plain", "specviz speculative", "hf generate", "hf assisted"}
+    assert all(v > 0 for v in summary["tokens_per_s"].values())
+    assert 0 < summary["acceptance_rate"] <= 1 and summary["theory_tokens_per_round"] >= 1
+    assert {"specviz_vs_hf_assisted", "specviz_plain_vs_hf_generate", "theory_speedup"} <= set(summary)
+    assert abs(sum(result["breakdown"]["share"].values()) - 1) < 1e-6
+    assert {"code", "grounded", "free text"} == {p["kind"] for p in result["rows"][0]["per_prompt"]}
+
+
+def test_k_sweep_and_forced_acceptance_on_random_pair(tmp_path):
+    prompts = tmp_path / "p.json"
+    prompts.write_text(json.dumps(["w1 w2 w3 w4", "w5 w6"]))
+    result = bench("--random-pair", "tiny", "--forced-acceptance", "0.8", "--k-sweep", "--max-new-tokens", "16",
+                   "--repeats", "1", "--prompts", str(prompts))
+    assert result["not_lossless"] and [r["k"] for r in result["rows"]] == list(range(1, 9))
+    assert all(r["summary"]["acceptance_rate"] == 0.8 for r in result["rows"])
+    assert 1 <= result["theory_best_k"] <= 8 and result["best_k"] in range(1, 9)

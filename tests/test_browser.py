@@ -4,18 +4,20 @@ import json
 import os
 import re
 import shutil
-import socket
 import time
 
 import pytest
 
+from specviz.hosting.profile import Limits
 from specviz.models.presets import Preset
 from specviz.view.app_state import AppState
-from specviz.view.ui import build_demo, launch_options
+from specviz.hosting.serve import serve
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
+TARGET_PASSES = [0]   # target forward passes served by the app under test
+PASS_DELAY_S = [0.004]  # added to each target pass; the Stop tests raise it so a run lasts seconds
 XSS = '<img src=x onerror=alert(1)>"\'><script>alert(2)</script>'
 
 if not os.path.exists(CHROMIUM):
@@ -25,28 +27,20 @@ if not os.path.exists(CHROMIUM):
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def app_url(tiny_dirs):
     preset = Preset("tiny", "tiny test pair", tiny_dirs["target"], tiny_dirs["cut"], 4,
                     ("def add(a, b):\n    return", "import os\n"))
-    app = AppState(presets={"tiny": preset}, device="cpu", max_new_tokens=200)
-    pair = app.pair("tiny")
+    app = AppState(presets={"tiny": preset}, device="cpu", limits=Limits(max_new_tokens=200))
+    pair = app.pair(preset)
     forward = pair.target.forward
     def slowed(*args, **kwargs):     # a few ms a pass: a long run lasts long enough to be stopped
-        time.sleep(0.004)
+        TARGET_PASSES[0] += 1
+        time.sleep(PASS_DELAY_S[0])
         return forward(*args, **kwargs)
     pair.target.forward = slowed
-    demo = build_demo(app)
-    demo.queue(max_size=16, default_concurrency_limit=1)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
-    yield f"http://127.0.0.1:{port}"
+    demo, url = serve(app)
+    yield url
     demo.close()
     pair.target.forward = forward
 
@@ -82,6 +76,8 @@ def run_race(page, prompt: str, max_new: int = 64, temperature: float = 0.0):
     set_slider(page, "max-new", max_new)
     set_slider(page, "temperature", temperature)
     page.click("#run")
+    # Run clears the previous race at once ("Starting …"): wait for that, so nothing stale is read.
+    page.wait_for_selector("#status .status-done, #status .status-error", state="detached", timeout=15_000)
 
 
 def wait_finished(page, timeout=90_000):
@@ -126,7 +122,14 @@ def test_tooltips_plots_stats_and_speedup(page):
     assert "×" in page.inner_text("#status")
 
 
-def test_stop_halts_both_lanes(page):
+@pytest.fixture
+def slow_target():
+    PASS_DELAY_S[0] = 0.05
+    yield
+    PASS_DELAY_S[0] = 0.004
+
+
+def test_stop_halts_both_lanes(page, slow_target):
     run_race(page, "import os\n", max_new=200)
     page.wait_for_function("document.querySelectorAll('#base-pane [data-kind]').length > 5", timeout=30_000)
     page.click("#stop")
@@ -149,8 +152,7 @@ def test_injection_prompt_is_shown_as_text(page):
 
 
 def test_errors_show_in_the_page(page):
-    page.fill("#prompt textarea", "   ")
-    page.click("#run")
+    run_race(page, "   ")
     page.wait_for_selector("#status .status-error", timeout=15_000)
     assert "empty" in page.inner_text("#status")
 
@@ -185,3 +187,26 @@ def test_lossless_check_and_trace_download(page, tmp_path):
     trace = json.loads(path.read_text())
     assert trace["events"][-1]["kind"] == "done" and trace["config"]["max_new_tokens"] == 24
     assert str(tmp_path.parent.parent) not in path.read_text() and "/tmp" not in json.dumps(trace["models"])
+
+
+def test_closing_the_tab_frees_the_worker(browser, app_url, slow_target):
+    """A visitor who closes the tab mid-run: the engine stops within a round, the next user runs at once."""
+    context = browser.new_context()
+    pg = context.new_page()
+    pg.goto(app_url)
+    pg.wait_for_selector("#run")
+    pg.fill("#prompt textarea", "import os\n")
+    set_slider(pg, "max-new", 200)
+    pg.click("#run")
+    pg.wait_for_function("document.querySelectorAll('#base-pane [data-kind]').length > 5", timeout=30_000)
+    context.close()                       # the tab goes away mid-race
+    time.sleep(1.0)
+    settled = TARGET_PASSES[0]
+    time.sleep(1.5)
+    assert TARGET_PASSES[0] == settled     # no more target passes: the run was stopped
+    from gradio_client import Client
+    start = time.perf_counter()
+    out = Client(app_url, verbose=False, download_files=False).predict(
+        "def f(x):", "tiny", 4, 0.0, 0, 1.0, 8, 0, "model", api_name="/generate")
+    assert len(out["token_ids"]) == 8 and time.perf_counter() - start < 20
+

@@ -142,3 +142,16 @@ TOKEN_KINDS = ("accepted", "resampled", "bonus", "target_token")  # events that 
 def to_dict(event: Event) -> dict:
     """A plain, JSON-able dict of the event (tuples become lists)."""
     return asdict(event)
+
+
+_BY_KIND = {cls.__dataclass_fields__["kind"].default: cls
+            for cls in (Drafted, Accepted, Rejected, Resampled, Bonus, TargetToken, RoundEnd, Done)}
+
+
+def from_dict(record: dict) -> Event:
+    """The event a `to_dict` record came from (for events that crossed a process boundary)."""
+    cls = _BY_KIND[record["kind"]]
+    fields = {k: v for k, v in record.items() if k != "kind"}
+    if cls is Resampled:
+        fields["top_residual"] = [tuple(t) for t in fields.get("top_residual", [])]
+    return cls(**fields)

@@ -2,7 +2,7 @@
 
 `run_race` validates every input itself (the API accepts what sliders never send), loads
 the pair through the shared cache, then folds the engine's race into HTML and figures:
-panes and meters about 20 times a second, plots about 3 times a second (gr.skip() in
+panes and meters about 12 times a second, plots once a second (gr.skip() in
 between), everything once more at the end. Errors become a readable line in the page.
 Stop sets this run's own cancel flag; the engine then ends both lanes within one round.
 """
@@ -18,14 +18,16 @@ import gradio as gr
 import torch
 
 from ..engine import race
+from ..engine.events import from_dict
 from ..errors import SpecvizError
+from ..hosting import zerogpu
 from .app_state import AppState
 from .plots import all_figures
 from .race_view import RaceView
 from .render import clean
-from .settings import check_prompt, make_config
+from .settings import check_prompt, make_config, prompt_ids
 
-PANE_EVERY_S, PLOTS_EVERY_S = 0.05, 0.35
+PANE_EVERY_S, PLOTS_EVERY_S = 0.08, 1.0
 N_OUTPUTS = 12   # status, strip, spec meter, spec pane, base meter, base pane, 4 plots, download, cancel
 
 
@@ -37,16 +39,18 @@ def _only(status: str, kind: str = "info", cancel=None):
     return (status_html(status, kind),) + (gr.skip(),) * (N_OUTPUTS - 2) + (cancel if cancel else gr.skip(),)
 
 
-def run_race(app: AppState, prompt, preset, drafter, k, adaptive, temperature, top_k, top_p, max_new, seed):
+def run_race(app: AppState, prompt, preset, custom_target, custom_draft, drafter, k, adaptive, temperature,
+             top_k, top_p, max_new, seed, stops):
     cancel = threading.Event()
     try:
         prompt = check_prompt(prompt, app.max_prompt_chars)
-        cfg = make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new, seed, app.max_new_tokens)
-        chosen = app.preset(preset)
+        cfg = make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new, seed, app.limits, stops)
+        chosen = app.choose(preset, custom_target, custom_draft)
         if not app.cache.cached(chosen.key):
             yield _only(f"Loading {chosen.label} …", cancel=cancel)
-        pair = app.pair(chosen.key)
-        events = race(pair, prompt, cfg, cancel)
+        pair = app.pair(chosen)
+        ids = prompt_ids(pair, prompt, app.limits)
+        events = event_stream(app, chosen, pair, ids, cfg, cancel)
     except SpecvizError as err:
         yield _only(str(err), "error")
         return
@@ -77,6 +81,15 @@ def run_race(app: AppState, prompt, preset, drafter, k, adaptive, temperature, t
            gr.DownloadButton(value=_save_trace(view, prompt, cfg, chosen.key, pair), interactive=True), None)
 
 
+def event_stream(app: AppState, preset, pair, ids: list[int], cfg, cancel):
+    """The race's events: in process, or as records from the ZeroGPU worker (rebuilt here)."""
+    if not (app.via_records or zerogpu.ON_ZEROGPU):
+        return race(pair, ids, cfg, cancel)
+    zerogpu.APP = app
+    records = zerogpu.race_records(preset.key, ids, cfg.to_dict())
+    return (from_dict(record) for record in records)
+
+
 def _summary(view: RaceView) -> str:
     speed = view.stats.measured_speedup()
     same = view.stats.done.get("spec", {}).get("tokens") == view.stats.done.get("base", {}).get("tokens")
@@ -84,12 +97,17 @@ def _summary(view: RaceView) -> str:
     return text + ("" if same else " (The lanes produced different lengths; sampled runs differ by chance.)")
 
 
-def stop_run(cancel):
-    """Stop button: ask this user's running race to stop (both lanes end within one round)."""
+def starting():
+    """Run was clicked: clear the previous race from view at once."""
+    return status_html("Starting …"), "", "", "", ""
+
+
+def stop_run(cancel) -> None:
+    """Stop button: ask this user's running race to stop; both lanes end within one round and
+    the race itself reports "Stopped." (Stop writes nothing: a reply of its own could land after
+    the race's last update and overwrite it.)"""
     if isinstance(cancel, threading.Event):
         cancel.set()
-        return status_html("Stopping …")
-    return gr.skip()
 
 
 def _save_trace(view: RaceView, prompt: str, cfg, preset: str, pair) -> str:

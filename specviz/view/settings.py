@@ -1,15 +1,19 @@
-"""Turns the raw values a handler receives into a validated SpecConfig.
+"""Turns the raw values a handler receives into a validated SpecConfig and prompt.
 
 Gradio's API accepts anything a client sends, not only what the sliders allow, so every
-value is checked here (type and range) and a bad one becomes a ConfigError whose message
-the page shows.
+value is checked here (type and range, within the hosting profile's limits) and a bad one
+becomes a ConfigError whose message the page (or the API error) shows.
 """
 from __future__ import annotations
 
 import math
 
 from ..engine.config import SpecConfig
+from ..engine.output import encode_prompt
 from ..errors import ConfigError
+from ..hosting.profile import Limits
+
+MAX_STOP_STRINGS, MAX_STOP_LEN = 4, 64
 
 
 def as_int(name: str, value) -> int:
@@ -42,18 +46,44 @@ def check_prompt(prompt, max_chars: int) -> str:
     if not prompt.strip():
         raise ConfigError("the prompt is empty: type some text to continue")
     if len(prompt) > max_chars:
-        raise ConfigError(f"the prompt is {len(prompt):,} characters long; the limit is {max_chars:,}")
+        raise ConfigError(f"the prompt is {len(prompt):,} characters long; this server accepts at most {max_chars:,}")
     return prompt
 
 
+def prompt_ids(pair, prompt: str, limits: Limits) -> list[int]:
+    """Tokenize; a prompt over the token limit is refused (never cut silently)."""
+    ids = encode_prompt(pair, prompt)
+    if len(ids) > limits.max_prompt_tokens:
+        raise ConfigError(f"the prompt is {len(ids):,} tokens long; this server accepts at most "
+                          f"{limits.max_prompt_tokens:,}: shorten it")
+    return ids
+
+
+def stop_strings(text) -> tuple[str, ...]:
+    """One stop string per line of the box (blank lines ignored)."""
+    if text is None or text == "":
+        return ()
+    if not isinstance(text, str):
+        raise ConfigError("stop strings must be text, one per line")
+    lines = tuple(line for line in text.split("\n") if line.strip())
+    if len(lines) > MAX_STOP_STRINGS or any(len(line) > MAX_STOP_LEN for line in lines):
+        raise ConfigError(f"at most {MAX_STOP_STRINGS} stop strings of up to {MAX_STOP_LEN} characters each")
+    return lines
+
+
 def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens, seed,
-                max_new_limit: int = 512) -> SpecConfig:
+                limits: Limits = Limits(), stops=None) -> SpecConfig:
     max_new = as_int("max new tokens", max_new_tokens)
-    if not 1 <= max_new <= max_new_limit:
-        raise ConfigError(f"max new tokens must be between 1 and {max_new_limit}, not {max_new}")
+    if not 1 <= max_new <= limits.max_new_tokens:
+        raise ConfigError(f"max new tokens must be between 1 and {limits.max_new_tokens}, not {max_new}")
+    k = as_int("k", k)
+    if not limits.k_range[0] <= k <= limits.k_range[1]:
+        raise ConfigError(f"k must be between {limits.k_range[0]} and {limits.k_range[1]}, not {k}")
     if not isinstance(adaptive, bool):
         raise ConfigError("adaptive k must be true or false")
-    return SpecConfig(k=as_int("k", k), temperature=as_float("temperature", temperature),
-                      top_k=as_int("top-k", top_k), top_p=as_float("top-p", top_p), max_new_tokens=max_new,
-                      seed=as_int("seed", seed), drafter=drafter if isinstance(drafter, str) else repr(drafter),
-                      adaptive_k=adaptive)
+    if not isinstance(drafter, str):
+        raise ConfigError("drafter must be model or prompt_lookup")
+    return SpecConfig(k=k, temperature=as_float("temperature", temperature), top_k=as_int("top-k", top_k),
+                      top_p=as_float("top-p", top_p), max_new_tokens=max_new, seed=as_int("seed", seed),
+                      drafter=drafter, adaptive_k=adaptive, k_min=limits.k_range[0], k_max=limits.k_range[1],
+                      stop_strings=stop_strings(stops))

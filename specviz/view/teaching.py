@@ -17,7 +17,7 @@ from .app_state import AppState
 from .handlers import status_html
 from .plots import lossless_bars, what_if
 from .render import clean, draft_chips, fragment
-from .settings import as_float, as_int, check_prompt, make_config
+from .settings import as_float, as_int, check_prompt, make_config, prompt_ids
 
 REVEAL_PAUSE_S = 0.6
 
@@ -52,14 +52,16 @@ def explain(event) -> str:
     return ""
 
 
-def step_round(app: AppState, state, prompt, preset, drafter, k, adaptive, temperature, top_k, top_p, max_new, seed):
+def step_round(app: AppState, state, prompt, preset, custom_target, custom_draft, drafter, k, adaptive, temperature,
+               top_k, top_p, max_new, seed, stops):
     """Outputs: step pane, explanation, state."""
     if not state or state.get("finished"):
         try:
             prompt = check_prompt(prompt, app.max_prompt_chars)
-            cfg = make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new, seed, app.max_new_tokens)
-            pair = app.pair(app.preset(preset).key)
-            state = {"events": speculate(pair, prompt, cfg), "html": "", "finished": False}
+            cfg = make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new, seed, app.limits, stops)
+            pair = app.pair(app.choose(preset, custom_target, custom_draft))
+            state = {"events": speculate(pair, prompt_ids(pair, prompt, app.limits), cfg), "html": "",
+                     "finished": False}
         except SpecvizError as err:
             yield gr.skip(), status_html(str(err), "error"), None
             return
@@ -90,16 +92,17 @@ def reset_steps():
     return "", "<p class='explain'>Click “Next round” to start.</p>", None
 
 
-def run_lossless(app: AppState, prompt, preset, drafter, k, temperature, top_k, top_p, seed, samples):
+def run_lossless(app: AppState, prompt, preset, custom_target, custom_draft, drafter, k, temperature, top_k, top_p,
+                 seed, samples):
     """Outputs: result HTML, plot."""
     try:
         prompt = check_prompt(prompt, app.max_prompt_chars)
         n = as_int("samples", samples)
         if not 20 <= n <= 5000:
             raise SpecvizError("samples must be between 20 and 5000")
-        cfg = make_config(drafter, k, False, temperature, top_k, top_p, 2, seed, app.max_new_tokens)
-        pair = app.pair(app.preset(preset).key)
-        results = lossless_check(pair, prompt, cfg, n)
+        cfg = make_config(drafter, k, False, temperature, top_k, top_p, 2, seed, app.limits)
+        pair = app.pair(app.choose(preset, custom_target, custom_draft))
+        results = lossless_check(pair, prompt_ids(pair, prompt, app.limits), cfg, n)
         for result in results:
             yield _lossless_summary(result), lossless_bars(result, pair.tokenizer)
     except SpecvizError as err:

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import gradio as gr
 
-from ..engine.config import K_RANGE
-from .app_state import AppState
-from .handlers import run_race, stop_run
+from ..hosting import zerogpu
+from .api import generate
+from .app_state import CUSTOM, AppState
+from .handlers import run_race, starting, stop_run
 from .render import LEGEND
 from .teaching import reset_steps, run_lossless, step_round, what_if_plot
 
@@ -33,6 +34,7 @@ def launch_options() -> dict:
 
 def build_demo(app: AppState | None = None) -> gr.Blocks:
     app = app or AppState()
+    zerogpu.APP = app
     first = next(iter(app.presets.values()))
     with gr.Blocks(title="specviz: speculative decoding, visualized") as demo:
         gr.HTML(INTRO, elem_id="title")
@@ -41,12 +43,18 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                 prompt = gr.Textbox(label="Prompt", value=first.examples[0] if first.examples else "",
                                     lines=5, max_lines=14, elem_id="prompt")
                 examples = gr.Examples([[e] for e in first.examples], inputs=[prompt], label="Examples")
-                preset = gr.Dropdown([(p.label, p.key) for p in app.presets.values()], value=first.key,
-                                     label="Model pair", elem_id="preset")
+                choices = [(p.label, p.key) for p in app.presets.values()]
+                if app.allow_custom_models:
+                    choices.append(("your own hub models (type their ids below)", CUSTOM))
+                preset = gr.Dropdown(choices, value=first.key, label="Model pair", elem_id="preset")
+                with gr.Row(visible=app.allow_custom_models):
+                    custom_target = gr.Textbox(label="target hub id", placeholder="owner/name", elem_id="custom-target")
+                    custom_draft = gr.Textbox(label="draft hub id", placeholder="owner/name", elem_id="custom-draft")
                 drafter = gr.Radio([("draft model", "model"), ("prompt lookup", "prompt_lookup")], value="model",
                                    label="Drafter", elem_id="drafter")
                 with gr.Row():
-                    k = gr.Slider(K_RANGE[0], 12, value=first.k, step=1, label="k (drafts per round)", elem_id="k")
+                    k = gr.Slider(app.limits.k_range[0], app.limits.k_range[1], value=first.k, step=1,
+                                  label="k (drafts per round)", elem_id="k")
                     adaptive = gr.Checkbox(False, label="adaptive k", elem_id="adaptive")
                 temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
                 with gr.Row():
@@ -56,6 +64,8 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                     max_new = gr.Slider(8, app.max_new_tokens, value=min(128, app.max_new_tokens), step=8,
                                         label="max new tokens", elem_id="max-new")
                     seed = gr.Number(0, precision=0, label="seed", elem_id="seed", minimum=0)
+                stops = gr.Textbox(label="stop strings (one per line, optional)", lines=1, max_lines=4,
+                                   elem_id="stop-strings")
                 with gr.Row():
                     run = gr.Button("Run the race", variant="primary", elem_id="run")
                     stop = gr.Button("Stop", variant="stop", elem_id="stop")
@@ -106,18 +116,33 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         step_state = gr.State(None)
 
         # --- listeners -------------------------------------------------------------------
-        settings = [prompt, preset, drafter, k, adaptive, temperature, top_k, top_p, max_new, seed]
-        run.click(partial(run_race, app), settings,
-                  [status, strip, spec_meter, spec_pane, base_meter, base_pane,
-                   plot_acc, plot_race, plot_hist, plot_pos, download, cancel],
-                  api_name="race", concurrency_id="decode", show_progress="hidden")
-        stop.click(stop_run, [cancel], [status], api_name="stop", concurrency_limit=None, concurrency_id="stop")
+        settings = [prompt, preset, custom_target, custom_draft, drafter, k, adaptive, temperature, top_k, top_p,
+                    max_new, seed, stops]
+        decode = {"concurrency_id": "decode", "concurrency_limit": app.limits.concurrency_per_device}
+        # Instant feedback first (and no stale "done" from the previous run), then the race.
+        racing = run.click(starting, None, [status, spec_pane, base_pane, spec_meter, base_meter], api_name=False,
+                           concurrency_limit=None, concurrency_id="ui", show_progress="hidden").then(
+                           partial(run_race, app), settings,
+                           [status, strip, spec_meter, spec_pane, base_meter, base_pane,
+                            plot_acc, plot_race, plot_hist, plot_pos, download, cancel],
+                           api_name="race", show_progress="hidden", **decode)
+        # Stop has its own unlimited group, so it is never queued behind the run it stops. On
+        # ZeroGPU the run lives in another process: there Stop also cancels the event itself.
+        stop.click(stop_run, [cancel], None, api_name="stop", concurrency_limit=None, concurrency_id="stop",
+                   cancels=[racing] if zerogpu.ON_ZEROGPU else None)
         step.click(partial(step_round, app), [step_state, *settings], [step_pane, step_explain, step_state],
-                   api_name="step", concurrency_id="decode", show_progress="hidden")
+                   api_name="step", show_progress="hidden", **decode)
         step_reset.click(reset_steps, None, [step_pane, step_explain, step_state], api_name=False)
         lossless_btn.click(partial(run_lossless, app),
-                           [prompt, preset, drafter, k, temperature, top_k, top_p, seed, samples],
-                           [lossless_result, lossless_plot], api_name="lossless", concurrency_id="decode")
+                           [prompt, preset, custom_target, custom_draft, drafter, k, temperature, top_k, top_p, seed,
+                            samples], [lossless_result, lossless_plot], api_name="lossless", **decode)
+
+        def generate_api(prompt: str, preset: str, k: int = 4, temperature: float = 0.0, top_k: int = 0,
+                         top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, drafter: str = "model") -> dict:
+            """One speculative generation: text, token ids, stop reason and stats."""
+            return generate(app, prompt, preset, k, temperature, top_k, top_p, max_new_tokens, seed, drafter)
+
+        gr.api(generate_api, api_name="generate", **decode)
         for control in (wi_a, wi_c, wi_k):
             control.change(what_if_plot, [wi_a, wi_c, wi_k], wi_plot, api_name=False, show_progress="hidden")
         demo.load(what_if_plot, [wi_a, wi_c, wi_k], wi_plot, api_name=False)

@@ -1,0 +1,47 @@
+"""A bounded load test: N concurrent gradio_client users, each a seeded generation.
+
+Every client calls the app's /generate endpoint on localhost with its own seed; afterwards
+each output is compared with the same seed run alone, in process. Latency is measured per
+request (queue wait included). Bounded: N requests, a timeout on each, then it stops.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ..engine import SpecConfig, speculate
+
+
+def run_clients(url: str, preset: str, prompts: list[str], clients: int, max_new_tokens: int,
+                temperature: float, timeout_s: float = 300) -> list[dict]:
+    from gradio_client import Client
+
+    def one(i: int) -> dict:
+        client = Client(url, verbose=False, download_files=False)
+        start = time.perf_counter()
+        job = client.submit(prompts[i % len(prompts)], preset, 4, temperature, 0, 1.0, max_new_tokens, i, "model",
+                            api_name="/generate")
+        out = job.result(timeout=timeout_s)
+        return {"client": i, "seed": i, "prompt": prompts[i % len(prompts)], "latency_s": time.perf_counter() - start,
+                "token_ids": out["token_ids"], "text": out["text"]}
+
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        return list(pool.map(one, range(clients)))
+
+
+def check_against_solo(pair, results: list[dict], max_new_tokens: int, temperature: float) -> list[int]:
+    """Clients whose output differs from the same seed run alone (should be none)."""
+    bad = []
+    for r in results:
+        cfg = SpecConfig(k=4, temperature=temperature, max_new_tokens=max_new_tokens, seed=r["seed"])
+        solo = list(speculate(pair, pair.tokenizer(r["prompt"])["input_ids"], cfg))[-1]
+        if solo.token_ids != r["token_ids"]:
+            bad.append(r["client"])
+    return bad
+
+
+def percentiles(results: list[dict]) -> dict:
+    lat = sorted(r["latency_s"] for r in results)
+    return {"p50_s": statistics.median(lat), "p95_s": lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))],
+            "max_s": lat[-1]}

@@ -1,0 +1,22 @@
+"""Serve the app in this process on a free local port (tests and the load-test script)."""
+from __future__ import annotations
+
+import socket
+
+from ..view.app_state import AppState
+from ..view.ui import build_demo, launch_options
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(app: AppState):
+    """Launch without blocking; returns (demo, url). Call demo.close() when done."""
+    demo = build_demo(app)
+    demo.queue(max_size=app.limits.queue_size, default_concurrency_limit=app.limits.concurrency_per_device)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
+    return demo, f"http://127.0.0.1:{port}"

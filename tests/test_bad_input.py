@@ -1,0 +1,116 @@
+"""Every bad input gets a clear message and the app keeps serving (handlers called directly,
+as the API would call them with values the sliders never send)."""
+import gradio as gr
+import pytest
+import torch
+
+from specviz.hosting.profile import Limits
+from specviz.models.presets import Preset
+from specviz.view.api import generate
+from specviz.view.app_state import AppState
+from specviz.view.handlers import run_race
+
+GOOD = dict(prompt="def add(a, b):\n    return", preset="tiny", custom_target="", custom_draft="", drafter="model",
+            k=4, adaptive=False, temperature=0.0, top_k=0, top_p=1.0, max_new=16, seed=0, stops="")
+
+
+@pytest.fixture(scope="module")
+def app(tiny_dirs):
+    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",))
+    return AppState(presets={"tiny": preset}, limits=Limits(max_prompt_tokens=64, max_new_tokens=100), device="cpu")
+
+
+def outcome(app, **changes) -> tuple[str, str]:
+    """(status HTML of the last update, spec pane HTML or '') of one race request."""
+    last = None
+    for update in run_race(app, **{**GOOD, **changes}):
+        last = update
+    return last[0], last[3] if isinstance(last[3], str) else ""
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(prompt=""), "empty"),
+    (dict(prompt=" \n\t "), "empty"),
+    (dict(prompt=None), "must be text"),
+    (dict(prompt="x = 1\n" * 20), "tokens long; this server accepts at most 64"),
+    (dict(prompt="y" * 60_000), "characters long"),
+    (dict(k=0), "k must be between 1 and 12"),
+    (dict(k=13), "k must be between 1 and 12"),
+    (dict(k="four"), "k must be a whole number"),
+    (dict(k=2.5), "k must be a whole number"),
+    (dict(temperature=-0.5), "temperature must be between"),
+    (dict(temperature="warm"), "temperature must be a number"),
+    (dict(temperature=float("inf")), "finite"),
+    (dict(top_k=-3), "top_k must be between"),
+    (dict(top_p=0), "top_p must be greater than 0"),
+    (dict(top_p=2), "top_p must be between"),
+    (dict(max_new=0), "max new tokens must be between 1 and 100"),
+    (dict(max_new=10**9), "max new tokens must be between 1 and 100"),
+    (dict(max_new=None), "max new tokens must be a whole number"),
+    (dict(seed=-1), "seed must be between"),
+    (dict(adaptive="yes"), "adaptive k must be true or false"),
+    (dict(drafter="oracle"), "drafter must be one of"),
+    (dict(preset="gpt-5"), "unknown model pair"),
+    (dict(preset=None), "unknown model pair"),
+    (dict(custom_target="meta-llama/Llama-3-70B"), "custom models are turned off"),
+    (dict(stops="\n".join("abcde")), "at most 4 stop strings"),
+])
+def test_bad_inputs_get_a_clear_message(app, changes, message):
+    status, _ = outcome(app, **changes)
+    assert "status-error" in status and message in status.replace("&#x27;", "'")
+    # ...and the app keeps serving: the next good request completes.
+    status, pane = outcome(app)
+    assert "status-done" in status and "data-kind" in pane
+
+
+def test_custom_ids_when_allowed(tiny_dirs):
+    app = AppState(presets={"tiny": Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ())},
+                   allow_custom_models=True, device="cpu")
+    status, _ = outcome(app, preset="custom", custom_target=tiny_dirs["target"], custom_draft=tiny_dirs["cut"])
+    assert "local paths are not accepted" in status
+    status, _ = outcome(app, preset="custom", custom_target="../../secret")
+    assert "local paths are not accepted" in status
+    status, _ = outcome(app, preset="custom", custom_target="specviz-test/not-on-this-machine", custom_draft="")
+    assert "status-error" in status and "could not be reached" in status
+
+
+def test_mismatched_custom_pair_is_reported(tiny_dirs, monkeypatch):
+    from specviz.errors import LoadError
+    app = AppState(presets={"tiny": Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ())},
+                   allow_custom_models=True, device="cpu")
+    def mismatch(*args, **kwargs):
+        raise LoadError("the tokenizers of 'a/target' and 'b/draft' differ: a draft must share its target's tokenizer")
+    monkeypatch.setattr("specviz.view.app_state.load_pair", mismatch)
+    status, _ = outcome(app, preset="custom", custom_target="a/target", custom_draft="b/draft")
+    assert "tokenizers of" in status.replace("&#x27;", "'")
+
+
+def test_odd_but_valid_prompts_run(app):
+    for prompt in ("\x00\x07\x1b[31m control", "emoji 😀🎉 and 数据", "right-to-left: שלום עולם مرحبا", "\u202e reversed"):
+        status, pane = outcome(app, prompt=prompt)
+        assert "status-done" in status and "\x1b" not in pane
+
+
+def test_injection_payloads_as_prompt_and_stop_string(app):
+    payload = '<img src=x onerror=alert(1)><script>alert(1)</script>'
+    status, pane = outcome(app, prompt=payload, stops=payload)
+    assert "status-done" in status and "<img" not in pane and "<script" not in pane
+
+
+def test_out_of_memory_is_a_message(app, monkeypatch):
+    def oom(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+    pair = app.pair(app.preset("tiny"))
+    monkeypatch.setattr(pair.target, "forward", oom)
+    status, _ = outcome(app)
+    assert "ran out of memory" in status
+    monkeypatch.undo()
+    assert "status-done" in outcome(app)[0]
+
+
+def test_generate_api_errors_are_gr_errors(app):
+    assert generate(app, "def f():", "tiny", max_new_tokens=8)["stop_reason"] in ("max_tokens", "eos")
+    with pytest.raises(gr.Error, match="k must be between"):
+        generate(app, "def f():", "tiny", k=99)
+    with pytest.raises(gr.Error, match="unknown model pair"):
+        generate(app, "def f():", "../../etc/passwd")

@@ -92,3 +92,20 @@ def test_eos_stops_and_is_kept_in_ids(pair):
         assert done.stop_reason == "eos" and done.token_ids[-1] == eos
     else:
         assert done.stop_reason in ("max_tokens", "length_limit")
+
+
+@pytest.mark.parametrize("cfg", [SpecConfig(k=4, max_new_tokens=40), SpecConfig(k=3, max_new_tokens=40, temperature=1.0)])
+def test_one_host_read_per_round(pair, cfg, monkeypatch):
+    """The loop reads the device once a round (the verdict); nothing else syncs (CUDA-relevant)."""
+    import torch
+    gen = speculate(pair, PROMPTS[0], cfg)
+    reads = {"n": 0}
+    for name in ("tolist", "item", "cpu", "numpy"):
+        original = getattr(torch.Tensor, name)
+        def counted(self, *a, _original=original, **kw):
+            reads["n"] += 1
+            return _original(self, *a, **kw)
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    events = list(gen)
+    monkeypatch.undo()
+    assert reads["n"] == events[-1].stats["rounds"]

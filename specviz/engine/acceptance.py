@@ -33,6 +33,7 @@ class Verdict:
     next_token: int                # the correction (n < k) or the bonus (n == k)
     next_prob: float               # its probability under the distribution it was drawn from
     next_p: float                  # its target probability p_{n+1}
+    drafts: list[int]              # the drafted token ids (read back in the same transfer)
     p: list[float]                 # p_i(x_i) for each draft
     q: list[float]                 # q_i(x_i) for each draft
     accept_prob: list[float]       # min(1, p/q), or 1/0 for an argmax match/mismatch
@@ -79,7 +80,7 @@ def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Ten
     top_probs, top_ids = torch.topk(row, min(TOP_RESIDUAL, row.numel()))
     packed = torch.cat([
         torch.stack([n.double(), next_token.double(), row[next_token].double(), p[n, next_token].double()]),
-        p_x.double(), q_x.double(), accept_prob.double(),
+        drafts.double(), p_x.double(), q_x.double(), accept_prob.double(),
         (u.double() if u is not None else p_x.new_zeros(0, dtype=torch.float64)),
         top_ids.double(), top_probs.double(),
     ])
@@ -88,9 +89,10 @@ def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Ten
 
 def _unpack(values: list[float], k: int, greedy: bool, n_top: int) -> Verdict:
     head, rest = values[:4], values[4:]
+    drafts, rest = [int(d) for d in rest[:k]], rest[k:]     # ids < 2^53 are exact in float64
     p_x, q_x, acc, rest = rest[:k], rest[k:2 * k], rest[2 * k:3 * k], rest[3 * k:]
     u = None if greedy else rest[:k]
     rest = rest if greedy else rest[k:]
     top = [(int(i), pr) for i, pr in zip(rest[:n_top], rest[n_top:2 * n_top])]
     return Verdict(n_accepted=int(head[0]), next_token=int(head[1]), next_prob=head[2], next_p=head[3],
-                   p=p_x, q=q_x, accept_prob=acc, u=u, top=top)
+                   drafts=drafts, p=p_x, q=q_x, accept_prob=acc, u=u, top=top)

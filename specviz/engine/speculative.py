@@ -25,7 +25,7 @@ from .output import Output, encode_prompt
 from .pair import ModelPair
 from .sampling import make_generator
 from .summary import Totals
-from .timing import LaneClock, synchronize
+from .timing import LaneClock, PhaseMarks
 
 
 def speculate(pair: ModelPair, prompt: str | list[int], config: SpecConfig | None = None,
@@ -63,7 +63,7 @@ def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> It
 def _round(pair, out: Output, target: CachedModel, drafter, cfg: SpecConfig, gen, clock: LaneClock,
            totals: Totals, k: int, lane: str) -> tuple[list[Event], int]:
     r = totals.rounds + 1
-    start = clock.read()
+    phases = PhaseMarks(pair.device)     # draft | verify | bookkeeping, with no extra device sync
     before = len(out.ids)
     # A round emits at most k + 1 tokens: draft no more than the lane may still add, minus the bonus.
     k_round = min(k, out.remaining - 1)
@@ -71,8 +71,7 @@ def _round(pair, out: Output, target: CachedModel, drafter, cfg: SpecConfig, gen
     # 1. Draft.
     proposal = drafter.propose(out.ids, k_round) if k_round > 0 else _empty(pair)
     m = proposal.tokens.numel()
-    synchronize(pair.device)
-    drafted_at = clock.read()
+    phases.mark()
 
     # 2. One target pass over the uncached tokens and the drafts; keep the last m + 1 positions:
     #    row i is the target's distribution for draft i, row m the one after all drafts.
@@ -81,7 +80,8 @@ def _round(pair, out: Output, target: CachedModel, drafter, cfg: SpecConfig, gen
 
     # 3. Accept/reject; draw the correction or the bonus. One device-to-host read.
     v = verify(proposal.tokens, proposal.q, logits, cfg, gen)
-    drafts = proposal.tokens.tolist()
+    drafts = v.drafts
+    phases.mark()
     verified_at = clock.read()
 
     # 4. Roll both caches back to the accepted prefix (the new token is fed next round).
@@ -90,7 +90,7 @@ def _round(pair, out: Output, target: CachedModel, drafter, cfg: SpecConfig, gen
 
     # 5. Commit tokens in order and build the round's events; a stop rule may end it early.
     tok = out.detok
-    events: list[Event] = [Drafted(r, drafts, [tok.piece_of(d) for d in drafts], v.q, lane, drafted_at)]
+    events: list[Event] = [Drafted(r, drafts, [tok.piece_of(d) for d in drafts], v.q, lane, verified_at)]
     accepted = rejected = 0
     rule = "forced" if cfg.forced_acceptance is not None else "argmax" if cfg.greedy else "ratio"
     for i in range(v.n_accepted):
@@ -122,10 +122,12 @@ def _round(pair, out: Output, target: CachedModel, drafter, cfg: SpecConfig, gen
     # Adaptive k: one more after a fully accepted round, one fewer after a rejection.
     if cfg.adaptive_k and m == k_round > 0:
         k = min(k + 1, cfg.k_max) if v.n_accepted == m else max(k - 1, cfg.k_min)
-    totals.draft_s += drafted_at - start
-    totals.verify_s += verified_at - drafted_at
+    phases.mark()
+    draft_s, verify_s, bookkeeping_s = phases.seconds()
+    totals.draft_s += draft_s
+    totals.verify_s += verify_s
     now = clock.read()
-    events.append(RoundEnd(r, m, accepted, emitted, drafted_at - start, verified_at - drafted_at, now - verified_at,
+    events.append(RoundEnd(r, m, accepted, emitted, draft_s, verify_s, bookkeeping_s,
                            totals.tokens, totals.drafted, totals.accepted, out.text, k, lane, now))
     return events, k
 

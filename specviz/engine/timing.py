@@ -3,6 +3,8 @@
 A lane is a generator; the clock runs only while the lane is working (between being
 resumed and yielding), so time spent in the other lane of a race, or by the consumer,
 is never counted. On CUDA the device is synchronized before the clock is read.
+Within a round, `PhaseMarks` splits the time into phases without adding a sync: on CUDA
+it records CUDA events and reads them after the round's one device-to-host read.
 """
 from __future__ import annotations
 
@@ -39,3 +41,27 @@ class LaneClock:
         """Seconds so far (includes the running segment; call after a sync for exact device time)."""
         running = time.perf_counter() - self._start if self._start is not None else 0.0
         return self.total + running
+
+
+class PhaseMarks:
+    """Marks between a round's phases; `seconds()` gives the time between consecutive marks.
+    Call `seconds()` only after the device has caught up (the round's host read does that)."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self.marks: list = []
+        self.mark()
+
+    def mark(self) -> None:
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            self.marks.append(event)
+        else:
+            self.marks.append(time.perf_counter())
+
+    def seconds(self) -> list[float]:
+        pairs = zip(self.marks, self.marks[1:])
+        if self.cuda:
+            return [a.elapsed_time(b) / 1000.0 for a, b in pairs]
+        return [b - a for a, b in pairs]

@@ -10,13 +10,19 @@ from .. import theory
 from ..stats import RunStats
 
 SPEC, BASE, THEORY = "#1b7f5b", "#5b6b7f", "#d9822b"
-LAYOUT = dict(margin=dict(l=44, r=12, t=36, b=36), height=250, template="plotly_white",
-              legend=dict(orientation="h", y=-0.25, x=0), font=dict(size=12))
+# Transparent backgrounds, mid-grey text and faint grid lines: readable in light and dark mode.
+INK, GRID = "#8a8f98", "rgba(138, 143, 152, 0.25)"
+LAYOUT = dict(margin=dict(l=48, r=12, t=36, b=72), height=270, template="none",
+              paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
+              legend=dict(orientation="h", y=-0.38, x=0), font=dict(size=12, color=INK))
+AXES = dict(gridcolor=GRID, zerolinecolor=GRID, linecolor=GRID)
 
 
 def _fig(title: str, x: str, y: str) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(title=dict(text=title, x=0.02, font=dict(size=14)), xaxis_title=x, yaxis_title=y, **LAYOUT)
+    fig.update_xaxes(**AXES)
+    fig.update_yaxes(**AXES)
     return fig
 
 

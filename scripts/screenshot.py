@@ -1,0 +1,53 @@
+"""Screenshot of the app racing on the bundled pair (assets/screenshot.png), as in the README.
+
+    python scripts/screenshot.py [--out assets/screenshot.png] [--dark]
+"""
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="assets/screenshot.png")
+    parser.add_argument("--dark", action="store_true")
+    parser.add_argument("--prompt", default="class Stack:\n    \"\"\"A last-in, first-out stack.\"\"\"\n\n    def __init__(self):\n")
+    args = parser.parse_args()
+
+    from playwright.sync_api import sync_playwright
+
+    from specviz.hosting.profile import load_profile
+    from specviz.hosting.serve import serve
+    from specviz.view.app_state import AppState
+
+    demo, url = serve(AppState.from_profile(load_profile(tier="cpu"), device="cpu"))
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium",
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            page = browser.new_page(viewport={"width": 1440, "height": 1500}, device_scale_factor=1)
+            page.goto(url + ("/?__theme=dark" if args.dark else ""))
+            page.wait_for_selector("#run")
+            page.fill("#prompt textarea", args.prompt)
+            box = page.locator("#max-new input[type=number]")
+            box.fill("96")
+            box.press("Enter")
+            page.click("#run")
+            page.wait_for_selector("#status .status-done, #status .status-error", state="detached", timeout=15_000)
+            page.wait_for_selector("#status .status-done", timeout=120_000)
+            time.sleep(2)
+            page.hover("#spec-pane [data-kind=resampled]") if page.locator("#spec-pane [data-kind=resampled]").count() else None
+            page.screenshot(path=args.out, full_page=True)
+            browser.close()
+    finally:
+        demo.close()
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -21,7 +21,7 @@ def test_builtin_prompt_set_has_three_kinds_from_heldout_files():
     assert {p["kind"] for p in prompts} == {"code", "grounded", "free text"} and len(prompts) >= 6
     _, heldout = split_corpus()
     for code in heldout_code_prompts():
-        assert code.rstrip().endswith(":") and any(code in text for text in heldout)
+        assert code.endswith(":") and any(code in text for text in heldout)
 
 
 def test_bench_compares_all_methods(tiny_dirs, tmp_path):

@@ -33,7 +33,7 @@ def test_loads_with_plain_transformers_offline():
 def test_greedy_speculative_equals_plain_on_bundled_pair():
     pair = load_pair()          # the default: the bundled pair
     assert pair.draft is not None and pair.device.type in ("cpu", "cuda", "mps")
-    for prompt in ("def fibonacci(n):\n", "class Stack:\n    def __init__(self):\n"):
+    for prompt in ("def fibonacci(n):", "class Stack:\n    def __init__(self):"):
         cfg = SpecConfig(k=4, max_new_tokens=48)
         spec = list(speculate(pair, prompt, cfg))[-1]
         base = list(decode_baseline(pair, prompt, cfg))[-1]

@@ -18,10 +18,10 @@ DEF_LINE = re.compile(r"^[ \t]*def \w+\(.*\):[ \t]*$", re.M)
 
 GROUNDED = [
     "COLORS = {\n    'red': (255, 0, 0),\n    'green': (0, 255, 0),\n    'blue': (0, 0, 255),\n}\n\n"
-    "def color_names():\n    return ['red', 'green', 'blue']\n\n\nCOLOURS = {\n    'red': (255, 0, 0),\n",
+    "def color_names():\n    return ['red', 'green', 'blue']\n\n\nCOLOURS = {\n    'red': (255, 0, 0),",
     "class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.y = y\n\n"
     "    def __repr__(self):\n        return f'Point({self.x!r}, {self.y!r})'\n\n\n"
-    "class Size:\n    def __init__(self, width, height):\n        self.width = width\n",
+    "class Size:\n    def __init__(self, width, height):\n        self.width = width",
 ]
 FREE_TEXT = [
     '"""Utilities for reading configuration files.\n\nThis module provides a small parser for',
@@ -29,7 +29,8 @@ FREE_TEXT = [
 
 
 def heldout_code_prompts(count: int = 4, context_chars: int = 600) -> list[str]:
-    """Prompts that end on a `def` line of held-out stdlib files: the model writes the body."""
+    """Prompts that end on a `def` line of held-out stdlib files (after its colon, without the
+    newline, which the tokenizer would otherwise split from the next line's indentation)."""
     root = stdlib_root()
     prompts = []
     for path in source_files(root):
@@ -40,7 +41,7 @@ def heldout_code_prompts(count: int = 4, context_chars: int = 600) -> list[str]:
         if match is None:
             continue
         start = text.rfind("\n", 0, match.end() - context_chars) + 1
-        prompts.append(text[start : match.end() + 1])
+        prompts.append(text[start : match.end()].rstrip())
         if len(prompts) == count:
             break
     return prompts

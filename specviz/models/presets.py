@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# Prompts end mid-line or after a colon, not with a newline: the tokenizer merges a newline with
+# the next line's indentation, so a prompt ending in a bare newline reads as "a top-level line
+# comes next" and the model starts a new class or import.
 BUNDLED_EXAMPLES = (
-    "def fibonacci(n):\n",
-    "class Stack:\n    \"\"\"A last-in, first-out stack.\"\"\"\n\n    def __init__(self):\n",
-    "import os\nimport sys\n\n\ndef main(argv=None):\n",
+    "def fibonacci(n):",
+    "class Stack:\n    \"\"\"A last-in, first-out stack.\"\"\"\n\n    def __init__(self):",
+    "import os\nimport sys\n\n\ndef main(argv=None):",
     "    def __repr__(self):\n        return",
-    "for key, value in sorted(mapping.items()):\n",
+    "for key, value in sorted(mapping.items()):",
 )
 
 

@@ -62,4 +62,14 @@ class AppState:
                       custom_target, custom_draft or None, 4, ())
 
     def pair(self, preset: Preset) -> ModelPair:
-        return self.cache.get(preset.key, lambda: load_pair(preset.target, preset.draft, device=self.device))
+        return self.cache.get(preset.key, lambda: warm_up(load_pair(preset.target, preset.draft, device=self.device)))
+
+
+def warm_up(pair: ModelPair) -> ModelPair:
+    """One short race right after loading: first-call costs (kernel selection, allocator growth)
+    are paid here, not by whichever lane of a visitor's race happens to run first."""
+    from ..engine import SpecConfig, race
+    drafter = "model" if pair.draft is not None else "prompt_lookup"
+    for _ in race(pair, "Hello, world. Hello,", SpecConfig(k=4, max_new_tokens=12, drafter=drafter)):
+        pass
+    return pair

@@ -41,7 +41,9 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=280):
                 prompt = gr.Textbox(label="Prompt", value=first.examples[0] if first.examples else "",
-                                    lines=5, max_lines=14, elem_id="prompt")
+                                    lines=5, max_lines=14, elem_id="prompt",
+                                    info="Tip: end mid-line or after a colon. A prompt ending in a newline "
+                                         "makes a small code model start a new top-level line.")
                 examples = gr.Examples([[e] for e in first.examples], inputs=[prompt], label="Examples")
                 choices = [(p.label, p.key) for p in app.presets.values()]
                 if app.allow_custom_models:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import torch
 
@@ -115,7 +115,7 @@ def phase_breakdown(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
     if pair.draft is not None and cfg.drafter == "model":
         wrap(pair.draft, "draft forward")
     try:
-        events = list(speculate(pair, ids, replace(cfg, max_new_tokens=cfg.max_new_tokens)))
+        events = list(speculate(pair, ids, cfg))
     finally:
         for model, original in originals.values():
             model.forward = original

@@ -44,7 +44,7 @@ class RaceView:
 
     def strip(self) -> str:
         s = self.stats
-        a, per_round, th = s.acceptance_rate, s.mean_tokens_per_round, s.theory()
+        a, per_round, th, c = s.acceptance_rate, s.mean_tokens_per_round, s.theory(), s.cost_ratio()
         speed = s.measured_speedup()
         passes_spec = len(s.rounds)
         passes_base = s.tokens["base"][-1]
@@ -55,7 +55,7 @@ class RaceView:
             ("target passes", f"{passes_spec} vs {passes_base}", "speculative vs plain"),
             ("measured speedup", "—" if speed is None else f"{speed:.2f}×", "tokens/s, each lane on its own clock"),
             ("theory speedup", f"{th['speedup']:.2f}×" if "speedup" in th else "—",
-             f"from a and cost ratio c = {s.cost_ratio():.3f}" if s.cost_ratio() else "from a and cost ratio c"),
+             f"from a and cost ratio c = {c:.3f}" if c else "from a and cost ratio c"),
         ]
         return '<div class="strip">' + "".join(
             f'<div class="cell"><div class="label">{clean(label)}</div><div class="value">{clean(value)}</div>'

@@ -48,13 +48,12 @@ def config_from(args):
 
 
 def pair_from(args):
+    from .errors import LoadError
     from .models.loading import load_pair
     if args.target is None and args.draft is not None:
-        from .errors import LoadError
         raise LoadError("--draft needs --target too")
     draft = args.draft
     if args.target is not None and draft is None and args.drafter == "model":
-        from .errors import LoadError
         raise LoadError("--target was given without --draft: add --draft or use --drafter prompt_lookup")
     return load_pair(args.target, draft, device=args.device, dtype=args.dtype)
 

@@ -66,8 +66,8 @@ def _prompt_row(kind: str, prompt_tokens: int, timings: dict, k: int, forced: fl
     row = {"kind": kind, "prompt_tokens": prompt_tokens,
            "methods": {n: {"tokens": t.tokens, "seconds": t.seconds, "tokens_per_s": t.rate} for n, t in timings.items()},
            "accepted": s["accepted"], "verified": s["accepted"] + s["rejected"], "rounds": s["rounds"],
-           "tokens": s["tokens"], "full_rounds": s["full_rounds"] if "full_rounds" in s else None,
-           "full_round_tokens": s.get("full_round_tokens"), "cost_ratio": c}
+           "tokens": s["tokens"], "full_rounds": s["full_rounds"],
+           "full_round_tokens": s["full_round_tokens"], "cost_ratio": c}
     return row
 
 
@@ -80,8 +80,8 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
 
     verified = sum(r["verified"] for r in rows)
     a = forced if forced is not None else (sum(r["accepted"] for r in rows) / verified if verified else None)
-    full = sum(r["full_rounds"] or 0 for r in rows)
-    tokens_per_round = sum(r["full_round_tokens"] or 0 for r in rows) / full if full else None
+    full = sum(r["full_rounds"] for r in rows)
+    tokens_per_round = sum(r["full_round_tokens"] for r in rows) / full if full else None
     c = median([r["cost_ratio"] for r in rows])
     out = {"tokens_per_s": {name: median([rate(r, name) for r in rows]) for name in rows[0]["methods"]},
            "speedup": ratio("specviz speculative", "specviz plain"),

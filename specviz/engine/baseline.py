@@ -18,7 +18,7 @@ from .output import Output, encode_prompt
 from .pair import ModelPair
 from .sampling import choose, make_generator, warp
 from .summary import Totals
-from .timing import LaneClock
+from .timing import LaneClock, run_lane
 
 
 def decode_baseline(pair: ModelPair, prompt: str | list[int], config: SpecConfig | None = None,
@@ -33,15 +33,12 @@ def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> It
     gen = make_generator(pair.device, cfg.seed)
     target = CachedModel(pair.target, pair.vocab_size)
     clock, totals = LaneClock(pair.device), Totals()
-    while out.stop_reason is None and out.remaining > 0:
-        if cancel is not None and cancel.is_set():
-            out.stop_reason = "cancelled"
-            break
-        clock.start()
-        event = _step(out, target, cfg, gen, lane, clock)
+
+    def step(clock: LaneClock) -> list[Event]:
         totals.add_round(drafted=0, accepted=0, emitted=1)
-        clock.stop()
-        yield event
+        return [_step(out, target, cfg, gen, lane, clock)]
+
+    yield from run_lane(out, cancel, step, clock)
     totals.target_forwards = target.forwards
     yield Done(text=out.text, token_ids=out.generated, stop_reason=out.stop_reason or "max_tokens",
                stats=totals.summary(clock.total), lane=lane, t=clock.total)

@@ -25,7 +25,7 @@ from .output import Output, encode_prompt
 from .pair import ModelPair
 from .sampling import make_generator
 from .summary import Totals
-from .timing import LaneClock, PhaseMarks
+from .timing import LaneClock, PhaseMarks, run_lane
 
 
 def speculate(pair: ModelPair, prompt: str | list[int], config: SpecConfig | None = None,
@@ -45,15 +45,13 @@ def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> It
         drafter = ModelDrafter(pair.draft, pair.vocab_size, cfg, gen)
     else:
         drafter = PromptLookupDrafter(pair.vocab_size, pair.device, cfg.lookup_ngram)
-    clock, totals, k = LaneClock(pair.device), Totals(), cfg.k
-    while out.stop_reason is None and out.remaining > 0:
-        if cancel is not None and cancel.is_set():
-            out.stop_reason = "cancelled"
-            break
-        clock.start()
-        events, k = _round(pair, out, target, drafter, cfg, gen, clock, totals, k, lane)
-        clock.stop()
-        yield from events
+    clock, totals, k = LaneClock(pair.device), Totals(), [cfg.k]   # k changes between rounds (adaptive)
+
+    def step(clock: LaneClock) -> list[Event]:
+        events, k[0] = _round(pair, out, target, drafter, cfg, gen, clock, totals, k[0], lane)
+        return events
+
+    yield from run_lane(out, cancel, step, clock)
     totals.target_forwards, totals.draft_forwards = target.forwards, drafter.forwards
     yield Done(text=out.text, token_ids=out.generated, stop_reason=out.stop_reason or "max_tokens",
                stats=totals.summary(clock.total), lane=lane, t=clock.total)

@@ -3,19 +3,21 @@
 The cache holds the keys/values of the first `length` tokens of the committed sequence, so
 no prefix is ever recomputed. Rollback after a rejection is `crop(length)`, which drops
 the rejected drafts' entries (transformers 5: `DynamicCache.crop` takes minus the number
-of tokens to drop). Logits are cut to the pair's shared vocabulary (padding rows dropped).
+of tokens to drop). The layers append in place (kv_buffer.py) rather than re-concatenating.
+Logits are cut to the pair's shared vocabulary (padding rows dropped).
 """
 from __future__ import annotations
 
 import torch
-from transformers import DynamicCache
+
+from .kv_buffer import buffered_cache
 
 
 class CachedModel:
     def __init__(self, model, vocab_size: int):
         self.model = model
         self.vocab_size = vocab_size
-        self.cache = DynamicCache(config=model.config)
+        self.cache = buffered_cache(model.config)
         self.device = model.get_input_embeddings().weight.device
         self.forwards = 0
 

@@ -23,6 +23,8 @@ def add_parser(sub) -> None:
                    help="BENCHMARK ONLY, NOT LOSSLESS: accept drafts with this probability (random-weight models)")
     p.add_argument("--random-pair", default=None, choices=["qwen2.5-0.5b:7b", "tiny"],
                    help="random-weight models of these shapes instead of --target/--draft (needs --forced-acceptance)")
+    p.add_argument("--fast", action="store_true",
+                   help="also time the fast path (static KV cache + torch.compile; CUDA graphs on CUDA)")
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of the table")
     p.add_argument("--out", default=None, help="also write the JSON result to this file")
     p.set_defaults(func=run)
@@ -49,7 +51,8 @@ def run(args) -> int:
         from .cli_run import pair_from
         pair = pair_from(args)
     prompts = load_prompts(args.prompts)
-    result = run_suite(pair, prompts, cfg, ks, args.repeats, log=(lambda line: None) if args.json else print)
+    result = run_suite(pair, prompts, cfg, ks, args.repeats, log=(lambda line: None) if args.json else print,
+                       fast=args.fast)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=1))

@@ -38,13 +38,15 @@ def add_sampling_args(p) -> None:
     p.add_argument("--drafter", choices=["model", "prompt_lookup"], default="model")
     p.add_argument("--adaptive-k", action="store_true", help="grow k after full acceptance, shrink after a rejection")
     p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    p.add_argument("--fast", action="store_true",
+                   help="static KV cache + compiled decode steps (CUDA graphs on CUDA); compiles on first use")
 
 
 def config_from(args):
     from .engine.config import SpecConfig
     return SpecConfig(k=args.k, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                       max_new_tokens=args.max_new_tokens, seed=args.seed, drafter=args.drafter,
-                      adaptive_k=args.adaptive_k, stop_strings=tuple(args.stop))
+                      adaptive_k=args.adaptive_k, stop_strings=tuple(args.stop), fast=args.fast)
 
 
 def pair_from(args):

@@ -31,10 +31,13 @@ def test_bench_compares_all_methods(tiny_dirs, tmp_path):
                                    {"kind": "grounded", "text": "x = 1\ny = 2\nx = 1\n"},
                                    {"kind": "free text", "text": "This module provides"}]))
     result = bench("--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"], "--max-new-tokens", "24",
-                   "--repeats", "1", "--out", str(out), "--prompts", str(prompts))
+                   "--repeats", "1", "--out", str(out), "--prompts", str(prompts), "--fast")
     assert json.loads(out.read_text()) == result
     summary = result["rows"][0]["summary"]
-    assert set(summary["tokens_per_s"]) == {"specviz plain", "specviz speculative", "hf generate", "hf assisted"}
+    assert set(summary["tokens_per_s"]) == {"specviz plain", "specviz speculative", "hf generate", "hf assisted",
+                                            "specviz plain (fast)", "specviz speculative (fast)"}
+    assert {"fast_speedup", "fast_vs_default_plain", "fast_vs_default_speculative"} <= set(summary)
+    assert all(s > 0 for s in result["fast_first_use_s"]["4"].values())
     assert all(v > 0 for v in summary["tokens_per_s"].values())
     assert 0 < summary["acceptance_rate"] <= 1 and summary["theory_tokens_per_round"] >= 1
     assert {"specviz_vs_hf_assisted", "specviz_plain_vs_hf_generate", "theory_speedup"} <= set(summary)

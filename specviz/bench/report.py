@@ -32,6 +32,14 @@ def table(result: dict) -> str:
         lines += ["", f"transformers assisted generation vs generate(): {_f(first['hf_assisted_speedup'], '{:.2f}x')}",
                   f"specviz speculative vs transformers assisted:  {_f(first['specviz_vs_hf_assisted'], '{:.2f}x')}",
                   f"specviz plain vs transformers generate():      {_f(first['specviz_plain_vs_hf_generate'], '{:.2f}x')}"]
+    if "fast_speedup" in first:
+        lines.append("")
+        for row in result["rows"]:
+            r, compile_s = row["summary"], result["fast_first_use_s"][str(row["k"])]
+            lines.append(f"k={row['k']} fast path (static cache + compiled steps): plain {_f(r['fast_vs_default_plain'], '{:.2f}x')} "
+                         f"and speculative {_f(r['fast_vs_default_speculative'], '{:.2f}x')} the default path; "
+                         f"speculative/plain {_f(r['fast_speedup'], '{:.2f}x')}; first use (compiling) "
+                         + ", ".join(f"{s:.0f} s" for s in compile_s.values()))
     if len(result["rows"]) > 1:
         lines.append(f"\nbest measured k: {result['best_k']}; theory's best k for the measured a and c: "
                      f"{result.get('theory_best_k', '—')}")

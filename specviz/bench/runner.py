@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -73,7 +73,17 @@ METHODS = {
     "specviz speculative": lambda pair, ids, cfg: specviz_run(pair, ids, cfg, speculative=True),
     "hf generate": lambda pair, ids, cfg: hf_run(pair, ids, cfg, assisted=False),
     "hf assisted": lambda pair, ids, cfg: hf_run(pair, ids, cfg, assisted=True),
+    # The fast path (static cache + compiled steps), for both lanes alike.
+    "specviz plain (fast)": lambda pair, ids, cfg: specviz_run(pair, ids, replace(cfg, fast=True), speculative=False),
+    "specviz speculative (fast)": lambda pair, ids, cfg: specviz_run(pair, ids, replace(cfg, fast=True),
+                                                                     speculative=True),
 }
+FAST_METHODS = ["specviz plain (fast)", "specviz speculative (fast)"]
+
+
+def first_use_seconds(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
+    """Seconds of each fast method's first run (compiling its step shapes), before any timing."""
+    return {name: _timed(pair, lambda: METHODS[name](pair, ids, cfg))[0] for name in FAST_METHODS}
 
 
 def measure_prompt(pair: ModelPair, ids: list[int], cfg: SpecConfig, methods: list[str], repeats: int) -> dict:

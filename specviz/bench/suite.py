@@ -18,7 +18,7 @@ from .. import theory
 from ..engine import SpecConfig
 from ..engine.output import encode_prompt
 from ..engine.pair import ModelPair
-from .runner import measure_prompt, median, phase_breakdown
+from .runner import FAST_METHODS, first_use_seconds, measure_prompt, median, phase_breakdown
 
 ALL_METHODS = ["specviz plain", "specviz speculative", "hf generate", "hf assisted"]
 SWEEP_METHODS = ["specviz plain", "specviz speculative"]
@@ -33,13 +33,19 @@ def machine() -> dict:
 
 
 def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[int], repeats: int,
-              log=print) -> dict:
+              log=print, fast: bool = False) -> dict:
+    """fast: also time the fast path (static cache + compiled steps) of both specviz lanes."""
     forced = cfg.forced_acceptance is not None
     methods = SWEEP_METHODS if (len(ks) > 1 or forced) else ALL_METHODS
+    methods = methods + FAST_METHODS if fast else methods
     encoded = [(p["kind"], encode_prompt(pair, p["text"])) for p in prompts]
-    rows = []
+    rows, first_use = [], {}
     for k in ks:
         kcfg = replace(cfg, k=k)
+        if fast:
+            first_use[str(k)] = first_use_seconds(pair, encoded[0][1], kcfg)   # str: a JSON key
+            log(f"k={k} fast path first use (compiling): " +
+                ", ".join(f"{n} {s:.1f} s" for n, s in first_use[str(k)].items()))
         per_prompt = []
         for i, (kind, ids) in enumerate(encoded):
             timings = measure_prompt(pair, ids, kcfg, methods, repeats)
@@ -51,6 +57,8 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
     result = {"machine": machine(), "models": {"target": pair.target_name, "draft": pair.draft_name},
               "device": str(pair.device), "settings": cfg.to_dict(), "repeats": repeats, "methods": methods,
               "not_lossless": forced, "rows": rows, "best_k": best["k"]}
+    if fast:
+        result["fast_first_use_s"] = first_use
     if len(rows) > 1:
         s = best["summary"]
         if s["acceptance_rate"] is not None and s["cost_ratio"] is not None:
@@ -90,6 +98,10 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
         out["hf_assisted_speedup"] = ratio("hf assisted", "hf generate")
         out["specviz_vs_hf_assisted"] = ratio("specviz speculative", "hf assisted")
         out["specviz_plain_vs_hf_generate"] = ratio("specviz plain", "hf generate")
+    if "specviz plain (fast)" in rows[0]["methods"]:
+        out["fast_speedup"] = ratio("specviz speculative (fast)", "specviz plain (fast)")
+        out["fast_vs_default_plain"] = ratio("specviz plain (fast)", "specviz plain")
+        out["fast_vs_default_speculative"] = ratio("specviz speculative (fast)", "specviz speculative")
     if a is not None:
         out["theory_tokens_per_round"] = theory.expected_tokens_per_round(a, k)
         if c is not None:

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import torch
 
-from .cached_model import CachedModel
+from .cached_model import CachedModel, cached_model, positions_needed
 from .config import SpecConfig
 from .events import Done, Event, TargetToken
 from .output import Output, encode_prompt
@@ -31,14 +31,17 @@ def decode_baseline(pair: ModelPair, prompt: str | list[int], config: SpecConfig
 
 def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> Iterator[Event]:
     gen = make_generator(pair.device, cfg.seed)
-    target = CachedModel(pair.target, pair.vocab_size)
+    target = cached_model(pair.target, pair.vocab_size, cfg.fast, positions_needed(out, cfg))
     clock, totals = LaneClock(pair.device), Totals()
 
     def step(clock: LaneClock) -> list[Event]:
         totals.add_round(drafted=0, accepted=0, emitted=1)
         return [_step(out, target, cfg, gen, lane, clock)]
 
-    yield from run_lane(out, cancel, step, clock)
+    try:
+        yield from run_lane(out, cancel, step, clock)
+    finally:                       # also when the consumer closes the lane early
+        target.release()
     totals.target_forwards = target.forwards
     yield Done(text=out.text, token_ids=out.generated, stop_reason=out.stop_reason or "max_tokens",
                stats=totals.summary(clock.total), lane=lane, t=clock.total)

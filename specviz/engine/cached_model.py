@@ -38,3 +38,21 @@ class CachedModel:
         drop = self.length - length
         if drop > 0:
             self.cache.crop(-drop)
+
+    def release(self) -> None:
+        """Nothing to give back: the cache goes with this object."""
+
+
+def positions_needed(out, cfg) -> int:
+    """Cache positions a run can fill: the prompt, every new token, and a round's extra drafts."""
+    k = cfg.k_max if cfg.adaptive_k else cfg.k
+    return out.prompt_len + cfg.max_new_tokens + k + 1
+
+
+def cached_model(model, vocab_size: int, fast: bool = False, positions: int = 0):
+    """The default eager model-with-cache, or the fast path's static, compiled one
+    (`positions`: the most tokens the run will hold in the cache)."""
+    if fast:
+        from .static_model import StaticCachedModel
+        return StaticCachedModel(model, vocab_size, positions)
+    return CachedModel(model, vocab_size)

@@ -33,6 +33,9 @@ class SpecConfig:
     # min(1, p/q), to time the engine at a chosen acceptance rate on random-weight models.
     # Never offered in the app. None = the exact rule.
     forced_acceptance: float | None = None
+    # Execution, not sampling: a static KV cache with compiled decode steps (CUDA graphs on
+    # CUDA), for both lanes alike. Compiles on first use of each shape. See static_model.py.
+    fast: bool = False
 
     @property
     def greedy(self) -> bool:
@@ -57,6 +60,8 @@ class SpecConfig:
             raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}, not {self.drafter!r}")
         if not isinstance(self.adaptive_k, bool):
             raise ConfigError("adaptive_k must be true or false")
+        if not isinstance(self.fast, bool):
+            raise ConfigError("fast must be true or false")
         if self.forced_acceptance is not None:
             _check_float("forced_acceptance", self.forced_acceptance, 0.0, 1.0)
         for s in self.stop_strings:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .cached_model import CachedModel
+from .cached_model import cached_model
 from .config import SpecConfig
 from .sampling import choose, warp
 
@@ -27,8 +27,8 @@ class Proposal:
 
 
 class ModelDrafter:
-    def __init__(self, model, vocab_size: int, cfg: SpecConfig, gen: torch.Generator):
-        self.lm = CachedModel(model, vocab_size)
+    def __init__(self, model, vocab_size: int, cfg: SpecConfig, gen: torch.Generator, positions: int = 0):
+        self.lm = cached_model(model, vocab_size, cfg.fast, positions)
         self.cfg, self.gen = cfg, gen
         self.context_len = 0
 
@@ -47,6 +47,9 @@ class ModelDrafter:
 
     def update(self, n_accepted: int) -> None:
         self.lm.crop(min(self.lm.length, self.context_len + n_accepted))
+
+    def release(self) -> None:
+        self.lm.release()
 
     @property
     def forwards(self) -> int:
@@ -81,4 +84,7 @@ class PromptLookupDrafter:
         return Proposal(tokens, q)
 
     def update(self, n_accepted: int) -> None:
+        pass
+
+    def release(self) -> None:
         pass

@@ -17,7 +17,7 @@ import torch
 
 from ..errors import ConfigError
 from .acceptance import verify
-from .cached_model import CachedModel
+from .cached_model import cached_model, positions_needed
 from .config import SpecConfig
 from .drafters import ModelDrafter, PromptLookupDrafter, Proposal
 from .events import Accepted, Bonus, Done, Drafted, Event, Rejected, Resampled, RoundEnd
@@ -40,9 +40,10 @@ def speculate(pair: ModelPair, prompt: str | list[int], config: SpecConfig | Non
 
 def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> Iterator[Event]:
     gen = make_generator(pair.device, cfg.seed)
-    target = CachedModel(pair.target, pair.vocab_size)
+    positions = positions_needed(out, cfg)
+    target = cached_model(pair.target, pair.vocab_size, cfg.fast, positions)
     if cfg.drafter == "model":
-        drafter = ModelDrafter(pair.draft, pair.vocab_size, cfg, gen)
+        drafter = ModelDrafter(pair.draft, pair.vocab_size, cfg, gen, positions)
     else:
         drafter = PromptLookupDrafter(pair.vocab_size, pair.device, cfg.lookup_ngram)
     clock, totals, k = LaneClock(pair.device), Totals(), [cfg.k]   # k changes between rounds (adaptive)
@@ -51,7 +52,11 @@ def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> It
         events, k[0] = _round(pair, out, target, drafter, cfg, gen, clock, totals, k[0], lane)
         return events
 
-    yield from run_lane(out, cancel, step, clock)
+    try:
+        yield from run_lane(out, cancel, step, clock)
+    finally:                       # also when the consumer closes the lane early
+        target.release()
+        drafter.release()
     totals.target_forwards, totals.draft_forwards = target.forwards, drafter.forwards
     yield Done(text=out.text, token_ids=out.generated, stop_reason=out.stop_reason or "max_tokens",
                stats=totals.summary(clock.total), lane=lane, t=clock.total)

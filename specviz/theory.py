@@ -4,6 +4,9 @@ With acceptance rate a (each draft accepted independently with probability a), k
 per round and cost ratio c = (time of one draft step) / (time of one target step):
     expected tokens per round   E = (1 - a^(k+1)) / (1 - a)
     expected speedup            S = E / (k c + 1)
+The "+ 1" prices the verify pass of k + 1 tokens like one target step, which holds while a
+step is bound by reading the weights (a GPU at small batch). Where it is not (a small model on
+a CPU), `v` = (time of a verify pass) / (time of a target step) replaces it: S_v = E / (k c + v).
     accepted drafts per round   P(i) = a^i (1 - a) for i < k, and a^k for i = k.
 """
 from __future__ import annotations
@@ -15,8 +18,8 @@ def expected_tokens_per_round(a: float, k: int) -> float:
     return (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
-def expected_speedup(a: float, k: int, c: float) -> float:
-    return expected_tokens_per_round(a, k) / (k * c + 1.0)
+def expected_speedup(a: float, k: int, c: float, v: float = 1.0) -> float:
+    return expected_tokens_per_round(a, k) / (k * c + v)
 
 
 def accepted_pmf(a: float, k: int) -> list[float]:

@@ -71,5 +71,8 @@ def test_theory():
     pmf = theory.accepted_pmf(0.7, 5)
     assert sum(i * p for i, p in enumerate(pmf)) + 1 == pytest.approx(theory.expected_tokens_per_round(0.7, 5))
     assert theory.best_k(0.9, 0.05) > theory.best_k(0.5, 0.05) >= 1
+    # a = 0.5, k = 2: E = 1.75; with c = 0.25 the round costs 1.5 steps, or 1.8 when verifying costs 1.3.
+    assert theory.expected_speedup(0.5, 2, 0.25) == pytest.approx(1.75 / 1.5)
+    assert theory.expected_speedup(0.5, 2, 0.25, v=1.3) == pytest.approx(1.75 / 1.8)
     fig = what_if(0.8, 0.1, 12)
     assert fig.data[2].x[0] == theory.best_k(0.8, 0.1, 12)

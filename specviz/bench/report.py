@@ -18,15 +18,19 @@ def table(result: dict) -> str:
     if result["not_lossless"]:
         lines.append(f"!! forced acceptance {s['forced_acceptance']}: NOT LOSSLESS, a timing experiment only")
     methods = result["methods"]
-    head = f"{'k':>3} " + "".join(f"{n + ' tok/s':>26}" for n in methods) + \
-        f"{'speedup':>9}{'a':>7}{'tok/round':>11}{'theory':>8}{'c':>7}{'theory x':>10}{'meas/theory':>12}"
+    width = {n: max(20, len(n) + 8) for n in methods}
+    head = f"{'k':>3} " + "".join(f"{n + ' tok/s':>{width[n]}}" for n in methods) + \
+        f"{'speedup':>9}{'a':>7}{'tok/round':>11}{'theory':>8}{'c':>7}{'theory x':>10}{'meas/theory':>12}" \
+        f"{'v':>6}{'theory_v x':>12}{'meas/theory_v':>15}"
     lines += ["", head, "-" * len(head)]
     for row in result["rows"]:
         r = row["summary"]
-        lines.append(f"{row['k']:>3} " + "".join(f"{_f(r['tokens_per_s'].get(n), '{:.1f}'):>26}" for n in methods)
+        lines.append(f"{row['k']:>3} " + "".join(f"{_f(r['tokens_per_s'].get(n), '{:.1f}'):>{width[n]}}" for n in methods)
                      + f"{_f(r['speedup'], '{:.2f}x'):>9}{_f(r['acceptance_rate']):>7}{_f(r['tokens_per_round']):>11}"
                      f"{_f(r.get('theory_tokens_per_round')):>8}{_f(r['cost_ratio'], '{:.3f}'):>7}"
-                     f"{_f(r.get('theory_speedup'), '{:.2f}x'):>10}{_f(r.get('speedup_over_theory')):>12}")
+                     f"{_f(r.get('theory_speedup'), '{:.2f}x'):>10}{_f(r.get('speedup_over_theory')):>12}"
+                     f"{_f(r.get('verify_ratio')):>6}{_f(r.get('theory_speedup_v'), '{:.2f}x'):>12}"
+                     f"{_f(r.get('speedup_over_theory_v')):>15}")
     first = result["rows"][0]["summary"]
     if "hf_assisted_speedup" in first:
         lines += ["", f"transformers assisted generation vs generate(): {_f(first['hf_assisted_speedup'], '{:.2f}x')}",
@@ -38,7 +42,9 @@ def table(result: dict) -> str:
             r, compile_s = row["summary"], result["fast_first_use_s"][str(row["k"])]
             lines.append(f"k={row['k']} fast path (static cache + compiled steps): plain {_f(r['fast_vs_default_plain'], '{:.2f}x')} "
                          f"and speculative {_f(r['fast_vs_default_speculative'], '{:.2f}x')} the default path; "
-                         f"speculative/plain {_f(r['fast_speedup'], '{:.2f}x')}; first use (compiling) "
+                         f"speculative/plain {_f(r['fast_speedup'], '{:.2f}x')} (c {_f(r.get('cost_ratio_fast'), '{:.3f}')}, "
+                         f"theory {_f(r.get('theory_speedup_fast'), '{:.2f}x')}, "
+                         f"meas/theory {_f(r.get('fast_speedup_over_theory'))}); first use (compiling) "
                          + ", ".join(f"{s:.0f} s" for s in compile_s.values()))
     if len(result["rows"]) > 1:
         lines.append(f"\nbest measured k: {result['best_k']}; theory's best k for the measured a and c: "

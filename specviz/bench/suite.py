@@ -67,15 +67,25 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
     return result
 
 
+def _cost_ratio(spec, plain) -> float | None:
+    """c: seconds per draft step in the speculative lane / seconds per token of plain decoding."""
+    s = spec.stats
+    return (s["draft_s"] / s["drafted"]) * plain.rate if s.get("drafted") and plain.rate else None
+
+
 def _prompt_row(kind: str, prompt_tokens: int, timings: dict, k: int, forced: float | None) -> dict:
     spec, plain = timings["specviz speculative"], timings["specviz plain"]
     s = spec.stats
-    c = ((s["draft_s"] / s["drafted"]) * plain.rate) if s.get("drafted") and plain.rate else None
+    c = _cost_ratio(spec, plain)
+    # v: seconds per verify phase (target pass over k + 1 tokens, then acceptance) / seconds per plain token.
+    v = (s["verify_s"] / s["rounds"]) * plain.rate if s.get("rounds") and plain.rate else None
     row = {"kind": kind, "prompt_tokens": prompt_tokens,
            "methods": {n: {"tokens": t.tokens, "seconds": t.seconds, "tokens_per_s": t.rate} for n, t in timings.items()},
            "accepted": s["accepted"], "verified": s["accepted"] + s["rejected"], "rounds": s["rounds"],
            "tokens": s["tokens"], "full_rounds": s["full_rounds"],
-           "full_round_tokens": s["full_round_tokens"], "cost_ratio": c}
+           "full_round_tokens": s["full_round_tokens"], "cost_ratio": c, "verify_ratio": v}
+    if "specviz speculative (fast)" in timings:
+        row["cost_ratio_fast"] = _cost_ratio(timings["specviz speculative (fast)"], timings["specviz plain (fast)"])
     return row
 
 
@@ -91,9 +101,11 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
     full = sum(r["full_rounds"] for r in rows)
     tokens_per_round = sum(r["full_round_tokens"] for r in rows) / full if full else None
     c = median([r["cost_ratio"] for r in rows])
+    v = median([r["verify_ratio"] for r in rows])
     out = {"tokens_per_s": {name: median([rate(r, name) for r in rows]) for name in rows[0]["methods"]},
            "speedup": ratio("specviz speculative", "specviz plain"),
-           "acceptance_rate": a, "tokens_per_round": tokens_per_round, "cost_ratio": c}
+           "acceptance_rate": a, "tokens_per_round": tokens_per_round, "cost_ratio": c,
+           "verify_ratio": v}
     if "hf generate" in rows[0]["methods"]:
         out["hf_assisted_speedup"] = ratio("hf assisted", "hf generate")
         out["specviz_vs_hf_assisted"] = ratio("specviz speculative", "hf assisted")
@@ -102,9 +114,17 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
         out["fast_speedup"] = ratio("specviz speculative (fast)", "specviz plain (fast)")
         out["fast_vs_default_plain"] = ratio("specviz plain (fast)", "specviz plain")
         out["fast_vs_default_speculative"] = ratio("specviz speculative (fast)", "specviz speculative")
+        out["cost_ratio_fast"] = c_fast = median([r["cost_ratio_fast"] for r in rows])
+        if a is not None and c_fast is not None and out["fast_speedup"]:
+            out["theory_speedup_fast"] = theory.expected_speedup(a, k, c_fast)
+            out["fast_speedup_over_theory"] = out["fast_speedup"] / out["theory_speedup_fast"]
     if a is not None:
         out["theory_tokens_per_round"] = theory.expected_tokens_per_round(a, k)
         if c is not None:
             out["theory_speedup"] = theory.expected_speedup(a, k, c)
             out["speedup_over_theory"] = out["speedup"] / out["theory_speedup"] if out["speedup"] else None
+        if c is not None and v is not None:
+            # The same with the verify pass priced as measured instead of as one target step.
+            out["theory_speedup_v"] = theory.expected_speedup(a, k, c, v)
+            out["speedup_over_theory_v"] = out["speedup"] / out["theory_speedup_v"] if out["speedup"] else None
     return out

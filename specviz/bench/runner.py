@@ -87,7 +87,10 @@ def first_use_seconds(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
 
 
 def measure_prompt(pair: ModelPair, ids: list[int], cfg: SpecConfig, methods: list[str], repeats: int) -> dict:
-    """{method: median Timing} for one prompt: warm-up, then `repeats` rotations of the methods."""
+    """{method: [Timing per repeat]} for one prompt: warm-up, then `repeats` rotations of the methods.
+
+    Within a rotation the methods run back to back, so ratios between methods are best taken
+    per rotation (`paired_ratio`): a machine that slows down for a minute slows both sides."""
     for name in methods:
         METHODS[name](pair, ids, cfg)                     # warm-up (caches, allocator, kernels)
     runs: dict[str, list[Timing]] = {name: [] for name in methods}
@@ -95,12 +98,17 @@ def measure_prompt(pair: ModelPair, ids: list[int], cfg: SpecConfig, methods: li
         order = methods[r % len(methods):] + methods[: r % len(methods)]
         for name in order:
             runs[name].append(METHODS[name](pair, ids, cfg))
-    return {name: _median(timings) for name, timings in runs.items()}
+    return runs
 
 
-def _median(timings: list[Timing]) -> Timing:
+def median_timing(timings: list[Timing]) -> Timing:
     ordered = sorted(timings, key=lambda t: t.rate)
     return ordered[len(ordered) // 2]
+
+
+def paired_ratio(a: list[Timing], b: list[Timing]) -> float | None:
+    """Median over rotations of rate(a) / rate(b), each pair measured in the same rotation."""
+    return median([x.rate / y.rate for x, y in zip(a, b) if x.rate and y.rate])
 
 
 def phase_breakdown(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:

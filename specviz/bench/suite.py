@@ -5,6 +5,8 @@ claims rest on (speculative/plain, specviz/transformers), the acceptance rate a 
 accepted / verified drafts), mean tokens per round against (1 - a^(k+1)) / (1 - a), the
 measured cost ratio c (seconds per draft step / seconds per plain token) and the speedup
 the theory predicts from a and c. A k sweep shows where the best k is and where theory puts it.
+Every ratio (and c) is first taken between runs of the same rotation, then the median over
+rotations, then over prompts: drift of the machine between rotations cancels out.
 """
 from __future__ import annotations
 
@@ -18,7 +20,17 @@ from .. import theory
 from ..engine import SpecConfig
 from ..engine.output import encode_prompt
 from ..engine.pair import ModelPair
-from .runner import FAST_METHODS, first_use_seconds, measure_prompt, median, phase_breakdown
+from .runner import (FAST_METHODS, first_use_seconds, measure_prompt, median, median_timing, paired_ratio,
+                     phase_breakdown)
+
+# Ratios the claims rest on: (name in the JSON, numerator method, denominator method).
+RATIOS = [("speedup", "specviz speculative", "specviz plain"),
+          ("hf_assisted_speedup", "hf assisted", "hf generate"),
+          ("specviz_vs_hf_assisted", "specviz speculative", "hf assisted"),
+          ("specviz_plain_vs_hf_generate", "specviz plain", "hf generate"),
+          ("fast_speedup", "specviz speculative (fast)", "specviz plain (fast)"),
+          ("fast_vs_default_plain", "specviz plain (fast)", "specviz plain"),
+          ("fast_vs_default_speculative", "specviz speculative (fast)", "specviz speculative")]
 
 ALL_METHODS = ["specviz plain", "specviz speculative", "hf generate", "hf assisted"]
 SWEEP_METHODS = ["specviz plain", "specviz speculative"]
@@ -48,9 +60,10 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
                 ", ".join(f"{n} {s:.1f} s" for n, s in first_use[str(k)].items()))
         per_prompt = []
         for i, (kind, ids) in enumerate(encoded):
-            timings = measure_prompt(pair, ids, kcfg, methods, repeats)
-            per_prompt.append(_prompt_row(kind, len(ids), timings, k, cfg.forced_acceptance))
-            rates = "  ".join(f"{n}: {t.rate:6.1f}" for n, t in timings.items())
+            runs = measure_prompt(pair, ids, kcfg, methods, repeats)
+            row = _prompt_row(kind, len(ids), runs, k, cfg.forced_acceptance)
+            per_prompt.append(row)
+            rates = "  ".join(f"{n}: {m['tokens_per_s']:6.1f}" for n, m in row["methods"].items())
             log(f"k={k} prompt {i + 1}/{len(encoded)} ({kind}): {rates} tok/s")
         rows.append({"k": k, "per_prompt": per_prompt, "summary": _summarize(per_prompt, k, cfg.forced_acceptance)})
     best = max(rows, key=lambda r: r["summary"]["speedup"] or 0)
@@ -67,25 +80,33 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
     return result
 
 
-def _cost_ratio(spec, plain) -> float | None:
-    """c: seconds per draft step in the speculative lane / seconds per token of plain decoding."""
-    s = spec.stats
-    return (s["draft_s"] / s["drafted"]) * plain.rate if s.get("drafted") and plain.rate else None
+def _cost_ratio(spec_runs, plain_runs) -> float | None:
+    """c: seconds per draft step in the speculative lane / seconds per token of plain decoding,
+    each rotation's pair taken together, median over rotations."""
+    return median([(s.stats["draft_s"] / s.stats["drafted"]) * p.rate
+                   for s, p in zip(spec_runs, plain_runs) if s.stats.get("drafted") and p.rate])
 
 
-def _prompt_row(kind: str, prompt_tokens: int, timings: dict, k: int, forced: float | None) -> dict:
-    spec, plain = timings["specviz speculative"], timings["specviz plain"]
-    s = spec.stats
-    c = _cost_ratio(spec, plain)
-    # v: seconds per verify phase (target pass over k + 1 tokens, then acceptance) / seconds per plain token.
-    v = (s["verify_s"] / s["rounds"]) * plain.rate if s.get("rounds") and plain.rate else None
+def _verify_ratio(spec_runs, plain_runs) -> float | None:
+    """v: seconds per verify phase (target pass over k + 1 tokens, then acceptance) / seconds per
+    plain token, paired the same way."""
+    return median([(s.stats["verify_s"] / s.stats["rounds"]) * p.rate
+                   for s, p in zip(spec_runs, plain_runs) if s.stats.get("rounds") and p.rate])
+
+
+def _prompt_row(kind: str, prompt_tokens: int, runs: dict, k: int, forced: float | None) -> dict:
+    timings = {name: median_timing(ts) for name, ts in runs.items()}
+    s = timings["specviz speculative"].stats
+    c = _cost_ratio(runs["specviz speculative"], runs["specviz plain"])
+    v = _verify_ratio(runs["specviz speculative"], runs["specviz plain"])
     row = {"kind": kind, "prompt_tokens": prompt_tokens,
            "methods": {n: {"tokens": t.tokens, "seconds": t.seconds, "tokens_per_s": t.rate} for n, t in timings.items()},
            "accepted": s["accepted"], "verified": s["accepted"] + s["rejected"], "rounds": s["rounds"],
            "tokens": s["tokens"], "full_rounds": s["full_rounds"],
            "full_round_tokens": s["full_round_tokens"], "cost_ratio": c, "verify_ratio": v}
-    if "specviz speculative (fast)" in timings:
-        row["cost_ratio_fast"] = _cost_ratio(timings["specviz speculative (fast)"], timings["specviz plain (fast)"])
+    if "specviz speculative (fast)" in runs:
+        row["cost_ratio_fast"] = _cost_ratio(runs["specviz speculative (fast)"], runs["specviz plain (fast)"])
+    row["ratios"] = {name: paired_ratio(runs[a], runs[b]) for name, a, b in RATIOS if a in runs and b in runs}
     return row
 
 
@@ -93,8 +114,8 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
     def rate(row, name):
         return row["methods"].get(name, {}).get("tokens_per_s")
 
-    def ratio(a, b):
-        return median([rate(r, a) / rate(r, b) if rate(r, a) and rate(r, b) else None for r in rows])
+    def ratio(name):    # median over prompts of each prompt's paired (same-rotation) ratio
+        return median([r["ratios"].get(name) for r in rows])
 
     verified = sum(r["verified"] for r in rows)
     a = forced if forced is not None else (sum(r["accepted"] for r in rows) / verified if verified else None)
@@ -103,17 +124,15 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
     c = median([r["cost_ratio"] for r in rows])
     v = median([r["verify_ratio"] for r in rows])
     out = {"tokens_per_s": {name: median([rate(r, name) for r in rows]) for name in rows[0]["methods"]},
-           "speedup": ratio("specviz speculative", "specviz plain"),
+           "speedup": ratio("speedup"),
            "acceptance_rate": a, "tokens_per_round": tokens_per_round, "cost_ratio": c,
            "verify_ratio": v}
     if "hf generate" in rows[0]["methods"]:
-        out["hf_assisted_speedup"] = ratio("hf assisted", "hf generate")
-        out["specviz_vs_hf_assisted"] = ratio("specviz speculative", "hf assisted")
-        out["specviz_plain_vs_hf_generate"] = ratio("specviz plain", "hf generate")
+        for name in ("hf_assisted_speedup", "specviz_vs_hf_assisted", "specviz_plain_vs_hf_generate"):
+            out[name] = ratio(name)
     if "specviz plain (fast)" in rows[0]["methods"]:
-        out["fast_speedup"] = ratio("specviz speculative (fast)", "specviz plain (fast)")
-        out["fast_vs_default_plain"] = ratio("specviz plain (fast)", "specviz plain")
-        out["fast_vs_default_speculative"] = ratio("specviz speculative (fast)", "specviz speculative")
+        for name in ("fast_speedup", "fast_vs_default_plain", "fast_vs_default_speculative"):
+            out[name] = ratio(name)
         out["cost_ratio_fast"] = c_fast = median([r["cost_ratio_fast"] for r in rows])
         if a is not None and c_fast is not None and out["fast_speedup"]:
             out["theory_speedup_fast"] = theory.expected_speedup(a, k, c_fast)

@@ -4,8 +4,9 @@ The default path (cached_model.py) runs each forward eagerly, so a step of a sma
 costs mostly kernel launches and Python, not arithmetic. Here the cache is preallocated
 (transformers' `StaticCache`: fixed shapes, fixed addresses), and the forward of a few
 tokens after the prompt (a draft step, a catch-up, a verify pass, a plain step) runs
-through `torch.compile(fullgraph=True)`; on CUDA in "reduce-overhead" mode, which replays
-the step as a CUDA graph. Prefills (the first forward) run eagerly.
+through `torch.compile`; on CUDA in "reduce-overhead" mode, which replays
+the step as a CUDA graph (transformers' `generate` compiles its static-cache decoding the
+same way). Prefills (the first forward) run eagerly.
 
 Exactness: the cache holds the same keys/values; attention spans the whole preallocated
 length, with positions past the sequence masked out (causal mask over position ids).
@@ -64,7 +65,9 @@ POOL = CachePool()
 
 
 def compiled_forward(model):
-    """model.forward compiled once per model (kept on the model object)."""
+    """The model's call compiled once per model (kept on the model object), as transformers'
+    own `get_compiled_call` does: `__call__` keeps any hooks, and without fullgraph a model
+    with a graph break still runs (in pieces) rather than failing mid-run."""
     step = getattr(model, "_specviz_compiled_forward", None)
     if step is None:
         dynamo = torch._dynamo.config
@@ -72,7 +75,7 @@ def compiled_forward(model):
         dynamo.accumulated_recompile_limit = max(dynamo.accumulated_recompile_limit, 4 * RECOMPILE_LIMIT)
         device = model.get_input_embeddings().weight.device
         mode = "reduce-overhead" if device.type == "cuda" else "default"
-        step = torch.compile(model.forward, mode=mode, fullgraph=True, dynamic=False)
+        step = torch.compile(model.__call__, mode=mode, fullgraph=False, dynamic=False)
         model._specviz_compiled_forward = step
     return step
 
@@ -108,7 +111,7 @@ class StaticCachedModel:
         if self._length + m > self.capacity:
             raise RuntimeError(f"static cache overflow: {self._length} + {m} > {self.capacity} positions")
         decode_step = self._length > 0 and m <= MAX_COMPILED_TOKENS
-        forward = self.step if decode_step else self.model.forward
+        forward = self.step if decode_step else self.model
         out = forward(input_ids=tokens.view(1, -1).to(self.device), past_key_values=self.cache,
                       use_cache=True, logits_to_keep=keep)
         self._length += m

@@ -66,6 +66,12 @@ def run(args) -> int:
 
     config = config_from(args)        # validate settings before the (slow) model load
     pair = pair_from(args)
+    if config.fast:
+        # Compile every step shape this run needs before any clock starts, so the race times decoding.
+        print("fast path: compiling the decode steps for these settings (first use; about a minute "
+              "per new shape on a CPU)...", file=sys.stderr, flush=True)
+        for _ in race(pair, args.prompt, config) if args.baseline else speculate(pair, args.prompt, config):
+            pass
     events = race(pair, args.prompt, config) if args.baseline else speculate(pair, args.prompt, config)
     color = not args.no_color and not args.json
     done = {}

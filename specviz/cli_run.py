@@ -68,8 +68,8 @@ def run(args) -> int:
     pair = pair_from(args)
     if config.fast:
         # Compile every step shape this run needs before any clock starts, so the race times decoding.
-        print("fast path: compiling the decode steps for these settings (first use; about a minute "
-              "per new shape on a CPU)...", file=sys.stderr, flush=True)
+        print("fast path: compiling the decode steps for these settings (first use: up to tens of "
+              "seconds per new step shape on a CPU)...", file=sys.stderr, flush=True)
         for _ in race(pair, args.prompt, config) if args.baseline else speculate(pair, args.prompt, config):
             pass
     events = race(pair, args.prompt, config) if args.baseline else speculate(pair, args.prompt, config)

@@ -64,6 +64,9 @@ class PhaseMarks:
     def seconds(self) -> list[float]:
         pairs = zip(self.marks, self.marks[1:])
         if self.cuda:
+            # The last mark may still be queued behind work launched after the host read (cache
+            # crops); elapsed_time needs it completed. Waiting on an event moves no data.
+            self.marks[-1].synchronize()
             return [a.elapsed_time(b) / 1000.0 for a, b in pairs]
         return [b - a for a, b in pairs]
 

@@ -66,13 +66,17 @@ def run(args) -> int:
 
     config = config_from(args)        # validate settings before the (slow) model load
     pair = pair_from(args)
+
+    def decode():
+        return race(pair, args.prompt, config) if args.baseline else speculate(pair, args.prompt, config)
+
     if config.fast:
         # Compile every step shape this run needs before any clock starts, so the race times decoding.
         print("fast path: compiling the decode steps for these settings (first use: up to tens of "
               "seconds per new step shape on a CPU)...", file=sys.stderr, flush=True)
-        for _ in race(pair, args.prompt, config) if args.baseline else speculate(pair, args.prompt, config):
+        for _ in decode():
             pass
-    events = race(pair, args.prompt, config) if args.baseline else speculate(pair, args.prompt, config)
+    events = decode()
     color = not args.no_color and not args.json
     done = {}
     for event in events:

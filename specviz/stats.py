@@ -1,7 +1,8 @@
 """Pure folds over engine events: everything the plots and the stats strip show.
 
-`RunStats.add(event)` accumulates; all figures are derived from what was added, so the
-same numbers come back from a saved trace. Nothing here decodes or times anything.
+`RunStats.add(event)` accumulates; every figure is derived from what was added, with the
+definitions of `engine/measures.py` (the same ones the engine's `Done.stats`, the CLI and the
+benchmark use), so a saved trace redraws the same numbers. Nothing here decodes or times anything.
 """
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import theory
+from .engine import measures
+from .engine.measures import TOKEN_KINDS, LaneTally
 
 
 @dataclass
@@ -27,6 +30,7 @@ class RunStats:
     rounds: list[RoundInfo] = field(default_factory=list)
     position_trials: Counter = field(default_factory=Counter)    # drafts verified at each position
     position_accepts: Counter = field(default_factory=Counter)
+    tallies: dict = field(default_factory=lambda: {"spec": LaneTally(), "base": LaneTally()})
     times: dict = field(default_factory=lambda: {"spec": [0.0], "base": [0.0]})    # lane clock per token
     tokens: dict = field(default_factory=lambda: {"spec": [0], "base": [0]})
     done: dict = field(default_factory=dict)                      # lane -> Done.stats
@@ -34,10 +38,11 @@ class RunStats:
 
     def add(self, event) -> None:
         kind, lane = event.kind, event.lane
+        self.tallies[lane].add(event)
         if kind in ("accepted", "rejected"):
             self.position_trials[event.position] += 1
             self.position_accepts[event.position] += kind == "accepted"
-        if kind in ("accepted", "resampled", "bonus", "target_token"):
+        if kind in TOKEN_KINDS:
             self.times[lane].append(event.t)
             self.tokens[lane].append(self.tokens[lane][-1] + 1)
         elif kind == "round_end":
@@ -47,40 +52,28 @@ class RunStats:
             self.done[lane] = event.stats
             self.stop_reasons[lane] = event.stop_reason
 
-    # --- derived figures -------------------------------------------------------------
-    @property
-    def drafted(self) -> int:
-        return sum(r.drafted for r in self.rounds)
-
+    # --- derived figures (definitions in engine/measures.py) -----------------------------
     @property
     def acceptance_rate(self) -> float | None:
-        """Accepted / verified drafts (drafts discarded after a rejection were never verified)."""
-        trials = sum(self.position_trials.values())
-        return sum(self.position_accepts.values()) / trials if trials else None
+        return measures.acceptance_rate(self.tallies["spec"])
 
     @property
-    def mean_tokens_per_round(self) -> float | None:
-        return sum(r.emitted for r in self.rounds) / len(self.rounds) if self.rounds else None
+    def tokens_per_round(self) -> float | None:
+        return measures.tokens_per_round(self.tallies["spec"])
 
     def per_round_acceptance(self) -> list[tuple[int, float]]:
         return [(r.round, r.accepted / r.drafted) for r in self.rounds if r.drafted]
 
     def lane_rate(self, lane: str) -> float | None:
         """Tokens per second of a lane on its own clock, so far."""
-        t = self.times[lane][-1]
-        return (self.tokens[lane][-1] / t) if t > 0 and self.tokens[lane][-1] else None
+        t = self.tallies[lane]
+        return measures.rate(t.tokens, t.elapsed_s)
 
     def measured_speedup(self) -> float | None:
-        spec, base = self.lane_rate("spec"), self.lane_rate("base")
-        return spec / base if spec and base else None
+        return measures.lane_speedup(self.tallies["spec"], self.tallies["base"])
 
     def cost_ratio(self) -> float | None:
-        """c = seconds per draft step / seconds per plain target step (measured in this run)."""
-        drafted = self.drafted
-        base = self.lane_rate("base")
-        if not drafted or not base:
-            return None
-        return (sum(r.draft_s for r in self.rounds) / drafted) * base
+        return measures.cost_ratio(self.tallies["spec"], self.tallies["base"])
 
     def theory(self) -> dict:
         """The theory's expectations for the measured acceptance rate and cost ratio."""

@@ -15,14 +15,14 @@ def fixed_trace():
     for i, tok in enumerate([1, 2, 3]):
         yield Accepted(1, i, tok, "abc"[i], 0.9, 0.9, 1.0, 0.5, "ratio", i, t=0.02)
     yield Bonus(1, 3, 4, "d", 0.5, 3, t=0.02)
-    yield RoundEnd(1, 3, 3, 4, 0.006, 0.014, 0.001, 4, 3, 3, "abcd", 3, t=0.02)
+    yield RoundEnd(1, 3, 3, 4, 0.006, 0.014, 0.001, 4, 3, 3, "abcd", 3, True, t=0.02)
     yield TargetToken(0, 1, "a", 0.9, t=0.01)
     yield TargetToken(1, 2, "b", 0.9, t=0.02)
     yield Drafted(2, [5, 6, 7], ["e", "f", "g"], [0.9, 0.8, 0.7], t=0.03)
     yield Accepted(2, 0, 5, "e", 0.9, 0.9, 1.0, 0.5, "ratio", 4, t=0.04)
     yield Rejected(2, 1, 6, "f", 0.1, 0.8, 0.125, 0.9, "ratio", 1, t=0.04)
     yield Resampled(2, 1, 9, "x", 0.6, 0.3, [(9, "x", 0.6)], 5, t=0.04)
-    yield RoundEnd(2, 3, 1, 2, 0.006, 0.014, 0.001, 6, 6, 4, "abcdex", 3, t=0.04)
+    yield RoundEnd(2, 3, 1, 2, 0.006, 0.014, 0.001, 6, 6, 4, "abcdex", 3, True, t=0.04)
     yield Done("abcdex", [1, 2, 3, 4, 5, 9], "max_tokens", {}, t=0.04)
     yield TargetToken(2, 3, "c", 0.9, t=0.03)
     yield Done("abc", [1, 2, 3], "max_tokens", {}, lane="base", t=0.03)
@@ -38,7 +38,7 @@ def folded():
 def test_fold():
     s = folded()
     assert s.acceptance_rate == pytest.approx(4 / 5)            # 4 accepted of 5 verified (1 discarded)
-    assert s.mean_tokens_per_round == pytest.approx(3.0)
+    assert s.tokens_per_round == pytest.approx(3.0)             # (4 + 2) tokens over 2 full rounds
     assert s.per_round_acceptance() == [(1, 1.0), (2, 1 / 3)]
     assert dict(s.position_trials) == {0: 2, 1: 2, 2: 1} and dict(s.position_accepts) == {0: 2, 1: 1, 2: 1}
     assert s.tokens["spec"][-1] == 6 and s.tokens["base"][-1] == 3

@@ -13,7 +13,8 @@ correction or bonus is the target's argmax. A prompt-lookup draft has one-hot q,
 which the same rule accepts with probability p_i(x_i) and resamples from p_i without x_i.
 
 All of it runs on the models' device with no data-dependent branch; the host reads the
-result once per round (`Verdict.from_device`), the only device-to-host sync of a round.
+result once per round (the packed `.tolist()` at the end of `verify`), the only device-to-host
+sync of a round.
 """
 from __future__ import annotations
 
@@ -73,13 +74,15 @@ def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Ten
         residual = torch.where(mass > 0, residual / mass.clamp_min(1e-30), p[:k])
         next_dist = torch.cat([residual, p[k:]])      # row i < k: residual; row k: p_{k+1} for the bonus
         candidates = choose(target_logits, next_dist, cfg, gen)  # one draw per row, used: row n
-    # n = number of leading accepts (the first rejection ends the round).
-    n = torch.cumprod(ok.long(), dim=0).sum() if k else torch.zeros((), dtype=torch.long, device=drafts.device)
-    next_token = candidates[n]
-    row = next_dist[n]
+    # n = number of leading accepts (the first rejection ends the round). It stays on the device:
+    # indexing with a tensor would be an implicit .item(), i.e. a device-to-host sync on CUDA.
+    n = (torch.cumprod(ok.long(), dim=0).sum() if k else torch.zeros((), dtype=torch.long, device=drafts.device)).view(1)
+    next_token = candidates.index_select(0, n)                  # (1,) the correction or the bonus
+    row = next_dist.index_select(0, n)[0]                       # the distribution it was drawn from
+    p_next = p.index_select(0, n)[0].gather(0, next_token)      # its target probability p_{n+1}
     top_probs, top_ids = torch.topk(row, min(TOP_RESIDUAL, row.numel()))
     packed = torch.cat([
-        torch.stack([n.double(), next_token.double(), row[next_token].double(), p[n, next_token].double()]),
+        n.double(), next_token.double(), row.gather(0, next_token).double(), p_next.double(),
         drafts.double(), p_x.double(), q_x.double(), accept_prob.double(),
         (u.double() if u is not None else p_x.new_zeros(0, dtype=torch.float64)),
         top_ids.double(), top_probs.double(),

@@ -5,12 +5,31 @@ no prefix is ever recomputed. Rollback after a rejection is `crop(length)`, whic
 the rejected drafts' entries (transformers 5: `DynamicCache.crop` takes minus the number
 of tokens to drop). The layers append in place (kv_buffer.py) rather than re-concatenating.
 Logits are cut to the pair's shared vocabulary (padding rows dropped).
+
+`ModelWithCache` is the interface the decoders use; `CachedModel` (eager, dynamic cache) and
+the fast path's `StaticCachedModel` (static_model.py) both implement it.
 """
 from __future__ import annotations
+
+from typing import Protocol
 
 import torch
 
 from .kv_buffer import buffered_cache
+
+
+class ModelWithCache(Protocol):
+    device: torch.device
+    forwards: int                       # forward passes run so far
+
+    @property
+    def length(self) -> int: ...        # tokens of the sequence held in the cache
+
+    def feed(self, tokens: torch.Tensor, keep: int) -> torch.Tensor: ...
+
+    def crop(self, length: int) -> None: ...
+
+    def release(self) -> None: ...
 
 
 class CachedModel:
@@ -23,7 +42,6 @@ class CachedModel:
 
     @property
     def length(self) -> int:
-        """Tokens of the sequence held in the cache."""
         return self.cache.get_seq_length()
 
     def feed(self, tokens: torch.Tensor, keep: int) -> torch.Tensor:
@@ -43,13 +61,18 @@ class CachedModel:
         """Nothing to give back: the cache goes with this object."""
 
 
+def uncached(lm: ModelWithCache, ids: list[int]) -> torch.Tensor:
+    """The tokens of the committed sequence `ids` that `lm`'s cache does not hold yet, on its device."""
+    return torch.tensor(ids[lm.length:], dtype=torch.long, device=lm.device)
+
+
 def positions_needed(out, cfg) -> int:
     """Cache positions a run can fill: the prompt, every new token, and a round's extra drafts."""
     k = cfg.k_max if cfg.adaptive_k else cfg.k
     return out.prompt_len + cfg.max_new_tokens + k + 1
 
 
-def cached_model(model, vocab_size: int, fast: bool = False, positions: int = 0):
+def cached_model(model, vocab_size: int, fast: bool = False, positions: int = 0) -> ModelWithCache:
     """The default eager model-with-cache, or the fast path's static, compiled one
     (`positions`: the most tokens the run will hold in the cache)."""
     if fast:

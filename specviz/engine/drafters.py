@@ -1,5 +1,5 @@
-"""Drafters: who proposes the round's tokens. Two methods, as in transformers' candidate
-generators: `propose(ids, k)` and `update(n_accepted)`.
+"""Drafters: who proposes the round's tokens. As in transformers' candidate generators, a
+drafter is `propose(ids, k)` and `update(n_accepted)`; `release()` ends its run.
 
 - ModelDrafter: the draft LM samples k tokens one at a time from q (warped like the
   target's p), keeping its own KV cache across rounds. After a round it crops its cache to
@@ -12,10 +12,11 @@ generators: `propose(ids, k)` and `update(n_accepted)`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
-from .cached_model import cached_model
+from .cached_model import cached_model, uncached
 from .config import SpecConfig
 from .sampling import choose, warp
 
@@ -26,17 +27,32 @@ class Proposal:
     q: torch.Tensor        # (m, V) float32 draft probabilities of each step
 
 
+class Drafter(Protocol):
+    @property
+    def forwards(self) -> int: ...      # draft-model forward passes so far (0 without a model)
+
+    def propose(self, ids: list[int], k: int) -> Proposal: ...
+
+    def update(self, n_accepted: int) -> None: ...
+
+    def release(self) -> None: ...
+
+
 class ModelDrafter:
     def __init__(self, model, vocab_size: int, cfg: SpecConfig, gen: torch.Generator, positions: int = 0):
         self.lm = cached_model(model, vocab_size, cfg.fast, positions)
         self.cfg, self.gen = cfg, gen
         self.context_len = 0
 
+    @property
+    def forwards(self) -> int:
+        return self.lm.forwards
+
     def propose(self, ids: list[int], k: int) -> Proposal:
         self.context_len = len(ids)
-        x = torch.tensor(ids[self.lm.length:], dtype=torch.long, device=self.lm.device)  # tokens not yet cached
+        x = uncached(self.lm, ids)                    # tokens not yet in the draft's cache
         tokens, qs = [], []
-        for i in range(k):
+        for _ in range(k):
             logits = self.lm.feed(x, keep=1)          # (1, V)
             q = warp(logits, self.cfg)
             x = choose(logits, q, self.cfg, self.gen)  # (1,): next draft token, fed next step
@@ -51,10 +67,6 @@ class ModelDrafter:
     def release(self) -> None:
         self.lm.release()
 
-    @property
-    def forwards(self) -> int:
-        return self.lm.forwards
-
 
 class PromptLookupDrafter:
     def __init__(self, vocab_size: int, device: torch.device, max_ngram: int):
@@ -62,7 +74,10 @@ class PromptLookupDrafter:
         # index[n][ngram] = latest start of that n-gram among those followed by a token.
         self.index: list[dict[tuple, int]] = [dict() for _ in range(max_ngram + 1)]
         self.indexed = [0] * (max_ngram + 1)
-        self.forwards = 0
+
+    @property
+    def forwards(self) -> int:
+        return 0
 
     def _refresh(self, ids: list[int]) -> None:
         for n in range(1, self.max_ngram + 1):
@@ -88,3 +103,9 @@ class PromptLookupDrafter:
 
     def release(self) -> None:
         pass
+
+
+def make_drafter(pair, cfg: SpecConfig, gen: torch.Generator, positions: int) -> Drafter:
+    if cfg.drafter == "model":
+        return ModelDrafter(pair.draft, pair.vocab_size, cfg, gen, positions)
+    return PromptLookupDrafter(pair.vocab_size, pair.device, cfg.lookup_ngram)

@@ -118,6 +118,7 @@ class RoundEnd:
     total_accepted: int
     text: str                      # running output text
     k_next: int                    # k for the next round (differs from k under adaptive_k)
+    full: bool                     # drafted the k planned for it and no stop rule cut it (see measures.py)
     lane: str = "spec"
     t: float = 0.0
     kind: Literal["round_end"] = "round_end"
@@ -136,7 +137,6 @@ class Done:
 
 
 Event = Union[Drafted, Accepted, Rejected, Resampled, Bonus, TargetToken, RoundEnd, Done]
-TOKEN_KINDS = ("accepted", "resampled", "bonus", "target_token")  # events that add a piece to the output
 
 
 def to_dict(event: Event) -> dict:

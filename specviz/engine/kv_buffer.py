@@ -58,6 +58,12 @@ class BufferedLayer(DynamicLayer):
         self._k_buf = self._v_buf = None
         super().reset()
 
+    def select_rows(self, rows: torch.Tensor) -> None:
+        """Keep only the batch rows `rows` (batched generation drops finished sequences)."""
+        length = self.get_seq_length()
+        self._k_buf, self._v_buf = self._k_buf[rows], self._v_buf[rows]
+        self.keys, self.values = self._k_buf[..., :length, :], self._v_buf[..., :length, :]
+
 
 def buffered_cache(config) -> DynamicCache:
     """A DynamicCache for `config` whose full-attention layers append in place.

@@ -9,7 +9,6 @@ it records CUDA events and reads them after the round's one device-to-host read.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterator
 
 import torch
 
@@ -69,17 +68,3 @@ class PhaseMarks:
             self.marks[-1].synchronize()
             return [a.elapsed_time(b) / 1000.0 for a, b in pairs]
         return [b - a for a, b in pairs]
-
-
-def run_lane(out, cancel, step: Callable[[LaneClock], list], clock: LaneClock) -> Iterator:
-    """The lane protocol both decoders share: until a stop rule fires or `cancel` is set, run one
-    step on the lane's clock (compute and event building), stop the clock, then yield the step's
-    events, so time spent by whoever consumes them never counts against this lane."""
-    while out.stop_reason is None and out.remaining > 0:
-        if cancel is not None and cancel.is_set():
-            out.stop_reason = "cancelled"
-            break
-        clock.start()
-        events = step(clock)
-        clock.stop()
-        yield from events

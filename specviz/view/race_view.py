@@ -44,7 +44,7 @@ class RaceView:
 
     def strip(self) -> str:
         s = self.stats
-        a, per_round, th, c = s.acceptance_rate, s.mean_tokens_per_round, s.theory(), s.cost_ratio()
+        a, per_round, th, c = s.acceptance_rate, s.tokens_per_round, s.theory(), s.cost_ratio()
         speed = s.measured_speedup()
         passes_spec = len(s.rounds)
         passes_base = s.tokens["base"][-1]

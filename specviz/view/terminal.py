@@ -44,10 +44,10 @@ def legend(color: bool = True) -> str:
 
 def summary_line(stats: dict, label: str) -> str:
     rate = stats.get("acceptance_rate")
-    per_round = stats.get("mean_tokens_per_round")
+    per_round = stats.get("tokens_per_round")
     bits = [f"{label}: {stats['tokens']} tokens in {stats['elapsed_s']:.2f}s",
             f"{stats['tokens_per_s']:.1f} tok/s" if stats.get("tokens_per_s") else "",
             f"acceptance {rate:.2f}" if rate is not None else "",
-            f"{per_round:.2f} tokens/round" if per_round and rate is not None else "",
+            f"{per_round:.2f} tokens per full round" if per_round and rate is not None else "",
             f"{stats['target_forwards']} target passes"]
     return ", ".join(b for b in bits if b)

@@ -1,0 +1,38 @@
+"""The lane protocol both decoders share: step, stop the clock, yield, and end with `Done`.
+
+Until a stop rule fires or `cancel` is set, a lane runs one step (a speculative round, or one
+plain token) on its own clock, compute and event building included, stops the clock and only
+then yields the step's events: time spent by whoever consumes them, or by the other lane of a
+race, never counts against this lane. The step folds its events into the lane's `LaneTally`
+as it builds them (measures.py), so `Done.stats` is the same fold the page and the CLI make.
+Models and drafters are released in a `finally`, also when the consumer closes the lane early.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from .events import Done, Event
+from .measures import LaneTally, summary
+from .output import Output
+from .timing import LaneClock
+
+
+def run_lane(out: Output, cancel, lane: str, clock: LaneClock, tally: LaneTally,
+             step: Callable[[LaneClock], list[Event]], target, drafter=None) -> Iterator[Event]:
+    try:
+        while out.stop_reason is None and out.remaining > 0:
+            if cancel is not None and cancel.is_set():
+                out.stop_reason = "cancelled"
+                break
+            clock.start()
+            events = step(clock)
+            clock.stop()
+            yield from events
+    finally:
+        target.release()
+        if drafter is not None:
+            drafter.release()
+    tally.elapsed_s = clock.total
+    stats = summary(tally, target_forwards=target.forwards, draft_forwards=drafter.forwards if drafter else 0)
+    yield Done(text=out.text, token_ids=out.generated, stop_reason=out.stop_reason or "max_tokens",
+               stats=stats, lane=lane, t=clock.total)

@@ -6,8 +6,11 @@ interleaved with the speculative one (the engine's race) and the measured speedu
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+
+from .engine.measures import LaneTally, lane_speedup
 
 
 def add_parser(sub) -> None:
@@ -22,6 +25,10 @@ def add_parser(sub) -> None:
 
 
 def add_model_args(p) -> None:
+    p.add_argument("--preset", default=None, help="a named pair: bundled or smollm2 (sets --target, --draft, "
+                   "--k and --chat unless given)")
+    p.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
+                   help="wrap the prompt in the target's chat template (default: on for instruct presets)")
     p.add_argument("--target", default=None, help="hub id or folder (default: the bundled target)")
     p.add_argument("--draft", default=None, help="hub id or folder (default: the bundled draft)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
@@ -29,7 +36,7 @@ def add_model_args(p) -> None:
 
 
 def add_sampling_args(p) -> None:
-    p.add_argument("--k", type=int, default=4, help="tokens drafted per round")
+    p.add_argument("--k", type=int, default=None, help="tokens drafted per round (default 4, or the preset's)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     p.add_argument("--top-k", type=int, default=0, help="0 = off")
     p.add_argument("--top-p", type=float, default=1.0, help="1 = off")
@@ -40,6 +47,31 @@ def add_sampling_args(p) -> None:
     p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     p.add_argument("--fast", action="store_true",
                    help="static KV cache + compiled decode steps (CUDA graphs on CUDA); compiles on first use")
+
+
+def apply_preset(args) -> None:
+    """Fill --target, --draft, --k and --chat from --preset where they were not given."""
+    from .models.presets import get_preset
+    preset = get_preset(args.preset) if args.preset else None
+    if preset is not None and args.target is None:
+        args.target, args.draft = preset.target, args.draft or preset.draft
+    if args.k is None:
+        args.k = preset.k if preset else 4
+    if getattr(args, "chat", None) is None:
+        args.chat = bool(preset and preset.chat)
+
+
+def prompt_from(args, pair):
+    """The prompt as text, or as token ids in the target's chat template (--chat)."""
+    from .errors import ConfigError
+    if not args.chat:
+        return args.prompt
+    if not args.prompt.strip():
+        raise ConfigError("the prompt is empty")
+    if not getattr(pair.tokenizer, "chat_template", None):
+        raise ConfigError(f"{pair.target_name} has no chat template: run without --chat")
+    return pair.tokenizer.apply_chat_template([{"role": "user", "content": args.prompt}], add_generation_prompt=True,
+                                              tokenize=True, return_dict=False)
 
 
 def config_from(args):
@@ -64,11 +96,13 @@ def run(args) -> int:
     from .engine import decode_baseline, race, speculate, to_dict
     from .view import terminal
 
+    apply_preset(args)
     config = config_from(args)        # validate settings before the (slow) model load
     pair = pair_from(args)
+    prompt = prompt_from(args, pair)
 
     def decode():
-        return race(pair, args.prompt, config) if args.baseline else speculate(pair, args.prompt, config)
+        return race(pair, prompt, config) if args.baseline else speculate(pair, prompt, config)
 
     if config.fast:
         # Compile every step shape this run needs before any clock starts, so the race times decoding.
@@ -94,7 +128,8 @@ def run(args) -> int:
         print(terminal.summary_line(done["spec"].stats, "speculative"))
         if "base" in done:
             print(terminal.summary_line(done["base"].stats, "plain target"))
-            spec_s, base_s = done["spec"].stats["elapsed_s"], done["base"].stats["elapsed_s"]
+            spec, base = (LaneTally.from_stats(done[lane].stats) for lane in ("spec", "base"))
+            ratio = lane_speedup(spec, base)
             same = "same text" if done["spec"].text == done["base"].text else "texts differ (sampling)"
-            print(f"measured speedup: {base_s / spec_s:.2f}x ({same})")
+            print(f"measured speedup: {'-' if ratio is None else f'{ratio:.2f}x'} (tokens/s ratio; {same})")
     return 0

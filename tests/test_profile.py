@@ -48,6 +48,8 @@ def mutated(tmp_path, change) -> Path:
     (lambda d: d["tiers"]["cpu"]["presets"][0].update(target="../../etc"), r"tiers\.cpu\.presets\[0\]\.target"),
     (lambda d: d["tiers"]["cpu"]["presets"][0].pop("label"), r"tiers\.cpu\.presets\[0\]\.label"),
     (lambda d: d["tiers"]["cpu"]["presets"][2].update(key="bundled"), r"tiers\.cpu\.presets\[2\]\.key"),
+    (lambda d: d["tiers"]["cpu"]["presets"][1].update(chat="yes"), r"tiers\.cpu\.presets\[1\]\.chat"),
+    (lambda d: d["tiers"]["cpu"]["presets"][1].update(draft="assets/models/nowhere"), r"presets\[1\]\.draft"),
     (lambda d: d["tiers"]["cpu"]["presets"][0].update(examples="def f():"), r"presets\[0\]\.examples"),
     (lambda d: d["defaults"]["limits"].update(queue_size=0), r"tiers\.cpu\.limits\.queue_size"),
     (lambda d: d["defaults"]["limits"].update(k_range=[5, 2]), r"limits\.k_range"),

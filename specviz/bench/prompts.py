@@ -4,7 +4,7 @@ The built-in set has three kinds: code continuation (cut from held-out standard-
 files, which the bundled models never trained on), repetitive/input-grounded text (where
 the continuation repeats what the prompt already holds, prompt lookup's home ground), and
 free text (docstring prose). `--prompts FILE` reads a JSON list of strings or of
-{"kind", "text"} objects, or a text file with prompts separated by lines holding only ---.
+{"kind", "text", "chat"} objects (chat: wrapped in the target's chat template), or a text file with prompts separated by lines holding only ---.
 """
 from __future__ import annotations
 
@@ -59,6 +59,6 @@ def load_prompts(path: str | None) -> list[dict]:
     raw = Path(path).read_text(encoding="utf-8")
     if path.endswith(".json"):
         items = json.loads(raw)
-        return [{"kind": "file", "text": i} if isinstance(i, str) else {"kind": i.get("kind", "file"), "text": i["text"]}
-                for i in items]
+        return [{"kind": "file", "text": i} if isinstance(i, str)
+                else {"kind": i.get("kind", "file"), "text": i["text"], "chat": bool(i.get("chat"))} for i in items]
     return [{"kind": "file", "text": t.strip("\n") + "\n"} for t in re.split(r"^---$", raw, flags=re.M) if t.strip()]

@@ -14,7 +14,7 @@ import yaml
 
 from ..errors import SpecvizError
 from ..models.loading import HUB_ID
-from ..models.presets import Preset
+from ..models.presets import ASSETS, Preset
 
 TIERS = ("cpu", "gpu", "zerogpu")
 PROFILE_PATH = Path(__file__).resolve().parent.parent.parent / "spaces.yaml"
@@ -116,7 +116,7 @@ def _presets(raw, where: str, limits: Limits) -> dict[str, Preset]:
     for i, item in enumerate(raw):
         at = f"{where}[{i}]"
         _expect(isinstance(item, dict), at, "must be a mapping")
-        _known(item, {"key", "label", "target", "draft", "k", "examples"}, at)
+        _known(item, {"key", "label", "target", "draft", "k", "examples", "chat"}, at)
         for name in ("key", "label", "target"):
             _expect(isinstance(item.get(name), str) and item[name].strip(), f"{at}.{name}", "must be non-empty text")
         _expect(item["key"] not in out, f"{at}.key", f"{item['key']!r} is used twice")
@@ -129,14 +129,21 @@ def _presets(raw, where: str, limits: Limits) -> dict[str, Preset]:
         examples = item.get("examples", [])
         _expect(isinstance(examples, list) and all(isinstance(e, str) and e.strip() for e in examples),
                 f"{at}.examples", "must be a list of non-empty texts")
-        out[item["key"]] = Preset(item["key"], item["label"], target, draft, k, tuple(examples))
+        _expect(isinstance(item.get("chat", False), bool), f"{at}.chat", "must be true or false")
+        out[item["key"]] = Preset(item["key"], item["label"], target, draft, k, tuple(examples),
+                                  chat=item.get("chat", False))
     return out
 
 
 def _model_ref(value, key: str) -> str | None:
-    """`bundled` -> None (the shipped pair); otherwise a hub id (owner/name or name)."""
+    """`bundled` -> None (the shipped pair); `assets/...` -> that folder of this repository;
+    otherwise a hub id (owner/name or name)."""
     if value is None:
         return None
+    if isinstance(value, str) and value.startswith("assets/"):
+        folder = ASSETS.parent / value
+        _expect(folder.is_dir(), key, f"no folder {value} in this repository")
+        return str(folder)
     _expect(isinstance(value, str) and (value == "bundled" or HUB_ID.match(value) is not None), key,
             f"must be `bundled` or a Hugging Face Hub id such as owner/name, not {value!r}")
     return None if value == "bundled" else value

@@ -3,8 +3,13 @@
 Everything goes through `AutoModelForCausalLM` / `AutoTokenizer.from_pretrained`, with
 `trust_remote_code` never enabled. Device "auto" picks CUDA, then MPS, then CPU; dtype
 "auto" is bfloat16 on CUDA and float32 elsewhere (the bundled fp16 weights are upcast).
-On CUDA the target loads with accelerate's device_map="auto", so a target larger than
-one GPU spreads over the GPUs it finds. Every failure becomes a one-line LoadError.
+With more than one GPU the target loads with accelerate's device_map="auto", so a target
+larger than one GPU spreads over them. Every failure becomes a one-line LoadError.
+
+A hub id that `python -m specviz fetch` has converted (fetch.py) loads from its folder in
+SPECVIZ_HOME, offline; a draft saved as `BorrowedDraftForCausalLM` gets its target's
+embedding and output rows here. On a CPU with MKL, fp32 linears get a packed layout for
+multi-token passes (packed_linear.py): same weights, faster verify passes, in both lanes.
 """
 from __future__ import annotations
 
@@ -16,6 +21,9 @@ import torch
 
 from ..engine.pair import ModelPair
 from ..errors import LoadError
+from . import borrowed_draft  # noqa: F401 - registers the borrowed-weights draft with the Auto classes
+from .fetch import FETCHABLE, fetch_hint, fetched
+from .packed_linear import mkl_packing_available, pack_linears
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent.parent / "assets" / "models"
 BUNDLED_TARGET, BUNDLED_DRAFT = str(BUNDLED_DIR / "target"), str(BUNDLED_DIR / "draft")
@@ -45,6 +53,13 @@ def is_local(name: str) -> bool:
     return os.path.isabs(name) or name.startswith((".", "~")) or os.path.exists(name)
 
 
+def resolve(name: str) -> str:
+    """The folder to load for `name`: itself, or the fetched copy of a fetchable hub id."""
+    if not is_local(name) and (folder := fetched(name)) is not None:
+        return str(folder)
+    return os.path.expanduser(name)
+
+
 def _check_name(name: str) -> None:
     if is_local(name):
         if not os.path.isdir(os.path.expanduser(name)):
@@ -57,7 +72,7 @@ def load_tokenizer(name: str):
     from transformers import AutoTokenizer
     _check_name(name)
     try:
-        return AutoTokenizer.from_pretrained(os.path.expanduser(name), trust_remote_code=False)
+        return AutoTokenizer.from_pretrained(resolve(name), trust_remote_code=False)
     except Exception as err:  # noqa: BLE001 - every failure becomes one readable line
         raise LoadError(_explain(name, "tokenizer", err)) from err
 
@@ -69,7 +84,7 @@ def load_model(name: str, device: torch.device, dtype: torch.dtype, spread: bool
     if spread:
         kwargs["device_map"] = "auto"
     try:
-        model = AutoModelForCausalLM.from_pretrained(os.path.expanduser(name), **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(resolve(name), **kwargs)
     except torch.OutOfMemoryError as err:
         raise LoadError(f"out of memory while loading {name!r} on {device}: pick a smaller model") from err
     except Exception as err:  # noqa: BLE001
@@ -86,6 +101,8 @@ def _explain(name: str, what: str, err: Exception) -> str:
     text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     if "Unrecognized configuration class" in str(err) or "does not appear to have" in str(err) and what == "model":
         return f"{name!r} is not a causal language model that transformers can load ({text[:160]})"
+    if name in FETCHABLE and fetched(name) is None:
+        return f"{name!r} is not on this machine yet: {fetch_hint(name)}"
     if not is_local(name) and ("offline" in str(err).lower() or "connect" in str(err).lower()
                                or "couldn't" in str(err).lower() or isinstance(err, OSError)):
         return (f"could not load the {what} {name!r}: it is not a local folder and the Hugging Face Hub "
@@ -108,19 +125,31 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
     dev = pick_device(device)
     dt = pick_dtype(dtype, dev)
     tokenizer = load_tokenizer(target)
-    target_model = load_model(target, dev, dt, spread=dev.type == "cuda")
+    target_model = load_model(target, dev, dt, spread=dev.type == "cuda" and torch.cuda.device_count() > 1)
     draft_model = None
-    vocab = target_model.get_output_embeddings().weight.shape[0]
+    vocab = output_rows(target_model)
     if draft is not None:
         draft_tok = load_tokenizer(draft)
         if _vocab_fingerprint(draft_tok) != _vocab_fingerprint(tokenizer):
             raise LoadError(f"the tokenizers of {target!r} and {draft!r} differ: a draft must share its target's tokenizer")
         draft_model = load_model(draft, dev, dt)
+        if isinstance(draft_model, borrowed_draft.BorrowedDraftForCausalLM):
+            draft_model.borrow_from(target_model)
         # Vocabularies that differ only by padding rows (Qwen2.5 0.5B vs 7B) work on the shared part.
-        vocab = min(vocab, draft_model.get_output_embeddings().weight.shape[0])
+        vocab = min(vocab, output_rows(draft_model))
         if vocab < len(tokenizer):
             raise LoadError(f"{draft!r} has fewer output rows ({vocab}) than the tokenizer has tokens ({len(tokenizer)})")
+    if dev.type == "cpu" and dt == torch.float32 and mkl_packing_available():
+        for model in (target_model, draft_model):
+            if model is not None:
+                pack_linears(model)
     return make_pair(target_model, draft_model, tokenizer, vocab, target, draft)
+
+
+def output_rows(model) -> int:
+    """The number of output logits (vocabulary rows) of a causal LM."""
+    head = model.get_output_embeddings()
+    return getattr(head, "out_features", None) or head.weight.shape[0]
 
 
 def make_pair(target_model, draft_model, tokenizer, vocab_size: int, target_name: str = "target",

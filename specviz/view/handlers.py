@@ -49,7 +49,7 @@ def run_race(app: AppState, prompt, preset, custom_target, custom_draft, drafter
         if not app.cache.cached(chosen.key):
             yield _only(f"Loading {chosen.label} …", cancel=cancel)
         pair = app.pair(chosen)
-        ids = prompt_ids(pair, prompt, app.limits)
+        ids = prompt_ids(pair, prompt, app.limits, chat=getattr(chosen, "chat", False))
         events = event_stream(app, chosen, pair, ids, cfg, cancel)
     except SpecvizError as err:
         yield _only(str(err), "error")

@@ -50,9 +50,13 @@ def check_prompt(prompt, max_chars: int) -> str:
     return prompt
 
 
-def prompt_ids(pair, prompt: str, limits: Limits) -> list[int]:
-    """Tokenize; a prompt over the token limit is refused (never cut silently)."""
-    ids = encode_prompt(pair, prompt)
+def prompt_ids(pair, prompt: str, limits: Limits, chat: bool = False) -> list[int]:
+    """Tokenize (through the target's chat template for instruct presets); a prompt over the
+    token limit is refused (never cut silently)."""
+    ids = encode_prompt(pair, prompt)                # empty or non-text prompts fail here
+    if chat and getattr(pair.tokenizer, "chat_template", None):
+        ids = encode_prompt(pair, pair.tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True, return_dict=False))
     if len(ids) > limits.max_prompt_tokens:
         raise ConfigError(f"the prompt is {len(ids):,} tokens long; this server accepts at most "
                           f"{limits.max_prompt_tokens:,}: shorten it")

@@ -1,4 +1,4 @@
-"""`python -m specviz train-models`: build the bundled pair with the project's own trainer."""
+"""`python -m specviz train-models`: the bundled pair, or the SmolLM2 draft, with the project's own trainer."""
 from __future__ import annotations
 
 import argparse
@@ -6,15 +6,34 @@ import time
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("train-models", help="train the bundled target/draft pair from the Python stdlib source")
-    p.add_argument("--out", default="assets/models", help="where target/ and draft/ are written")
-    p.add_argument("--work-dir", default=".specviz-train", help="checkpoints and token cache (resume from here)")
+    p = sub.add_parser("train-models", help="train the bundled pair, or the SmolLM2 draft (--pair smollm2)")
+    p.add_argument("--pair", default="bundled", choices=["bundled", "smollm2"],
+                   help="bundled: target and draft from the Python stdlib source; smollm2: a draft for "
+                        "SmolLM2-135M-Instruct (fetched first), distilled on its own outputs")
+    p.add_argument("--out", default=None, help="where the models are written "
+                   "(default assets/models, or assets/models/smollm2-draft)")
+    p.add_argument("--work-dir", default=None, help="checkpoints and data (resume from here; default "
+                   ".specviz-train, or .specviz-train/smollm2)")
     p.add_argument("--size", default="bundled", choices=["bundled", "large", "tiny"])
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
     p.add_argument("--target-minutes", type=float, default=75.0, help="training time budget for the target")
     p.add_argument("--draft-minutes", type=float, default=25.0, help="distillation time budget for the draft")
     p.add_argument("--max-files", type=int, default=None, help="use only the first N corpus files (quick trials)")
     p.add_argument("--seed", type=int, default=0)
+    g = p.add_argument_group("--pair smollm2")
+    g.add_argument("--stage", default="all", choices=["all", "data", "train"], help="data: prompts and on-policy "
+                   "shards only; train: distil and export from the shards there")
+    g.add_argument("--layers", default="0,1", help="target layers the draft's layers start from, e.g. 0,1")
+    g.add_argument("--head-size", type=int, default=8192, help="tokens the draft can propose")
+    g.add_argument("--questions", type=int, default=2400, help="self-instruct tries")
+    g.add_argument("--passes", default=None, help="temperatures, one data pass each, e.g. 0,0.7,1 "
+                   "(default: one pass, temperature drawn per shard)")
+    g.add_argument("--gen-batch", type=int, default=64, help="prompts decoded together")
+    g.add_argument("--max-new-tokens", type=int, default=160, help="longest continuation recorded")
+    g.add_argument("--gen-minutes", type=float, default=150.0, help="time budget for the on-policy data")
+    g.add_argument("--train-minutes", type=float, default=60.0, help="time budget for distillation")
+    g.add_argument("--batch-size", type=int, default=16, help="sequences per training step")
+    g.add_argument("--lr", type=float, default=1e-3)
     p.set_defaults(func=run)
 
 
@@ -29,7 +48,29 @@ def run(args) -> int:
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     start = time.monotonic()
-    build_pair(args.out, args.work_dir, size=args.size, device=device, target_minutes=args.target_minutes,
+    log = lambda line: print(f"[{(time.monotonic() - start) / 60:6.1f} min] {line}", flush=True)  # noqa: E731
+    if args.pair == "smollm2":
+        return run_smollm2(args, device, log)
+    build_pair(args.out or "assets/models", args.work_dir or ".specviz-train", size=args.size, device=device, target_minutes=args.target_minutes,
                draft_minutes=args.draft_minutes, max_files=args.max_files, seed=args.seed,
-               log=lambda line: print(f"[{(time.monotonic() - start) / 60:6.1f} min] {line}", flush=True))
+               log=log)
+    return 0
+
+
+def run_smollm2(args, device: str, log) -> int:
+    from pathlib import Path
+
+    from .models.smollm2_draft import DraftRecipe, prepare_data, train
+
+    recipe = DraftRecipe(layers=[int(x) for x in args.layers.split(",")], head_size=args.head_size,
+                         questions=args.questions,
+                         passes=None if args.passes is None else [float(x) for x in args.passes.split(",")],
+                         gen_batch=args.gen_batch, max_new_tokens=args.max_new_tokens, gen_minutes=args.gen_minutes, train_minutes=args.train_minutes,
+                         batch_size=args.batch_size, lr=args.lr, seed=args.seed)
+    work = Path(args.work_dir or ".specviz-train/smollm2")
+    work.mkdir(parents=True, exist_ok=True)
+    if args.stage in ("all", "data"):
+        prepare_data(work, recipe, device, log)
+    if args.stage in ("all", "train"):
+        train(Path(args.out or "assets/models/smollm2-draft"), work, recipe, device, log)
     return 0

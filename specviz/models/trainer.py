@@ -79,6 +79,29 @@ def evaluate(model, windows: torch.Tensor, teacher=None, chunk: int = 8) -> dict
     return out
 
 
+def resume(checkpoint: str, model, opt, gen: torch.Generator, log, device: str = "cpu") -> tuple[int, float, list]:
+    """(step, elapsed seconds, eval history) from the checkpoint, loading its states; zeros if none."""
+    if not os.path.exists(checkpoint):
+        return 0, 0.0, []
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)   # load_state_dict copies to the model's device
+    missing, unexpected = model.load_state_dict(state["model"], strict=False)
+    if unexpected or set(missing) - set(getattr(model, "BORROWED_KEYS", ())):   # only borrowed tensors may be absent
+        raise RuntimeError(f"{checkpoint} does not fit this model: missing {missing}, unexpected {unexpected}")
+    opt.load_state_dict(state["optimizer"])
+    gen.set_state(state["generator"])
+    log(f"resumed from {checkpoint}: step {state['step']}, {state['elapsed_s'] / 60:.1f} min done")
+    return state["step"], state["elapsed_s"], state["history"]
+
+
+def save_checkpoint(checkpoint: str, model, opt, gen: torch.Generator, step: int, elapsed: float, history: list) -> None:
+    """Model (trainable state only when the model says so), optimizer, sampler, progress; atomically."""
+    own = getattr(model, "own_state_dict", model.state_dict)()
+    tmp = checkpoint + ".tmp"
+    torch.save({"model": own, "optimizer": opt.state_dict(), "generator": gen.get_state(),
+                "step": step, "elapsed_s": elapsed, "history": history}, tmp)
+    os.replace(tmp, checkpoint)   # atomic: an interrupted save never corrupts the checkpoint
+
+
 def lr_at(settings: TrainSettings, step: int, elapsed_s: float) -> float:
     """Linear warm-up over warmup_steps, then cosine decay over the time budget."""
     if step < settings.warmup_steps:
@@ -94,20 +117,10 @@ def train_lm(model, train_data, eval_data, settings: TrainSettings, checkpoint: 
     opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, betas=(0.9, 0.95),
                             weight_decay=settings.weight_decay)
     gen = torch.Generator().manual_seed(settings.seed)
-    step, elapsed, history = 0, 0.0, []
-    if os.path.exists(checkpoint):
-        state = torch.load(checkpoint, map_location=device, weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        gen.set_state(state["generator"])
-        step, elapsed, history = state["step"], state["elapsed_s"], state["history"]
-        log(f"resumed from {checkpoint}: step {step}, {elapsed / 60:.1f} min done")
+    step, elapsed, history = resume(checkpoint, model, opt, gen, log, device)
 
     def save():
-        tmp = checkpoint + ".tmp"
-        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "generator": gen.get_state(),
-                    "step": step, "elapsed_s": elapsed, "history": history}, tmp)
-        os.replace(tmp, checkpoint)   # atomic: an interrupted save never corrupts the checkpoint
+        save_checkpoint(checkpoint, model, opt, gen, step, elapsed, history)
 
     eval_windows = fixed_eval_windows(eval_data, 32, settings.seq_len).to(device)
     model.train()

@@ -1,0 +1,49 @@
+"""Greedy speculative output vs transformers' generate(), token for token, on a prompt file.
+
+    python scripts/check_identity.py --preset smollm2 --prompts benchmarks/smollm2-prompts.json --k 3
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from specviz import SpecConfig, load_preset, speculate  # noqa: E402
+from specviz.bench.prompts import load_prompts  # noqa: E402
+from specviz.bench.suite import chat_ids  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--preset", default="smollm2")
+    ap.add_argument("--prompts", default="benchmarks/smollm2-prompts.json")
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--max-new-tokens", type=int, default=128)
+    args = ap.parse_args()
+    pair = load_preset(args.preset)
+    same = 0
+    prompts = load_prompts(args.prompts)
+    for p in prompts:
+        ids = chat_ids(pair, p["text"]) if p.get("chat") else pair.tokenizer(p["text"])["input_ids"]
+        done = list(speculate(pair, ids, SpecConfig(k=args.k, max_new_tokens=args.max_new_tokens)))[-1]
+        x = torch.tensor([ids])
+        with torch.inference_mode():
+            ref = pair.target.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=args.max_new_tokens,
+                                       do_sample=False, temperature=None, top_k=None, top_p=None,
+                                       pad_token_id=pair.tokenizer.pad_token_id or 0)[0, len(ids):].tolist()
+        eos = set(pair.eos_token_ids)
+        strip = lambda t: t[:-1] if t and t[-1] in eos else t  # noqa: E731 - EOS shown or not, same text
+        ok = strip(list(done.token_ids)) == strip(ref)
+        same += ok
+        print(f"{'same' if ok else 'DIFFERENT'}  {p['kind']:5s} {len(done.token_ids):4d} tokens  "
+              f"a={done.stats['acceptance_rate']:.2f}  {p['text'][:50]!r}")
+    print(f"{same}/{len(prompts)} prompts token-identical to generate()")
+    return 0 if same == len(prompts) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

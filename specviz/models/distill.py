@@ -1,0 +1,209 @@
+"""Distilling the SmolLM2 draft from the target's recorded outputs (onpolicy.py shards).
+
+- Head tokens (FR-Spec): the `head_size` tokens the target writes most often in the shards,
+  plus its end-of-turn token, so the draft can propose the end of an answer.
+- Initialization: each draft layer starts as a copy of one of the target's layers, and the final
+  norm as the target's: the draft begins as a shallow cut of the target (as LayerSkip's early
+  exit or Kangaroo's shallow sub-network do), then learns to make up for the missing layers.
+- Loss: at every position the target generated, the cross-entropy of the draft's distribution
+  (over its head tokens) against the target's recorded top-K distribution, i.e. forward
+  KL(p || q) up to a constant, on the mass that falls on the head's tokens.
+- Validation: shards whose index is a multiple of VALIDATION_EVERY (never trained on): greedy
+  agreement (draft argmax == target argmax, the greedy acceptance rate of a single draft) and
+  sum_x min(p, q) at T = 1 (the sampled acceptance rate), over the recorded top-K.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .borrowed_draft import BorrowedDraftConfig, BorrowedDraftForCausalLM
+from .trainer import TrainSettings, lr_at, resume, save_checkpoint
+
+VALIDATION_EVERY = 20
+
+
+@dataclass
+class Sequence:
+    ids: np.ndarray        # prompt + generated (int64)
+    prompt_len: int
+    top_ids: np.ndarray    # (generated, K) the target's top tokens at each generated position
+    top_logp: np.ndarray   # (generated, K) their log-probabilities
+
+
+def read_shards(paths: list[Path]) -> list[Sequence]:
+    out = []
+    for path in paths:
+        with np.load(path) as z:    # read each array once: an npz member is re-read on every access
+            d = {k: z[k] for k in ("prompt_lens", "gen_lens", "prompts", "generated", "top_ids", "top_logp")}
+        p_off = g_off = 0
+        for pl, gl in zip(d["prompt_lens"], d["gen_lens"]):
+            ids = np.concatenate([d["prompts"][p_off:p_off + pl], d["generated"][g_off:g_off + gl]]).astype(np.int64)
+            out.append(Sequence(ids, int(pl), d["top_ids"][g_off:g_off + gl].astype(np.int64),
+                                d["top_logp"][g_off:g_off + gl].astype(np.float32)))
+            p_off, g_off = p_off + pl, g_off + gl
+    return out
+
+
+def split_shards(paths: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(training shards, validation shards), by shard index."""
+    train, val = [], []
+    for path in paths:
+        (val if int(path.stem.split("-")[1]) % VALIDATION_EVERY == 0 else train).append(path)
+    return train, val
+
+
+def head_tokens(seqs: list[Sequence], size: int, always: set[int]) -> tuple[list[int], float]:
+    """The `size` most frequent generated tokens (plus `always`) and the share of generated tokens they cover."""
+    counts = Counter()
+    for s in seqs:
+        counts.update(s.ids[s.prompt_len:].tolist())
+    chosen = list(always) + [t for t, _ in counts.most_common(size) if t not in always]
+    chosen = sorted(chosen[:size])
+    covered = sum(counts[t] for t in chosen) / max(1, sum(counts.values()))
+    return chosen, covered
+
+
+def make_draft(target, layers: list[int], token_ids: list[int], target_id: str) -> BorrowedDraftForCausalLM:
+    """A draft of len(layers) decoder layers, each copied from the target layer of that index."""
+    tc = target.config.to_dict()
+    for key in ("architectures", "model_type", "transformers_version", "_name_or_path", "_model_name_or_path"):
+        tc.pop(key, None)
+    tc.update(num_hidden_layers=len(layers), tie_word_embeddings=False)
+    embedding = target.get_input_embeddings().weight
+    config = BorrowedDraftConfig(head_size=len(token_ids), target_id=target_id,
+                                 target_embedding_norm=float(embedding.float().norm()), **tc)
+    draft = BorrowedDraftForCausalLM(config).to(dtype=torch.float32, device=target.device)
+    with torch.no_grad():
+        for mine, theirs in enumerate(layers):
+            draft.model.layers[mine].load_state_dict(target.model.layers[theirs].state_dict())
+        draft.model.norm.load_state_dict(target.model.norm.state_dict())
+        draft.lm_head.token_ids.copy_(torch.tensor(token_ids))
+    return draft.borrow_from(target)
+
+
+class Batches:
+    """Random batches of sequences of similar length (little padding), as (ids, mask, targets)."""
+
+    def __init__(self, seqs: list[Sequence], batch_size: int, sub_index: torch.Tensor, gen: torch.Generator):
+        self.seqs, self.batch_size, self.sub_index, self.gen = seqs, batch_size, sub_index, gen
+
+    def sample(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        pool = torch.randint(0, len(self.seqs), (self.batch_size * 4,), generator=self.gen).tolist()
+        pool.sort(key=lambda i: len(self.seqs[i].ids))
+        start = int(torch.randint(0, 4, (1,), generator=self.gen)) * self.batch_size
+        return collate([self.seqs[i] for i in pool[start:start + self.batch_size]], self.sub_index)
+
+
+def collate(seqs: list[Sequence], sub_index: torch.Tensor):
+    """ids (B, T), attention mask (B, T), and for every generated position: its (row, column) of
+    hidden state, the teacher's top tokens as head indices (-1: not in the head) and probabilities."""
+    longest = max(len(s.ids) for s in seqs)
+    ids = torch.zeros((len(seqs), longest), dtype=torch.long)
+    mask = torch.zeros((len(seqs), longest), dtype=torch.long)
+    rows, cols, tops, probs = [], [], [], []
+    for r, s in enumerate(seqs):
+        ids[r, :len(s.ids)] = torch.from_numpy(s.ids)
+        mask[r, :len(s.ids)] = 1
+        n = len(s.ids) - s.prompt_len
+        rows.append(torch.full((n,), r))
+        # The hidden state at position t predicts token t + 1: generated token j is predicted at prompt_len - 1 + j.
+        cols.append(torch.arange(s.prompt_len - 1, s.prompt_len - 1 + n))
+        tops.append(sub_index[torch.from_numpy(s.top_ids)])
+        probs.append(torch.from_numpy(s.top_logp).exp())
+    return ids, mask, torch.cat(rows), torch.cat(cols), (torch.cat(tops), torch.cat(probs))
+
+
+def loss_and_metrics(draft, ids, mask, rows, cols, teacher) -> tuple[torch.Tensor, dict]:
+    device = draft.device
+    ids, mask, rows, cols = (t.to(device, non_blocking=True) for t in (ids, mask, rows, cols))
+    top, probs = (t.to(device, non_blocking=True) for t in teacher)   # (N, K) head indices, (N, K) p
+    # bf16 autocast on a GPU (the draft's layers only); the softmax and the loss stay in fp32.
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        hidden = draft.model(input_ids=ids, attention_mask=mask).last_hidden_state[rows, cols]   # (N, d)
+        sub_logits = draft.lm_head.subset_logits(hidden)
+    logq = F.log_softmax(sub_logits.float(), dim=-1)                                        # (N, head)
+    inside = top >= 0
+    logq_top = logq.gather(1, top.clamp(min=0)) * inside    # log q of the teacher's top tokens in the head
+    # Cross-entropy against the recorded p: -sum_k p_k log q_k = KL(p || q) + H(p) on the head's tokens.
+    loss = -(probs * logq_top).sum(-1).mean()
+    with torch.no_grad():
+        greedy = (logq.argmax(-1) == top[:, 0]) & inside[:, 0]      # draft argmax == target argmax
+        overlap = torch.minimum(probs, logq_top.exp() * inside).sum(-1)   # sum min(p, q) over the top-K
+    return loss, {"greedy_agreement": greedy.float().mean().item(), "overlap": overlap.mean().item(),
+                  "tokens": int(rows.numel())}
+
+
+@torch.no_grad()
+def validate(draft, seqs: list[Sequence], sub_index: torch.Tensor, batch_size: int = 16) -> dict:
+    draft.eval()
+    totals = {"loss": 0.0, "greedy_agreement": 0.0, "overlap": 0.0}
+    count = 0
+    ordered = sorted(seqs, key=lambda s: len(s.ids))
+    for i in range(0, len(ordered), batch_size):
+        ids, mask, rows, cols, teacher = collate(ordered[i:i + batch_size], sub_index)
+        loss, m = loss_and_metrics(draft, ids, mask, rows, cols, teacher)
+        n = m["tokens"]
+        totals["loss"] += loss.item() * n
+        totals["greedy_agreement"] += m["greedy_agreement"] * n
+        totals["overlap"] += m["overlap"] * n
+        count += n
+    draft.train()
+    return {k: v / max(1, count) for k, v in totals.items()}
+
+
+def train_draft(draft, train: list[Sequence], val: list[Sequence], settings: TrainSettings, checkpoint: str,
+                log: Callable[[str], None] = print) -> dict:
+    """Train the draft's own layers until the time budget is spent; resumable from `checkpoint`."""
+    vocab = draft.config.vocab_size
+    sub_index = torch.full((vocab,), -1, dtype=torch.long)
+    sub_index[draft.lm_head.token_ids] = torch.arange(draft.config.head_size)
+    params = [p for n, p in draft.named_parameters() if p.requires_grad and not n.startswith(("model.embed_tokens", "lm_head"))]
+    for n, p in draft.named_parameters():
+        p.requires_grad_(p in set(params))
+    opt = torch.optim.AdamW(params, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
+    gen = torch.Generator().manual_seed(settings.seed)
+    step, elapsed, history = resume(checkpoint, draft, opt, gen, log, device=str(draft.device))
+    batches = Batches(train, settings.batch_size, sub_index, gen)
+    draft.train()
+    last_log = last_eval = last_ckpt = time.monotonic()
+    window = {"loss": 0.0, "greedy_agreement": 0.0, "n": 0, "tokens": 0}
+    while elapsed < settings.budget_s:
+        t0 = time.monotonic()
+        for group in opt.param_groups:
+            group["lr"] = lr_at(settings, step, elapsed)
+        loss, m = loss_and_metrics(draft, *batches.sample())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        step += 1
+        now = time.monotonic()
+        elapsed += now - t0
+        window["loss"] += loss.item()
+        window["greedy_agreement"] += m["greedy_agreement"]
+        window["n"] += 1
+        window["tokens"] += m["tokens"]
+        if now - last_log >= 60 or elapsed >= settings.budget_s:
+            n = window["n"]
+            log(f"step {step:6d}  loss {window['loss'] / n:.3f}  agreement {window['greedy_agreement'] / n:.3f}  "
+                f"{window['tokens'] / (now - last_log):,.0f} tok/s  {elapsed / 60:5.1f}/{settings.budget_s / 60:.0f} min")
+            window, last_log = {"loss": 0.0, "greedy_agreement": 0.0, "n": 0, "tokens": 0}, now
+        if now - last_eval >= settings.eval_every_s or elapsed >= settings.budget_s:
+            metrics = validate(draft, val, sub_index)
+            history.append({"step": step, "elapsed_s": round(elapsed, 1), **metrics})
+            log("validation  " + "  ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+            last_eval = time.monotonic()
+        if now - last_ckpt >= settings.checkpoint_every_s:
+            save_checkpoint(checkpoint, draft, opt, gen, step, elapsed, history)
+            last_ckpt = time.monotonic()
+    save_checkpoint(checkpoint, draft, opt, gen, step, elapsed, history)
+    draft.eval()
+    return {"steps": step, "elapsed_s": elapsed, "history": history}

@@ -1,0 +1,150 @@
+"""What the SmolLM2 draft is distilled on: prompts like the ones people type, from offline sources.
+
+Three kinds, as the app's users write them:
+- chat: user requests wrapped in the model's chat template (half of all prompts). Some are
+  written by the target itself (self-instruct: it continues an open user turn, Wang et al.
+  2023), the others come from templates over the topic lists below, so short factual
+  questions, lists and code requests appear;
+- code: raw completions of function headers (and their docstrings) from the Python standard
+  library's training split (`corpus.py`), the same split the bundled pair trains on;
+- prose: raw completions of the opening sentences of paragraphs of Python's own documentation
+  (`pydoc_data.topics`, shipped with every interpreter).
+Nothing here needs the network. A fixed hash of each prompt's text sends ~3% of them to a
+validation split that the draft never trains on; the benchmark's prompts (specviz/bench) are
+written separately and checked against this set.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+
+VALIDATION_MODULUS = 32
+
+TOPICS = [
+    "photosynthesis", "the water cycle", "black holes", "inflation", "vaccines", "the French Revolution",
+    "machine learning", "compound interest", "plate tectonics", "the immune system", "climate change",
+    "the Roman Empire", "electric cars", "the stock market", "recycling", "volcanoes", "DNA", "gravity",
+    "the internet", "blockchain", "the moon landing", "renewable energy", "sleep", "meditation", "coffee",
+    "the printing press", "democracy", "supply and demand", "bees", "rainforests", "the human heart",
+    "quantum computers", "solar panels", "earthquakes", "the Renaissance", "antibiotics", "jazz", "chess",
+    "the Olympic Games", "tides", "rainbows", "hash tables", "recursion", "binary search", "encryption",
+    "operating systems", "databases", "version control", "unit testing", "HTTP", "caching", "sorting algorithms",
+    "neural networks", "public speaking", "time management", "healthy eating", "marathon training",
+    "learning a language", "saving money", "gardening", "baking bread", "photography", "camping",
+]
+REQUESTS = [
+    "Explain {t} in simple terms.", "What is {t}?", "Give me three interesting facts about {t}.",
+    "Write a short paragraph about {t}.", "Why is {t} important?", "Summarize what you know about {t}.",
+    "List five key points about {t}.", "How would you teach {t} to a beginner?",
+    "Write a short poem about {t}.", "What are the pros and cons of {t}?", "Write a tweet about {t}.",
+    "Describe {t} in one sentence.", "What are common misconceptions about {t}?",
+]
+CODE_TASKS = [
+    "checks whether a string is a palindrome", "returns the n-th Fibonacci number", "sorts a list of dictionaries by a key",
+    "counts the words in a text file", "flattens a nested list", "removes duplicates from a list while keeping order",
+    "computes the factorial of a number", "merges two sorted lists", "finds the largest element in a list",
+    "converts Celsius to Fahrenheit", "checks whether a number is prime", "reverses the words in a sentence",
+    "reads a CSV file and returns its rows", "computes the average of a list of numbers", "validates an email address",
+    "finds the most common element in a list", "implements binary search", "capitalizes every word in a string",
+    "returns the GCD of two numbers", "groups a list of words by their first letter", "computes a moving average",
+    "parses a date string", "counts vowels in a string", "transposes a matrix", "generates all permutations of a list",
+]
+CODE_REQUESTS = [
+    "Write a Python function that {t}.", "How do I write a function in Python that {t}?",
+    "Write a JavaScript function that {t}.", "Show me Python code that {t}, with a docstring.",
+]
+HOWTO = [
+    "read a file line by line in Python", "center a div in CSS", "undo the last git commit", "make a cup of tea",
+    "write a cover letter", "change a flat tire", "create a virtual environment in Python", "prepare for an interview",
+    "write a unit test with pytest", "reverse a linked list", "start a vegetable garden", "negotiate a salary",
+    "use list comprehensions in Python", "set up SSH keys", "improve my handwriting", "train for a 5k run",
+]
+EXTRA = [
+    "Translate 'Where is the train station?' into French.", "What is the capital of Australia?",
+    "Write an email to my manager asking for a day off.", "Give me a recipe for a simple tomato soup.",
+    "What is 15% of 240?", "Name the planets of the solar system in order.", "Write a haiku about autumn.",
+    "What is the difference between a list and a set in Python?", "Suggest five names for a pet cat.",
+    "Write a limerick about a programmer.", "How many days are there in a leap year?",
+    "Give me a packing list for a beach holiday.", "Who wrote Pride and Prejudice?",
+]
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    kind: str        # "chat", "code" or "prose"
+    text: str        # the user's message (chat) or the raw text to continue (code, prose)
+
+    @property
+    def chat(self) -> bool:
+        return self.kind == "chat"
+
+
+def is_validation(text: str) -> bool:
+    """True for the ~3% of prompts kept for validation (stable across runs and machines)."""
+    return int(hashlib.sha1(text.encode("utf-8")).hexdigest(), 16) % VALIDATION_MODULUS == 0
+
+
+def template_requests() -> list[str]:
+    """Every templated chat request (topics x requests, code tasks x code requests, how-tos, extras)."""
+    out = [r.format(t=t) for t in TOPICS for r in REQUESTS]
+    out += [r.format(t=t) for t in CODE_TASKS for r in CODE_REQUESTS]
+    out += [f"How do I {h}?" for h in HOWTO] + [f"Explain step by step how to {h}." for h in HOWTO]
+    return out + EXTRA
+
+
+_DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async\s+)?def [A-Za-z_]\w*\(.*$")
+
+
+def code_prefixes(texts: list[str]) -> list[str]:
+    """Each public function of the sources, cut after its `def` line and its docstring's first line."""
+    out = []
+    for text in texts:
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            m = _DEF.match(line)
+            if not m or line.rstrip().endswith(",") or "def _" in line:
+                continue
+            head = [line[len(m.group("indent")):]]
+            nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            if nxt.startswith(('"""', "'''")):
+                head.append("    " + nxt)
+            prefix = "\n".join(head)
+            if 12 <= len(prefix) <= 300:
+                out.append(prefix)
+    return out
+
+
+def prose_prefixes() -> list[str]:
+    """The first sentence (or two short ones) of each prose paragraph of Python's documentation."""
+    import pydoc_data.topics as topics
+    out = []
+    for page in topics.topics.values():
+        for para in page.split("\n\n"):
+            para = " ".join(para.split())
+            if len(para) < 120 or para.startswith(("*", ">>>", "=", "-", "+", "|", "Changed in", "New in")):
+                continue
+            sentences = re.split(r"(?<=[.!?])\s+", para)
+            head = sentences[0] if len(sentences[0]) >= 60 else " ".join(sentences[:2])
+            if 40 <= len(head) <= 400:
+                out.append(head)
+    return out
+
+
+def mix(self_instruct: list[str], code: list[str], prose: list[str], seed: int = 0) -> list[PromptSpec]:
+    """Every distinct chat request (templates and self-instruct), then code and prose prompts in
+    proportion (0.6 and 0.4 code and prose prompts per chat prompt), shuffled."""
+    rng = random.Random(seed)
+
+    def take(pool: list[str], n: int) -> list[str]:
+        pool = sorted(set(pool))
+        rng.shuffle(pool)
+        return pool[:n]
+
+    chat = take(template_requests() + self_instruct, 10**9)
+    specs = [PromptSpec("chat", t) for t in chat]
+    specs += [PromptSpec("code", t) for t in take(code, len(chat) * 6 // 10)]
+    specs += [PromptSpec("prose", t) for t in take(prose, len(chat) * 4 // 10)]
+    rng.shuffle(specs)
+    return specs

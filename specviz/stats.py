@@ -22,6 +22,7 @@ class RoundInfo:
     emitted: int
     draft_s: float
     verify_s: float
+    full: bool = True          # drafted the k planned for it, no stop rule cut it (measures.py)
 
 
 @dataclass
@@ -47,7 +48,7 @@ class RunStats:
             self.tokens[lane].append(self.tokens[lane][-1] + 1)
         elif kind == "round_end":
             self.rounds.append(RoundInfo(event.round, event.drafted, event.accepted, event.emitted,
-                                         event.draft_s, event.verify_s))
+                                         event.draft_s, event.verify_s, event.full))
         elif kind == "done":
             self.done[lane] = event.stats
             self.stop_reasons[lane] = event.stop_reason

@@ -51,7 +51,9 @@ def race_chart(stats: RunStats) -> go.Figure:
 
 def tokens_per_round_hist(stats: RunStats) -> go.Figure:
     fig = _fig("Accepted drafts per round", "accepted drafts", "share of rounds")
-    full = [r for r in stats.rounds if r.drafted == stats.k]
+    # Rounds the theory's pmf for k describes: full ones (measures.py) that drafted this k
+    # (under adaptive k, rounds of other k are left out rather than mixed in).
+    full = [r for r in stats.rounds if r.full and r.drafted == stats.k]
     if full:
         counts = [0] * (stats.k + 1)
         for r in full:

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from specviz import SpecConfig, load_preset, speculate  # noqa: E402
 from specviz.bench.prompts import load_prompts  # noqa: E402
-from specviz.bench.suite import chat_ids  # noqa: E402
+from specviz.models.chat import chat_ids  # noqa: E402
 
 
 def main() -> int:
@@ -28,7 +28,7 @@ def main() -> int:
     same = 0
     prompts = load_prompts(args.prompts)
     for p in prompts:
-        ids = chat_ids(pair, p["text"]) if p.get("chat") else pair.tokenizer(p["text"])["input_ids"]
+        ids = chat_ids(pair.tokenizer, p["text"]) if p.get("chat") else pair.tokenizer(p["text"])["input_ids"]
         done = list(speculate(pair, ids, SpecConfig(k=args.k, max_new_tokens=args.max_new_tokens)))[-1]
         x = torch.tensor([ids])
         with torch.inference_mode():

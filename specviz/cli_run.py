@@ -70,8 +70,8 @@ def prompt_from(args, pair):
         raise ConfigError("the prompt is empty")
     if not getattr(pair.tokenizer, "chat_template", None):
         raise ConfigError(f"{pair.target_name} has no chat template: run without --chat")
-    return pair.tokenizer.apply_chat_template([{"role": "user", "content": args.prompt}], add_generation_prompt=True,
-                                              tokenize=True, return_dict=False)
+    from .models.chat import chat_ids
+    return chat_ids(pair.tokenizer, args.prompt)
 
 
 def config_from(args):

@@ -20,6 +20,7 @@ from .. import theory
 from ..engine import SpecConfig
 from ..engine.output import encode_prompt
 from ..engine.pair import ModelPair
+from ..models.chat import chat_ids
 from .runner import (FAST_METHODS, first_use_seconds, measure_prompt, median, median_timing, paired_ratio,
                      phase_breakdown)
 
@@ -44,19 +45,13 @@ def machine() -> dict:
     return info
 
 
-def chat_ids(pair: ModelPair, message: str) -> list[int]:
-    """A user message in the target's chat template, ready for the reply."""
-    return pair.tokenizer.apply_chat_template([{"role": "user", "content": message}], add_generation_prompt=True,
-                                              tokenize=True, return_dict=False)
-
-
 def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[int], repeats: int,
               log=print, fast: bool = False) -> dict:
     """fast: also time the fast path (static cache + compiled steps) of both specviz lanes."""
     forced = cfg.forced_acceptance is not None
     methods = SWEEP_METHODS if (len(ks) > 1 or forced) else ALL_METHODS
     methods = methods + FAST_METHODS if fast else methods
-    encoded = [(p["kind"], encode_prompt(pair, chat_ids(pair, p["text"]) if p.get("chat") else p["text"]))
+    encoded = [(p["kind"], encode_prompt(pair, chat_ids(pair.tokenizer, p["text"]) if p.get("chat") else p["text"]))
                for p in prompts]
     rows, first_use = [], {}
     for k in ks:

@@ -16,17 +16,12 @@ from typing import Callable
 
 import numpy as np
 
+from .chat import chat_ids
 from .corpus import split_corpus
 from .draft_prompts import PromptSpec, code_prefixes, is_validation, mix, prose_prefixes
 from .onpolicy import Record, generate_records
 
 TEMPERATURES = [0.0, 0.0, 0.0, 0.7, 1.0]   # drawn per shard: 60% greedy
-
-
-def chat_ids(tokenizer, message: str) -> list[int]:
-    """The token ids of one user message in the model's chat template, ready for the reply."""
-    return tokenizer.apply_chat_template([{"role": "user", "content": message}], add_generation_prompt=True,
-                                         tokenize=True, return_dict=False)
 
 
 def open_user_turn(tokenizer) -> list[int]:

@@ -12,6 +12,7 @@ from ..engine.config import SpecConfig
 from ..engine.output import encode_prompt
 from ..errors import ConfigError
 from ..hosting.profile import Limits
+from ..models.chat import chat_ids
 
 MAX_STOP_STRINGS, MAX_STOP_LEN = 4, 64
 
@@ -55,8 +56,7 @@ def prompt_ids(pair, prompt: str, limits: Limits, chat: bool = False) -> list[in
     token limit is refused (never cut silently)."""
     ids = encode_prompt(pair, prompt)                # empty or non-text prompts fail here
     if chat and getattr(pair.tokenizer, "chat_template", None):
-        ids = encode_prompt(pair, pair.tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True, return_dict=False))
+        ids = encode_prompt(pair, chat_ids(pair.tokenizer, prompt))
     if len(ids) > limits.max_prompt_tokens:
         raise ConfigError(f"the prompt is {len(ids):,} tokens long; this server accepts at most "
                           f"{limits.max_prompt_tokens:,}: shorten it")

@@ -57,3 +57,27 @@ def test_capacities_are_pooled_powers_of_two():
     assert static_model.capacity_for(1) == static_model.MIN_CAPACITY
     assert static_model.capacity_for(257) == 512
     assert static_model.capacity_for(4096) == 4096
+
+
+def test_pooled_static_cache_survives_a_copying_device_move(pair):
+    """On CUDA the cache's `cumulative_length` is moved with `.to(device)` inside inference mode,
+    which copies it into an inference tensor; the next run that borrows the pooled cache resets it.
+    On CPU `.to("cpu")` returns the same tensor, so the copy is made here by hand (as on CUDA)."""
+    ids = torch.tensor(pair.tokenizer(PROMPTS[0])["input_ids"])
+    first = static_model.StaticCachedModel(pair.target, pair.vocab_size, positions=64)
+    with torch.inference_mode():
+        first.feed(ids, keep=1)                       # a prefill: eager, initializes every layer
+        for layer in first.cache.layers:              # what `.to("cuda")` does inside inference mode
+            layer.cumulative_length = layer.cumulative_length.clone()
+    first.release()
+    second = static_model.StaticCachedModel(pair.target, pair.vocab_size, positions=64)   # borrows and resets it
+    try:
+        assert second.length == 0
+        assert all(int(layer.cumulative_length) == 0 for layer in second.cache.layers if layer.is_initialized)
+        second.crop(0)
+        with torch.inference_mode():
+            second.feed(ids, keep=1)
+        second.crop(2)                                 # a rollback outside inference mode, as a consumer may do
+        assert all(int(layer.cumulative_length) == 2 for layer in second.cache.layers)
+    finally:
+        second.release()

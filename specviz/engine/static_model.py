@@ -98,9 +98,13 @@ class StaticCachedModel:
         self.cache_reset()
 
     def cache_reset(self) -> None:
-        for layer in self.cache.layers:
-            if layer.is_initialized:
-                layer.cumulative_length.zero_()
+        # Inference mode: on CUDA the layer moved `cumulative_length` to the device inside the
+        # engine's inference mode, which made it an inference tensor; writing one in place is
+        # only allowed inside inference mode (on CPU the move returned the same, normal tensor).
+        with torch.inference_mode():
+            for layer in self.cache.layers:
+                if layer.is_initialized:
+                    layer.cumulative_length.zero_()
 
     @property
     def length(self) -> int:
@@ -122,8 +126,9 @@ class StaticCachedModel:
     def crop(self, length: int) -> None:
         """Move the write position back to `length`; entries past it are masked, then overwritten."""
         if length < self._length:
-            for layer in self.cache.layers:
-                layer.cumulative_length.fill_(length)
+            with torch.inference_mode():              # see cache_reset
+                for layer in self.cache.layers:
+                    layer.cumulative_length.fill_(length)
             self._length = length
 
     def release(self) -> None:

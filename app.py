@@ -6,12 +6,18 @@ with a message naming the key.
 """
 from __future__ import annotations
 
-import argparse
-import os
-import sys
+# ZeroGPU: `spaces` must be imported before torch (and transformers, which caches whether CUDA
+# is there): importing specviz imports both, so this comes first.
+try:
+    import spaces  # noqa: F401
+except ImportError:
+    spaces = None
 
-# ZeroGPU: `spaces` must be imported before torch touches CUDA.
-from specviz.hosting import zerogpu  # noqa: F401,E402  (imports `spaces` when it is installed)
+import argparse  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+
+from specviz.hosting import zerogpu  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,9 +28,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default=None, choices=["cpu", "gpu", "zerogpu"],
                         help="hosting tier from spaces.yaml (default: detected; or SPECVIZ_PROFILE)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for decoding (default: all cores, less one when the browser may be on "
+                             "this machine, i.e. a loopback --host)")
     args = parser.parse_args(argv)
 
+    import torch
+
     from specviz.errors import SpecvizError
+    from specviz.hosting.cpu_threads import decode_threads
     from specviz.hosting.profile import load_profile
     from specviz.view.app_state import AppState
     from specviz.view.ui import build_demo, launch_options
@@ -34,13 +46,20 @@ def main(argv: list[str] | None = None) -> int:
     except SpecvizError as err:
         print(f"specviz cannot start: {err}", file=sys.stderr)
         return 2
-    app = AppState.from_profile(profile, device=args.device)
-    if zerogpu.ON_ZEROGPU:
-        first = next(iter(profile.presets.values()))
-        app.pair(first)          # ZeroGPU: load at start, outside the GPU worker
+    torch.set_num_threads(decode_threads(args.host, args.threads))
+    app = AppState.from_profile(profile, device=args.device, on_zerogpu=zerogpu.ON_ZEROGPU)
+    if app.on_zerogpu:
+        # The GPU worker is forked from this process: every pair it may run must be loaded now
+        # (spaces moves the weights to the GPU in the worker; nothing runs on it here).
+        try:
+            app.load_all()
+        except SpecvizError as err:
+            print(f"specviz cannot start: {err}", file=sys.stderr)
+            return 2
     demo = build_demo(app)
     demo.queue(max_size=profile.limits.queue_size, default_concurrency_limit=profile.limits.concurrency_per_device)
     print(f"specviz: profile {profile.tier}, {len(profile.presets)} model pairs, "
+          f"{torch.get_num_threads()} CPU thread(s) for decoding, "
           f"serving on http://{args.host}:{args.port}", flush=True)
     demo.launch(server_name=args.host, server_port=args.port, **launch_options())
     return 0

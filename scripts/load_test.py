@@ -22,7 +22,7 @@ def main() -> int:
 
     from specviz.hosting.load import check_against_solo, percentiles, run_clients
     from specviz.hosting.profile import load_profile
-    from specviz.hosting.serve import serve
+    from specviz.view.serve import serve
     from specviz.models.presets import BUNDLED_EXAMPLES
     from specviz.view.app_state import AppState
 

@@ -8,7 +8,7 @@ import pytest
 from specviz.hosting import zerogpu
 from specviz.hosting.load import check_against_solo, percentiles, run_clients
 from specviz.hosting.profile import Limits
-from specviz.hosting.serve import serve
+from specviz.view.serve import serve
 from specviz.models.presets import Preset
 from specviz.view.app_state import AppState
 from specviz.view.handlers import run_race
@@ -33,20 +33,34 @@ def test_record_path_gives_the_same_race(tiny_dirs):
 
 
 def test_spaces_decorator_is_applied_with_a_duration(monkeypatch):
+    """On a ZeroGPU Space every decoding function is a `spaces.GPU` function whose reserved
+    time grows with the work asked for."""
+    from specviz.view import work
     seen = {}
     fake = types.ModuleType("spaces")
     def GPU(duration=None):
-        seen["duration"] = duration
-        return lambda fn: setattr(fn, "on_gpu", True) or fn
+        def mark(fn):
+            seen[fn.__name__] = duration
+            fn.on_gpu = True
+            return fn
+        return mark
     fake.GPU = GPU
     monkeypatch.setitem(sys.modules, "spaces", fake)
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
     try:
-        module = importlib.reload(zerogpu)
-        assert getattr(module.race_records, "on_gpu", False)
-        assert seen["duration"]("bundled", [1, 2], {"max_new_tokens": 500}) > seen["duration"]("bundled", [1], {})
+        importlib.reload(zerogpu)
+        module = importlib.reload(work)
+        assert zerogpu.ON_ZEROGPU
+        for name in ("race_records", "run_records", "lossless_results"):
+            assert getattr(getattr(module, name), "on_gpu", False), name
+        race_s = seen["race_records"]
+        assert race_s("bundled", [1, 2], {"max_new_tokens": 500}) > race_s("bundled", [1], {"max_new_tokens": 50})
+        assert seen["lossless_results"]("bundled", [1], {}, 2000) > seen["lossless_results"]("bundled", [1], {}, 50)
     finally:
         monkeypatch.delitem(sys.modules, "spaces")
+        monkeypatch.delenv("SPACES_ZERO_GPU")
         importlib.reload(zerogpu)
+        importlib.reload(work)
     assert zerogpu.spaces is None and not zerogpu.ON_ZEROGPU
 
 

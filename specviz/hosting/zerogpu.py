@@ -1,43 +1,84 @@
-"""ZeroGPU support: the decoding runs in a `@spaces.GPU` worker when the `spaces` package is
-present (on a ZeroGPU Space it forks a GPU process per call and pickles what it yields).
+"""ZeroGPU support: `gpu(duration)` marks a function that runs on the accelerator.
 
-So the GPU function takes plain arguments, reaches the loaded models through a module
-global set at start (forked workers inherit it), and yields small event records, never
-figures. Its duration estimate grows with max new tokens. Without `spaces` the decorator
-is not applied and the app runs unchanged. app.py imports this module before torch
-touches CUDA, as ZeroGPU requires.
+On a ZeroGPU Space (the `spaces` package installed and SPACES_ZERO_GPU set) it is
+`spaces.GPU(duration=...)`: each call runs in a forked GPU worker, which pickles what goes in
+and what comes out; the main process has no GPU at all (spaces makes CUDA initialization
+raise there). Elsewhere the function runs as it is, unless `EMULATE` is set (tests): then
+every argument and every result goes through pickle and `in_worker()` is true during the
+call, as in a real worker, so a test can assert that nothing decodes outside one.
+
+This module knows nothing of the app: what runs inside is in view/work.py. app.py imports
+`spaces` before anything imports torch, as ZeroGPU requires.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import os
-from typing import Iterator
+import pickle
+import threading
+from typing import Callable
 
 try:
-    import spaces  # noqa: F401  (must be imported before torch initializes CUDA)
+    import spaces  # noqa: F401  (app.py imported it first, before torch)
 except ImportError:
     spaces = None
 
 ON_ZEROGPU = spaces is not None and os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "true")
-APP = None  # the AppState, set by build_demo; forked GPU workers inherit it
+EMULATE = False          # tests: pickle across a pretend process boundary
+_worker = threading.local()
 
 
-def duration_s(preset_key: str, prompt_ids: list[int], config: dict) -> int:
-    """Seconds to reserve: both lanes of a race, with room for loading on the first call."""
-    return int(20 + 0.12 * config.get("max_new_tokens", 128))
+def in_worker() -> bool:
+    """True inside a `gpu` function's call (always, on a real ZeroGPU worker)."""
+    return ON_ZEROGPU or getattr(_worker, "depth", 0) > 0
 
 
-def _race_records(preset_key: str, prompt_ids: list[int], config: dict) -> Iterator[dict]:
-    from ..engine import SpecConfig, race, to_dict
-    preset = APP.presets[preset_key] if preset_key in APP.presets else APP.choose("custom", *_custom(preset_key))
-    pair = APP.pair(preset)
-    cfg = SpecConfig(**{**config, "stop_strings": tuple(config.get("stop_strings", ()))})
-    for event in race(pair, prompt_ids, cfg):
-        yield to_dict(event)
+def gpu(duration: Callable[..., int]):
+    """Decorator: run on the accelerator, reserving `duration(*args)` seconds on ZeroGPU."""
+    def wrap(fn):
+        if ON_ZEROGPU:
+            return spaces.GPU(duration=duration)(fn)
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def stream(*args):
+                if not EMULATE:
+                    yield from fn(*args)
+                    return
+                gen = fn(*_across(args))
+                try:
+                    while True:
+                        with _inside():
+                            item = next(gen, _END)
+                        if item is _END:
+                            return
+                        yield _across(item)
+                finally:
+                    with _inside():
+                        gen.close()
+            return stream
+
+        @functools.wraps(fn)
+        def call(*args):
+            if not EMULATE:
+                return fn(*args)
+            with _inside():
+                return _across(fn(*_across(args)))
+        return call
+    return wrap
 
 
-def _custom(key: str) -> tuple[str, str]:
-    target, _, draft = key.removeprefix("custom:").partition("|")
-    return target, draft
+_END = object()
 
 
-race_records = spaces.GPU(duration=duration_s)(_race_records) if spaces is not None else _race_records
+def _across(value):
+    """What a process boundary does to a value: it must pickle, and the other side gets a copy."""
+    return pickle.loads(pickle.dumps(value))
+
+
+class _inside:
+    def __enter__(self):
+        _worker.depth = getattr(_worker, "depth", 0) + 1
+
+    def __exit__(self, *exc):
+        _worker.depth -= 1

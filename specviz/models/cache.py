@@ -1,8 +1,10 @@
 """Loaded model pairs, shared read-only between users, at most `max_pairs` kept in memory.
 
-Loading is serialized by a lock (two users asking for the same pair load it once); the
-least recently used pair is dropped when a new one would exceed the bound. The engine never
-writes to a model, so one loaded pair can serve every session at once.
+Loading one pair never blocks another: the lock guards only the dictionaries, never a load.
+Two users asking for the same pair that is not loaded yet load it once (the second waits for
+the first's result, or its error); users of pairs already loaded are answered at once. The least
+recently used pair is dropped when a new one arrives and the bound is reached. The engine
+never writes to a model, so one loaded pair can serve every session at once.
 """
 from __future__ import annotations
 
@@ -13,22 +15,56 @@ from typing import Callable
 from ..engine.pair import ModelPair
 
 
+class _Loading:
+    """A load in progress: the users waiting for it read its pair or its error when `done` is set."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.pair: ModelPair | None = None
+        self.error: BaseException | None = None
+
+
 class PairCache:
     def __init__(self, max_pairs: int = 2):
         self.max_pairs = max_pairs
         self._pairs: OrderedDict[str, ModelPair] = OrderedDict()
+        self._loading: dict[str, _Loading] = {}
         self._lock = threading.Lock()
 
     def cached(self, key: str) -> bool:
         return key in self._pairs
+
+    def keys(self) -> list[str]:
+        with self._lock:
+            return list(self._pairs)
 
     def get(self, key: str, load: Callable[[], ModelPair]) -> ModelPair:
         with self._lock:
             if key in self._pairs:
                 self._pairs.move_to_end(key)
                 return self._pairs[key]
+            pending = self._loading.get(key)
+            owner = pending is None
+            if owner:
+                pending = self._loading[key] = _Loading()
+        if not owner:                     # someone else is loading this very pair: wait for it
+            pending.done.wait()
+            if pending.error is not None:
+                raise pending.error
+            return pending.pair
+        try:
+            pair = load()                 # outside the lock: other pairs stay available meanwhile
+        except BaseException as err:
+            with self._lock:
+                del self._loading[key]
+            pending.error = err
+            pending.done.set()
+            raise
+        with self._lock:
             while len(self._pairs) >= self.max_pairs:
                 self._pairs.popitem(last=False)
-            pair = load()
             self._pairs[key] = pair
-            return pair
+            del self._loading[key]
+        pending.pair = pair
+        pending.done.set()
+        return pair

@@ -1,9 +1,16 @@
 """What the app's handlers share: the hosting profile (presets, limits) and the cache of
 loaded pairs (read-only models). Per-user data never lives here: each run keeps its own
 state in locals and gr.State.
+
+A custom pair (a visitor's own hub ids, when the server allows them) is registered under its
+own key, so the decoding functions (view/work.py) look every pair up by key alone. On
+ZeroGPU every preset is loaded at start (`load_all`) and kept: the GPU worker is forked from
+this process, and a pair loaded here later would not be in it.
 """
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..engine.pair import ModelPair
@@ -25,24 +32,58 @@ class AppState:
     cache: PairCache | None = None
     max_prompt_chars: int = 50_000
     via_records: bool = False       # stream events as plain records (as across ZeroGPU's process boundary)
+    on_zerogpu: bool = False        # no GPU in this process: load at start, warm up in the worker
+    custom: dict[str, Preset] = field(default_factory=dict)
+    _custom_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _decoders: threading.Semaphore | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.cache is None:
-            self.cache = PairCache(self.limits.max_loaded_pairs)
+            keep = self.limits.max_loaded_pairs
+            self.cache = PairCache(max(keep, len(self.presets)) if self.on_zerogpu else keep)
+        self._decoders = threading.BoundedSemaphore(self.limits.concurrency_per_device)
+
+    def decoders_busy(self) -> bool:
+        """Would `decoding()` wait right now? (for a "waiting" line in the page)"""
+        if self._decoders.acquire(blocking=False):
+            self._decoders.release()
+            return False
+        return True
+
+    @contextmanager
+    def decoding(self):
+        """Hold one of the device's decoding slots (concurrency_per_device) while decoding.
+
+        Loading a pair happens before, outside any slot, so a visitor whose pair is still loading
+        never holds up the others (Gradio's own queue bounds how many requests wait)."""
+        self._decoders.acquire()
+        try:
+            yield
+        finally:
+            self._decoders.release()
 
     @classmethod
-    def from_profile(cls, profile: Profile, device: str = "auto") -> "AppState":
+    def from_profile(cls, profile: Profile, device: str = "auto", on_zerogpu: bool = False) -> "AppState":
         return cls(presets=dict(profile.presets), limits=profile.limits,
-                   allow_custom_models=profile.allow_custom_models, device=device)
+                   allow_custom_models=profile.allow_custom_models and not on_zerogpu, device=device,
+                   on_zerogpu=on_zerogpu)
 
     @property
     def max_new_tokens(self) -> int:
         return self.limits.max_new_tokens
 
+    @property
+    def defer_warm_up(self) -> bool:
+        return self.on_zerogpu
+
     def preset(self, key) -> Preset:
         if not isinstance(key, str) or key not in self.presets:
             raise ConfigError(f"unknown model pair {str(key)[:80]!r}: pick one from the menu")
         return self.presets[key]
+
+    def known(self, key: str) -> Preset:
+        """A menu preset or a custom pair chosen earlier, by key."""
+        return self.custom[key] if key in self.custom else self.preset(key)
 
     def choose(self, key, custom_target=None, custom_draft=None) -> Preset:
         """The preset to run: a menu entry, or the visitor's own hub ids when the server allows them."""
@@ -58,11 +99,25 @@ class AppState:
                                   f"(local paths are not accepted)")
         if not custom_target:
             raise ConfigError("type a target model id (owner/name) to use a custom pair")
-        return Preset(f"{CUSTOM}:{custom_target}|{custom_draft or ''}", f"{custom_target} ← {custom_draft or 'no draft'}",
-                      custom_target, custom_draft or None, 4, ())
+        preset = Preset(f"{CUSTOM}:{custom_target}|{custom_draft or ''}",
+                        f"{custom_target} ← {custom_draft or 'no draft'}", custom_target, custom_draft or None, 4, ())
+        with self._custom_lock:
+            self.custom[preset.key] = preset
+        return preset
 
     def pair(self, preset: Preset) -> ModelPair:
-        return self.cache.get(preset.key, lambda: warm_up(load_pair(preset.target, preset.draft, device=self.device)))
+        if self.on_zerogpu and not self.cache.cached(preset.key):
+            raise ConfigError(f"{preset.label} was not loaded when this Space started: pick another pair")
+        return self.cache.get(preset.key, lambda: self._load(preset))
+
+    def _load(self, preset: Preset) -> ModelPair:
+        pair = load_pair(preset.target, preset.draft, device=self.device)
+        return pair if self.defer_warm_up else warm_up(pair)
+
+    def load_all(self) -> None:
+        """Load every preset now (ZeroGPU start-up; no GPU work happens here)."""
+        for preset in self.presets.values():
+            self.cache.get(preset.key, lambda preset=preset: self._load(preset))
 
 
 def warm_up(pair: ModelPair) -> ModelPair:

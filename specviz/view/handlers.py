@@ -1,7 +1,7 @@
 """Race-tab handlers: plain functions on plain values that stream the race into the page.
 
-`run_race` validates every input itself (the API accepts what sliders never send), loads
-the pair through the shared cache, then folds the engine's race into HTML and figures:
+`run_race` builds one RunRequest from the form and lets `request.prepare` check it, load the
+pair (shared cache) and tokenize (the API accepts what sliders never send), then folds the engine's race into HTML and figures:
 panes and meters about 12 times a second, plots once a second (gr.skip() in
 between), everything once more at the end. Errors become a readable line in the page.
 Stop sets this run's own cancel flag; the engine then ends both lanes within one round.
@@ -14,18 +14,22 @@ import threading
 import time
 from pathlib import Path
 
+from typing import Iterator
+
 import gradio as gr
 import torch
 
 from ..engine import race
-from ..engine.events import from_dict
+from ..engine.events import Event, from_dict
 from ..errors import SpecvizError
 from ..hosting import zerogpu
+from . import work
 from .app_state import AppState
 from .plots import all_figures
 from .race_view import RaceView
+from .machine_load import OtherLoad, disturbed
 from .render import clean
-from .settings import check_prompt, make_config, prompt_ids
+from .request import Prepared, RunRequest, prepare, settle
 
 PANE_EVERY_S, PLOTS_EVERY_S = 0.08, 1.0
 N_OUTPUTS = 12   # status, strip, spec meter, spec pane, base meter, base pane, 4 plots, download, cancel
@@ -39,62 +43,92 @@ def _only(status: str, kind: str = "info", cancel=None):
     return (status_html(status, kind),) + (gr.skip(),) * (N_OUTPUTS - 2) + (cancel if cancel else gr.skip(),)
 
 
-def run_race(app: AppState, prompt, preset, custom_target, custom_draft, drafter, k, adaptive, temperature,
-             top_k, top_p, max_new, seed, stops):
+def run_race(app: AppState, *form, **named):
+    """The race tab: form values in FORM_FIELDS order (or by name) -> streamed page updates."""
     cancel = threading.Event()
     try:
-        prompt = check_prompt(prompt, app.max_prompt_chars)
-        cfg = make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new, seed, app.limits, stops)
-        chosen = app.choose(preset, custom_target, custom_draft)
+        req = RunRequest.from_form(*form, **named)
+        chosen, _ = settle(app, req)
         if not app.cache.cached(chosen.key):
             yield _only(f"Loading {chosen.label} …", cancel=cancel)
-        pair = app.pair(chosen)
-        ids = prompt_ids(pair, prompt, app.limits, chat=getattr(chosen, "chat", False))
-        events = event_stream(app, chosen, pair, ids, cfg, cancel)
+        run = prepare(app, req)
+        events = event_stream(app, run, cancel)
     except SpecvizError as err:
         yield _only(str(err), "error")
         return
+    cfg = run.config
     view = RaceView(cfg.k)
-    yield (status_html("Racing …"), view.strip(), view.meter("spec"), "", view.meter("base"), "",
-           *([gr.skip()] * 4), gr.DownloadButton(interactive=False), cancel)
-    last_pane = last_plots = 0.0
-    try:
-        for event in events:
-            view.add(event)
-            now = time.monotonic()
-            if now - last_pane >= PANE_EVERY_S:
-                plots = all_figures(view.stats) if now - last_plots >= PLOTS_EVERY_S else (gr.skip(),) * 4
-                last_plots = now if now - last_plots >= PLOTS_EVERY_S else last_plots
-                last_pane = now
-                yield (gr.skip(), view.strip(), view.meter("spec"), view.pane("spec"), view.meter("base"),
-                       view.pane("base"), *plots, gr.skip(), gr.skip())
-    except torch.OutOfMemoryError:
-        yield _only("The device ran out of memory: try fewer new tokens or a smaller pair.", "error")
-        return
-    except SpecvizError as err:
-        yield _only(str(err), "error")
-        return
-    stopped = "cancelled" in view.stats.stop_reasons.values()
-    summary = "Stopped." if stopped else _summary(view)
-    yield (status_html(summary, "done"), view.strip(), view.meter("spec"), view.pane("spec"), view.meter("base"),
+    if app.decoders_busy():
+        yield _only("Waiting for the device: another race is running …", cancel=cancel)
+    with app.decoding():
+        yield (status_html("Racing …"), view.strip(), view.meter("spec"), "", view.meter("base"), "",
+               *([gr.skip()] * 4), gr.DownloadButton(interactive=False), cancel)
+        others = OtherLoad()
+        try:
+            yield from _stream(view, events)
+        except torch.OutOfMemoryError:
+            yield _only("The device ran out of memory: try fewer new tokens or a smaller pair.", "error")
+            return
+        except SpecvizError as err:
+            yield _only(str(err), "error")
+            return
+        finally:
+            events.close()
+    stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
+    summary = "Stopped." if stopped else _summary(view, others.share())
+    yield (status_html(summary, "done") if stopped else summary, view.strip(), view.meter("spec"), view.pane("spec"), view.meter("base"),
            view.pane("base"), *all_figures(view.stats),
-           gr.DownloadButton(value=_save_trace(view, prompt, cfg, chosen.key, pair), interactive=True), None)
+           gr.DownloadButton(value=_save_trace(view, req.prompt, cfg, run.preset.key, run.pair), interactive=True),
+           None)
 
 
-def event_stream(app: AppState, preset, pair, ids: list[int], cfg, cancel):
-    """The race's events: in process, or as records from the ZeroGPU worker (rebuilt here)."""
+def _stream(view: RaceView, events: Iterator[Event]):
+    """Fold the events into the view; panes and meters ~12 times a second, plots once a second."""
+    last_pane = last_plots = 0.0
+    for event in events:
+        view.add(event)
+        now = time.monotonic()
+        if now - last_pane >= PANE_EVERY_S:
+            plots = all_figures(view.stats) if now - last_plots >= PLOTS_EVERY_S else (gr.skip(),) * 4
+            last_plots = now if now - last_plots >= PLOTS_EVERY_S else last_plots
+            last_pane = now
+            yield (gr.skip(), view.strip(), view.meter("spec"), view.pane("spec"), view.meter("base"),
+                   view.pane("base"), *plots, gr.skip(), gr.skip())
+
+
+def event_stream(app: AppState, run: Prepared, cancel: threading.Event) -> Iterator[Event]:
+    """The race's events: in process, or as records from the decoding worker (view/work.py).
+
+    In process the engine reads `cancel` itself. A worker cannot share the flag, so here the
+    record stream is closed once it is set: closing the worker's generator ends the race there."""
     if not (app.via_records or zerogpu.ON_ZEROGPU):
-        return race(pair, ids, cfg, cancel)
-    zerogpu.APP = app
-    records = zerogpu.race_records(preset.key, ids, cfg.to_dict())
-    return (from_dict(record) for record in records)
+        return race(run.pair, run.ids, run.config, cancel)
+    work.bind(app)
+    return _until_cancelled(work.race_records(run.preset.key, run.ids, run.config.to_dict()), cancel)
 
 
-def _summary(view: RaceView) -> str:
+def _until_cancelled(records: Iterator[dict], cancel: threading.Event) -> Iterator[Event]:
+    try:
+        for record in records:
+            yield from_dict(record)
+            if cancel.is_set():
+                return
+    finally:
+        records.close()
+
+
+def _summary(view: RaceView, others: float | None) -> str:
+    """The finished race's status line (HTML); it says so when other programs took the CPU meanwhile."""
     speed = view.stats.measured_speedup()
     same = view.stats.done.get("spec", {}).get("tokens") == view.stats.done.get("base", {}).get("tokens")
     text = "Finished." if speed is None else f"Finished: speculative decoding ran {speed:.2f}× the plain rate."
-    return text + ("" if same else " (The lanes produced different lengths; sampled runs differ by chance.)")
+    if not same:
+        text += " (The lanes produced different lengths; sampled runs differ by chance.)"
+    if disturbed(others, torch.get_num_threads()):
+        text += (f" Other programs used {others:.0%} of this machine's CPU during the race, so both lanes were "
+                 f"slowed unevenly: run it again on a quieter machine for a fair figure.")
+    share = "" if others is None else f' data-other-load="{others:.3f}"'
+    return f'<div class="status status-done" id="race-summary"{share}>{clean(text)}</div>'
 
 
 def starting():

@@ -1,25 +1,28 @@
 """Teaching-view handlers: step through rounds, the lossless check, the what-if calculator.
 
-Step mode keeps this user's speculative generator in gr.State and pulls one round per
-click: the drafted tokens appear first, then each verdict with one sentence that explains
-the decision using the round's real numbers.
+Step mode decodes one run, keeps its event records in gr.State and reveals one round per
+click: the drafted tokens first, then each verdict with one sentence that explains the
+decision using the round's real numbers.
 """
 from __future__ import annotations
 
-import time
+from dataclasses import replace
 
 import gradio as gr
 
-from ..engine import speculate
+from ..engine.events import from_dict
 from ..errors import SpecvizError
-from ..lossless import lossless_check
+from . import work
 from .app_state import AppState
 from .handlers import status_html
 from .plots import lossless_bars, what_if
 from .render import clean, draft_chips, fragment
-from .settings import as_float, as_int, check_prompt, make_config, prompt_ids
+from .request import RunRequest, prepare, settle
+from .settings import as_float, as_int
 
-REVEAL_PAUSE_S = 0.6
+STEP_MAX_TOKENS = 64           # step mode decodes at most this many tokens (dozens of clicks)
+MIN_SAMPLES, MAX_SAMPLES = 50, 2000   # the lossless check's samples (the slider's range)
+MAX_COST_RATIO = 1.0           # the what-if calculator's c (the slider's range)
 
 
 def _tok(piece: str) -> str:
@@ -52,59 +55,72 @@ def explain(event) -> str:
     return ""
 
 
-def step_round(app: AppState, state, prompt, preset, custom_target, custom_draft, drafter, k, adaptive, temperature,
-               top_k, top_p, max_new, seed, stops):
-    """Outputs: step pane, explanation, state."""
+def step_round(app: AppState, state, *form, **named):
+    """Next round of step mode. Outputs: step pane, explanation, state.
+
+    The first click decodes the whole run (up to STEP_MAX_TOKENS) in one call to the decoding
+    function and keeps its event records in the state; each click then reveals one round. So
+    no click holds the decoding slot for longer than that one run, nothing waits between
+    clicks, the state is plain data (nothing to close on "Start over"), and on ZeroGPU the
+    run happens on the GPU worker. The page reveals the verdicts one by one (CSS), not the server."""
     if not state or state.get("finished"):
         try:
-            prompt = check_prompt(prompt, app.max_prompt_chars)
-            cfg = make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new, seed, app.limits, stops)
-            pair = app.pair(app.choose(preset, custom_target, custom_draft))
-            state = {"events": speculate(pair, prompt_ids(pair, prompt, app.limits), cfg), "html": "",
-                     "finished": False}
+            req = RunRequest.from_form(*form, **named)
+            _, cfg = settle(app, req)
+            run = prepare(app, req, max_new=min(cfg.max_new_tokens, STEP_MAX_TOKENS))
+            work.bind(app)
+            with app.decoding():
+                records = work.run_records(run.preset.key, run.ids, run.config.to_dict())
         except SpecvizError as err:
-            yield gr.skip(), status_html(str(err), "error"), None
-            return
-    lines = []
-    for event in state["events"]:
+            return gr.skip(), status_html(str(err), "error"), None
+        state = {"records": records, "next": 0, "html": "", "finished": False}
+    return _reveal_round(state)
+
+
+def _reveal_round(state: dict):
+    records, i = state["records"], state["next"]
+    chips, verdicts, pane_new = "", [], ""
+    while i < len(records):
+        event = from_dict(records[i])
+        i += 1
         if event.kind == "drafted":
-            yield state["html"] + draft_chips(event), \
-                f'<p class="explain">Round {event.round}: the draft proposes {len(event.token_ids)} token(s); ' \
-                f"the target now checks them all in one forward pass …</p>", state
-            time.sleep(REVEAL_PAUSE_S)
-            state["html"] += fragment(event)
+            chips = (f'<p class="explain">Round {event.round}: the draft proposes {len(event.token_ids)} token(s) '
+                     f'{draft_chips(event)} and the target checks them all in one forward pass:</p>')
         elif event.kind in ("accepted", "rejected", "resampled", "bonus"):
-            state["html"] += fragment(event)
-            lines.append(f"<li>{explain(event)}</li>")
-            yield state["html"], f'<ol class="explain">{"".join(lines)}</ol>', state
+            verdicts.append(f'<li style="--i: {len(verdicts)}">{explain(event)}</li>')
         elif event.kind == "round_end":
-            note = (f"<p class='explain'>Round {event.round}: {event.accepted} of {event.drafted} drafts accepted, "
-                    f"{event.emitted} token(s) added for one target pass. Click “Next round”.</p>")
-            yield state["html"], f'<ol class="explain">{"".join(lines)}</ol>{note}', state
-            return
+            note = (f'<p class="explain reveal" style="--i: {len(verdicts)}">Round {event.round}: {event.accepted} of '
+                    f"{event.drafted} drafts accepted, {event.emitted} token(s) added for one target pass. "
+                    f"Click “Next round” (or press the right arrow).</p>")
+            pane_new += fragment(event)
+            shown = state["html"] + f'<span class="new-round">{pane_new}</span>'    # only this round animates
+            state.update(next=i, html=state["html"] + pane_new)
+            return shown, f'{chips}<ol class="explain reveal">{"".join(verdicts)}</ol>{note}', state
         elif event.kind == "done":
-            state["finished"] = True
-            yield state["html"], "<p class='explain'>Finished. The next click starts again.</p>", state
-            return
+            state.update(next=i, finished=True)
+            return state["html"], "<p class='explain'>Finished. The next click starts again.</p>", state
+        pane_new += fragment(event)
+    state.update(next=i, finished=True)
+    return state["html"], "<p class='explain'>Finished. The next click starts again.</p>", state
 
 
 def reset_steps():
+    """Start over: the state is plain records, so dropping it frees everything."""
     return "", "<p class='explain'>Click “Next round” to start.</p>", None
 
 
-def run_lossless(app: AppState, prompt, preset, custom_target, custom_draft, drafter, k, temperature, top_k, top_p,
-                 seed, samples):
-    """Outputs: result HTML, plot."""
+def run_lossless(app: AppState, samples, *form, **named):
+    """The lossless check. Inputs: samples, then the form (FORM_FIELDS order). Outputs: result HTML, plot."""
     try:
-        prompt = check_prompt(prompt, app.max_prompt_chars)
         n = as_int("samples", samples)
-        if not 20 <= n <= 5000:
-            raise SpecvizError("samples must be between 20 and 5000")
-        cfg = make_config(drafter, k, False, temperature, top_k, top_p, 2, seed, app.limits)
-        pair = app.pair(app.choose(preset, custom_target, custom_draft))
-        results = lossless_check(pair, prompt_ids(pair, prompt, app.limits), cfg, n)
-        for result in results:
-            yield _lossless_summary(result), lossless_bars(result, pair.tokenizer)
+        if not MIN_SAMPLES <= n <= MAX_SAMPLES:
+            raise SpecvizError(f"samples must be between {MIN_SAMPLES} and {MAX_SAMPLES}")
+        req = replace(RunRequest.from_form(*form, **named), adaptive=False, stops="")
+        run = prepare(app, req, max_new=2)
+        work.bind(app)
+        with app.decoding():
+            for result in work.lossless_results(run.preset.key, run.ids, run.config.to_dict(), n):
+                yield _lossless_summary(result), lossless_bars(result, run.pair.tokenizer)
     except SpecvizError as err:
         yield status_html(str(err), "error"), gr.skip()
 
@@ -123,5 +139,5 @@ def _lossless_summary(r) -> str:
 
 def what_if_plot(acceptance, cost_ratio, k_max):
     a = min(max(as_float("acceptance rate", acceptance), 0.0), 0.99)
-    c = min(max(as_float("cost ratio", cost_ratio), 0.0), 2.0)
+    c = min(max(as_float("cost ratio", cost_ratio), 0.0), MAX_COST_RATIO)
     return what_if(a, c, min(max(as_int("k max", k_max), 2), 32))

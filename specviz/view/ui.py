@@ -14,10 +14,12 @@ from pathlib import Path
 import gradio as gr
 
 from ..hosting import zerogpu
-from .api import generate
+from . import work
+from .api import generate_endpoint
 from .app_state import CUSTOM, AppState
 from .handlers import run_race, starting, stop_run
 from .render import LEGEND
+from .request import FORM_FIELDS
 from .teaching import reset_steps, run_lossless, step_round, what_if_plot
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
@@ -27,14 +29,15 @@ INTRO = ("<h1>specviz</h1><p>A small draft model guesses tokens; the big target 
 
 
 def launch_options() -> dict:
-    """Theme and stylesheet (Gradio 6 takes them in launch())."""
+    """Theme, stylesheet and the page's script (panes that follow the newest token, step keys);
+    Gradio 6 takes them in launch()."""
     return {"theme": gr.themes.Soft(primary_hue="emerald", neutral_hue="slate"),
-            "css_paths": [str(ASSETS / "style.css")]}
+            "css_paths": [str(ASSETS / "style.css")], "js": (ASSETS / "page.js").read_text(encoding="utf-8")}
 
 
 def build_demo(app: AppState | None = None) -> gr.Blocks:
     app = app or AppState()
-    zerogpu.APP = app
+    work.bind(app)
     first = next(iter(app.presets.values()))
     with gr.Blocks(title="specviz: speculative decoding, visualized") as demo:
         gr.HTML(INTRO, elem_id="title")
@@ -52,6 +55,8 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                 with gr.Row(visible=app.allow_custom_models):
                     custom_target = gr.Textbox(label="target hub id", placeholder="owner/name", elem_id="custom-target")
                     custom_draft = gr.Textbox(label="draft hub id", placeholder="owner/name", elem_id="custom-draft")
+                chat = gr.Checkbox(first.chat, label="chat template (wrap the prompt as a user message)",
+                                   interactive=first.chat, elem_id="chat")
                 drafter = gr.Radio([("draft model", "model"), ("prompt lookup", "prompt_lookup")], value="model",
                                    label="Drafter", elem_id="drafter")
                 with gr.Row():
@@ -118,13 +123,17 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         step_state = gr.State(None)
 
         # --- listeners -------------------------------------------------------------------
-        settings = [prompt, preset, custom_target, custom_draft, drafter, k, adaptive, temperature, top_k, top_p,
-                    max_new, seed, stops]
-        decode = {"concurrency_id": "decode", "concurrency_limit": app.limits.concurrency_per_device}
+        controls = {"prompt": prompt, "preset": preset, "custom_target": custom_target, "custom_draft": custom_draft,
+                    "drafter": drafter, "k": k, "adaptive": adaptive, "temperature": temperature, "top_k": top_k,
+                    "top_p": top_p, "max_new": max_new, "seed": seed, "stops": stops, "chat": chat}
+        form = [controls[name] for name in FORM_FIELDS]      # the order RunRequest.from_form reads
+        # Gradio's queue bounds the requests in progress; the decoding itself is bounded by the app's
+        # own slots (AppState.decoding), so a request whose pair is still loading holds no slot.
+        decode = {"concurrency_id": "decode", "concurrency_limit": app.limits.queue_size}
         # Instant feedback first (and no stale "done" from the previous run), then the race.
         racing = run.click(starting, None, [status, spec_pane, base_pane, spec_meter, base_meter], api_name=False,
                            concurrency_limit=None, concurrency_id="ui", show_progress="hidden").then(
-                           partial(run_race, app), settings,
+                           partial(run_race, app), form,
                            [status, strip, spec_meter, spec_pane, base_meter, base_pane,
                             plot_acc, plot_race, plot_hist, plot_pos, download, cancel],
                            api_name="race", show_progress="hidden", **decode)
@@ -132,28 +141,24 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         # ZeroGPU the run lives in another process: there Stop also cancels the event itself.
         stop.click(stop_run, [cancel], None, api_name="stop", concurrency_limit=None, concurrency_id="stop",
                    cancels=[racing] if zerogpu.ON_ZEROGPU else None)
-        step.click(partial(step_round, app), [step_state, *settings], [step_pane, step_explain, step_state],
+        step.click(partial(step_round, app), [step_state, *form], [step_pane, step_explain, step_state],
                    api_name="step", show_progress="hidden", **decode)
         step_reset.click(reset_steps, None, [step_pane, step_explain, step_state], api_name=False)
-        lossless_btn.click(partial(run_lossless, app),
-                           [prompt, preset, custom_target, custom_draft, drafter, k, temperature, top_k, top_p, seed,
-                            samples], [lossless_result, lossless_plot], api_name="lossless", **decode)
-
-        def generate_api(prompt: str, preset: str, k: int = 4, temperature: float = 0.0, top_k: int = 0,
-                         top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, drafter: str = "model") -> dict:
-            """One speculative generation: text, token ids, stop reason and stats."""
-            return generate(app, prompt, preset, k, temperature, top_k, top_p, max_new_tokens, seed, drafter)
-
-        gr.api(generate_api, api_name="generate", **decode)
+        lossless_btn.click(partial(run_lossless, app), [samples, *form], [lossless_result, lossless_plot],
+                           api_name="lossless", **decode)
+        gr.api(generate_endpoint(app), api_name="generate", **decode)
         for control in (wi_a, wi_c, wi_k):
             control.change(what_if_plot, [wi_a, wi_c, wi_k], wi_plot, api_name=False, show_progress="hidden")
         demo.load(what_if_plot, [wi_a, wi_c, wi_k], wi_plot, api_name=False)
-        preset.change(partial(_on_preset, app), [preset], [examples.dataset, k], api_name=False)
+        preset.change(partial(_on_preset, app), [preset], [examples.dataset, k, chat], api_name=False)
     return demo
 
 
 def _on_preset(app: AppState, key):
+    """A pair was picked: its examples, its k, and its chat default (custom pairs may be either)."""
+    if key == CUSTOM:
+        return gr.skip(), gr.skip(), gr.Checkbox(interactive=True)
     p = app.presets.get(key)
     if p is None:
-        return gr.skip(), gr.skip()
-    return gr.Dataset(samples=[[e] for e in p.examples]), p.k
+        return gr.skip(), gr.skip(), gr.skip()
+    return gr.Dataset(samples=[[e] for e in p.examples]), p.k, gr.Checkbox(value=p.chat, interactive=p.chat)

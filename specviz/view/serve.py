@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import socket
 
-from ..view.app_state import AppState
-from ..view.ui import build_demo, launch_options
+from .app_state import AppState
+from .ui import build_demo, launch_options
 
 
 def free_port() -> int:

@@ -1,0 +1,119 @@
+"""One visitor never blocks another, and Stop and "Start over" really end the work.
+
+Each test here failed before its fix: the pair cache held one lock through a whole load;
+step mode slept between reveals while holding the decoding slot and kept a live generator in
+the session state; the record path (ZeroGPU's) ignored Stop; on ZeroGPU the main process ran
+models (the warm-up race at start, step mode, the lossless check, /generate).
+"""
+import pickle
+import re
+import threading
+import time
+
+import pytest
+
+from specviz.hosting import zerogpu
+from specviz.models.cache import PairCache
+from specviz.models.presets import Preset
+from specviz.view import work
+from specviz.view.api import generate
+from specviz.view.app_state import AppState
+from specviz.view.handlers import run_race
+from specviz.view.teaching import reset_steps, run_lossless, step_round
+
+FORM = dict(prompt="import os\n", preset="tiny", custom_target="", custom_draft="", drafter="model", k=4,
+            adaptive=False, temperature=0.0, top_k=0, top_p=1.0, max_new=200, seed=0, stops="")
+
+
+def tiny_presets(tiny_dirs) -> dict[str, Preset]:
+    return {"tiny": Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("import os\n",)),
+            "tiny-random": Preset("tiny-random", "tiny, random draft", tiny_dirs["target"], tiny_dirs["random"], 3,
+                                  ("def f(x):\n",))}
+
+
+def test_a_slow_load_blocks_neither_other_pairs_nor_loads_twice():
+    cache = PairCache(3)
+    ready = object()
+    cache.get("ready", lambda: ready)
+    started, release = threading.Event(), threading.Event()
+    loads = []
+
+    def slow():
+        loads.append(1)
+        started.set()
+        assert release.wait(10)
+        return "slow pair"
+    got = {}
+    first = threading.Thread(target=lambda: got.setdefault("first", cache.get("slow", slow)))
+    first.start()
+    assert started.wait(5)
+    other = threading.Thread(target=lambda: got.setdefault("other", cache.get("ready", lambda: None)))
+    other.start()
+    other.join(5)
+    assert got.get("other") is ready and not release.is_set()     # answered while the slow load runs
+    second = threading.Thread(target=lambda: got.setdefault("second", cache.get("slow", slow)))
+    second.start()
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert got["first"] == got["second"] == "slow pair" and loads == [1]   # the same load, once
+
+
+def test_a_failed_load_reaches_its_waiters_and_is_tried_again():
+    cache = PairCache(2)
+    with pytest.raises(RuntimeError):
+        cache.get("bad", lambda: (_ for _ in ()).throw(RuntimeError("no such model")))
+    assert not cache.cached("bad")
+    assert cache.get("bad", lambda: "fixed") == "fixed"
+
+
+def test_step_mode_never_sleeps_and_keeps_only_plain_data(tiny_dirs, monkeypatch):
+    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu")
+    monkeypatch.setattr(time, "sleep", lambda s: pytest.fail(f"step mode slept {s} s"))
+    pane, explain, state = step_round(app, None, **FORM)
+    assert "Round 1:" in explain and 'data-round="1"' in pane
+    assert pickle.loads(pickle.dumps(state)) == state              # records, not a live generator
+    pane2, explain2, state = step_round(app, state, **FORM)
+    unwrap = lambda html: re.sub(r'<span class="new-round">|</span>$', "", html)     # noqa: E731
+    assert "Round 2:" in explain2 and unwrap(pane2).startswith(unwrap(pane))
+    assert pane2.count('class="new-round"') == 1                  # only the newest round is revealed anew
+    assert reset_steps()[2] is None
+
+
+def test_stop_ends_a_race_on_the_record_path(tiny_dirs):
+    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu", via_records=True)
+    updates = run_race(app, **FORM)
+    cancel = None
+    for update in updates:
+        if isinstance(update[-1], threading.Event):
+            cancel = update[-1]
+            break
+    cancel.set()                                                  # what the Stop button does
+    last = list(updates)[-1]
+    assert "Stopped." in last[0]
+    assert last[3].count('data-kind="') < 20                      # far short of the 200 tokens asked for
+
+
+def test_zerogpu_emulation_decodes_only_inside_gpu_functions(tiny_dirs, monkeypatch):
+    """The ZeroGPU shape, emulated: everything crossing into a `gpu` function is pickled, and
+    a model running outside one (the main process, where ZeroGPU has no GPU) fails the test."""
+    monkeypatch.setattr(zerogpu, "EMULATE", True)
+    monkeypatch.setattr(work, "_warm", set())
+    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu", via_records=True, on_zerogpu=True)
+    app.load_all()                                                # start-up: load, never run
+    outside = []
+    for key in app.presets:
+        pair = app.pair(app.preset(key))
+        for model in (pair.target, pair.draft):
+            model.register_forward_pre_hook(lambda m, a: None if zerogpu.in_worker() else outside.append(m))
+    for key in app.presets:                                       # switching pairs
+        form = {**FORM, "preset": key, "max_new": 24}
+        assert "Finished" in list(run_race(app, **form))[-1][0]
+        assert "Round 1:" in step_round(app, None, **form)[1]
+        assert "samples" in list(run_lossless(app, 50, **{**form, "temperature": 1.0}))[-1][0]
+        assert generate(app, "def f(x):\n", key, max_new_tokens=8)["stop_reason"] in ("max_tokens", "eos")
+    assert outside == []
+    assert work._warm == set(app.presets)                         # warmed up in the worker, once per pair
+    assert "turned off" in list(run_race(app, **{**FORM, "custom_target": "owner/name"}))[-1][0]
+    late = AppState(presets=tiny_presets(tiny_dirs), device="cpu", on_zerogpu=True)   # nothing loaded at start
+    assert "was not loaded when this Space started" in list(run_race(late, **FORM))[-1][0]

@@ -1,6 +1,6 @@
 """Screenshot of the app racing on the bundled pair (assets/screenshot.png), as in the README.
 
-    python scripts/screenshot.py [--out assets/screenshot.png] [--dark]
+    python scripts/screenshot.py [--out assets/screenshot.png] [--dark] [--width 1440] [--max-new-tokens 96]
 """
 import argparse
 import os
@@ -15,13 +15,15 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="assets/screenshot.png")
     parser.add_argument("--dark", action="store_true")
+    parser.add_argument("--width", type=int, default=1440, help="viewport width in CSS pixels (e.g. 1400, 1024, 390)")
+    parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--prompt", default="class Stack:\n    \"\"\"A last-in, first-out stack.\"\"\"\n\n    def __init__(self):")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
 
     from specviz.hosting.profile import load_profile
-    from specviz.hosting.serve import serve
+    from specviz.view.serve import serve
     from specviz.view.app_state import AppState
 
     demo, url = serve(AppState.from_profile(load_profile(tier="cpu"), device="cpu"))
@@ -29,12 +31,12 @@ def main() -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium",
                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-            page = browser.new_page(viewport={"width": 1440, "height": 1500}, device_scale_factor=1)
+            page = browser.new_page(viewport={"width": args.width, "height": 1500}, device_scale_factor=1)
             page.goto(url + ("/?__theme=dark" if args.dark else ""))
             page.wait_for_selector("#run")
             page.fill("#prompt textarea", args.prompt)
             box = page.locator("#max-new input[type=number]")
-            box.fill("96")
+            box.fill(str(args.max_new_tokens))
             box.press("Enter")
             page.click("#run")
             page.wait_for_selector("#status .status-done, #status .status-error", state="detached", timeout=15_000)

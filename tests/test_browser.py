@@ -11,7 +11,7 @@ import pytest
 from specviz.hosting.profile import Limits
 from specviz.models.presets import Preset
 from specviz.view.app_state import AppState
-from specviz.hosting.serve import serve
+from specviz.view.serve import serve
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -120,6 +120,9 @@ def test_tooltips_plots_stats_and_speedup(page):
     assert re.search(r"MEASURED SPEEDUP\s+\d+\.\d\d×", strip, re.I)
     assert re.search(r"ACCEPTANCE RATE\s+[01]\.\d\d", strip, re.I)
     assert "×" in page.inner_text("#status")
+    # The measured speedup as data, for scripts: the same number the strip and the status show.
+    value = float(page.get_attribute("#speedup", "data-value"))
+    assert f"{value:.2f}×" in page.inner_text("#speedup") and f"{value:.2f}×" in page.inner_text("#status")
 
 
 @pytest.fixture
@@ -157,6 +160,31 @@ def test_errors_show_in_the_page(page):
     assert "empty" in page.inner_text("#status")
 
 
+@pytest.mark.parametrize("width", [1400, 1024, 390])
+def test_long_runs_scroll_inside_their_pane(browser, app_url, width):
+    """A long run stays inside its pane (it scrolls, following the newest token), never over the legend."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    pg = context.new_page()
+    pg.goto(app_url)
+    pg.wait_for_selector("#run")
+    run_race(pg, "import os\n", max_new=200)
+    wait_finished(pg)
+    geometry = pg.evaluate("""() => {
+        const box = id => document.querySelector(id).getBoundingClientRect();
+        const pane = document.querySelector('#spec-pane');
+        const last = [...document.querySelectorAll('#spec-pane [data-kind]')].pop().getBoundingClientRect();
+        return {specBottom: box('#spec-pane').bottom, baseBottom: box('#base-pane').bottom, legendTop: box('#legend').top,
+                lastTop: last.top, lastBottom: last.bottom,
+                scrolls: pane.scrollHeight > pane.clientHeight,
+                atEnd: pane.scrollHeight - pane.scrollTop - pane.clientHeight < 4};
+    }""")
+    context.close()
+    assert geometry["specBottom"] <= geometry["legendTop"] and geometry["baseBottom"] <= geometry["legendTop"]
+    assert geometry["scrolls"] and geometry["atEnd"]
+    # The newest token is on screen inside the pane, not spilled over the legend.
+    assert geometry["lastBottom"] <= geometry["specBottom"] + 1 and geometry["lastTop"] < geometry["legendTop"]
+
+
 def test_step_mode_advances_rounds(page):
     page.click("button[role=tab]:has-text('Step by step')")
     page.click("#step")
@@ -164,7 +192,8 @@ def test_step_mode_advances_rounds(page):
     page.wait_for_function("document.querySelector('#step-explain').innerText.includes('Round 1:')", timeout=30_000)
     first = page.inner_text("#step-explain")
     assert re.search(r"draft", first) and ("accepted" in first or "rejected" in first)
-    page.click("#step")
+    page.locator("#step-explain").click()                  # focus outside any input: the right arrow steps
+    page.keyboard.press("ArrowRight")
     page.wait_for_function("document.querySelector('#step-explain').innerText.includes('Round 2:')", timeout=30_000)
     rounds = page.eval_on_selector_all("#step-pane [data-round]", "els => els.map(e => +e.dataset.round)")
     assert set(rounds) == {1, 2}

@@ -10,7 +10,7 @@ from __future__ import annotations
 # is there): importing specviz imports both, so this comes first.
 try:
     import spaces  # noqa: F401
-except ImportError:
+except Exception:          # not installed, or (spaces 0.51) a CPU build of torch it cannot patch
     spaces = None
 
 import argparse  # noqa: E402

@@ -118,3 +118,17 @@ def test_vocab_padding_rows_are_ignored(tiny_dirs):
     ids = tok("def add(a, b):")["input_ids"]
     ref = target.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=20)[0, len(ids):].tolist()
     assert list(speculate(p, ids, SpecConfig(max_new_tokens=20)))[-1].token_ids == ref
+
+
+@pytest.mark.parametrize("message, says", [
+    ("You are trying to access a gated repo.\nMake sure to have access to it", "gated repository"),
+    ("owner/nope is not a local folder and is not a valid model identifier listed on "
+     "'https://huggingface.co/models'", "no such public repository"),
+    ("401 Client Error: Unauthorized for url", "no such public repository"),
+    ("We couldn't connect to 'https://huggingface.co' to load the files", "could not be reached"),
+])
+def test_hub_failures_say_which(message, says):
+    """Gated, missing (or private) and unreachable are three different answers, each said as such."""
+    from specviz.models.loading import _explain
+    text = _explain("owner/model", "model", OSError(message))
+    assert says in text and "owner/model" in text and "\n" not in text

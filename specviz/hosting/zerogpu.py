@@ -21,7 +21,7 @@ from typing import Callable
 
 try:
     import spaces  # noqa: F401  (app.py imported it first, before torch)
-except ImportError:
+except Exception:          # not installed, or (spaces 0.51) a CPU build of torch it cannot patch
     spaces = None
 
 ON_ZEROGPU = spaces is not None and os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "true")

@@ -41,9 +41,18 @@ def pick_device(device: str = "auto") -> torch.device:
     return torch.device("cpu")
 
 
+def on_zerogpu() -> bool:
+    """A ZeroGPU Space: this process has no GPU (CUDA may not even be queried), one appears per call."""
+    return os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "true")
+
+
 def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if dtype == "auto":
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
+        if device.type != "cuda":
+            return torch.float32
+        # ZeroGPU's GPUs (H200 slices) have bf16, and asking would initialize CUDA where it must not;
+        # older GPUs without bf16 (T4, V100) get fp16.
+        return torch.bfloat16 if on_zerogpu() or torch.cuda.is_bf16_supported() else torch.float16
     if dtype not in DTYPES:
         raise LoadError(f"dtype must be auto, {', '.join(DTYPES)}; not {dtype!r}")
     return DTYPES[dtype]
@@ -103,11 +112,25 @@ def _explain(name: str, what: str, err: Exception) -> str:
         return f"{name!r} is not a causal language model that transformers can load ({text[:160]})"
     if name in FETCHABLE and fetched(name) is None:
         return f"{name!r} is not on this machine yet: {fetch_hint(name)}"
-    if not is_local(name) and ("offline" in str(err).lower() or "connect" in str(err).lower()
-                               or "couldn't" in str(err).lower() or isinstance(err, OSError)):
-        return (f"could not load the {what} {name!r}: it is not a local folder and the Hugging Face Hub "
-                f"could not be reached (offline?) or has no such repository")
+    if not is_local(name) and isinstance(err, OSError):
+        return f"could not load the {what} {name!r}: it is not a local folder, and {_hub_reason(err)}"
     return f"could not load the {what} {name!r}: {text[:200]}"
+
+
+def _hub_reason(err: BaseException) -> str:
+    """Which of the Hub's answers it was: gated, missing or private, or no answer at all."""
+    chain, seen = [], err
+    while seen is not None and len(chain) < 8:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    names = {type(e).__name__ for e in chain}
+    text = " ".join(str(e) for e in chain).lower()
+    if "GatedRepoError" in names or "gated repo" in text:
+        return "it is a gated repository: accept its terms on huggingface.co and log in (HF_TOKEN)"
+    if ("RepositoryNotFoundError" in names or "not a valid model identifier" in text or "401" in text
+            or "repository not found" in text):
+        return "the Hugging Face Hub has no such public repository (a typo, or a private one that needs a token)"
+    return "the Hugging Face Hub could not be reached (this machine looks offline)"
 
 
 def _vocab_fingerprint(tokenizer) -> tuple:
@@ -125,7 +148,8 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
     dev = pick_device(device)
     dt = pick_dtype(dtype, dev)
     tokenizer = load_tokenizer(target)
-    target_model = load_model(target, dev, dt, spread=dev.type == "cuda" and torch.cuda.device_count() > 1)
+    target_model = load_model(target, dev, dt, spread=dev.type == "cuda" and not on_zerogpu()
+                              and torch.cuda.device_count() > 1)
     draft_model = None
     vocab = output_rows(target_model)
     if draft is not None:

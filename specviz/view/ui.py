@@ -18,7 +18,7 @@ from . import work
 from .api import generate_endpoint
 from .app_state import CUSTOM, AppState
 from .handlers import run_race, starting, stop_run
-from .render import LEGEND
+from .render import LEGEND, clean
 from .request import FORM_FIELDS
 from .teaching import reset_steps, run_lossless, step_round, what_if_plot
 
@@ -38,7 +38,7 @@ def launch_options() -> dict:
 def build_demo(app: AppState | None = None) -> gr.Blocks:
     app = app or AppState()
     work.bind(app)
-    first = next(iter(app.presets.values()))
+    first = app.default_preset()
     with gr.Blocks(title="specviz: speculative decoding, visualized") as demo:
         gr.HTML(INTRO, elem_id="title")
         with gr.Row(equal_height=False):
@@ -52,6 +52,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                 if app.allow_custom_models:
                     choices.append(("your own hub models (type their ids below)", CUSTOM))
                 preset = gr.Dropdown(choices, value=first.key, label="Model pair", elem_id="preset")
+                fetch_line = gr.HTML(_fetch_html(app), elem_id="fetch-status")
                 with gr.Row(visible=app.allow_custom_models):
                     custom_target = gr.Textbox(label="target hub id", placeholder="owner/name", elem_id="custom-target")
                     custom_draft = gr.Textbox(label="draft hub id", placeholder="owner/name", elem_id="custom-draft")
@@ -150,8 +151,20 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         for control in (wi_a, wi_c, wi_k):
             control.change(what_if_plot, [wi_a, wi_c, wi_k], wi_plot, api_name=False, show_progress="hidden")
         demo.load(what_if_plot, [wi_a, wi_c, wi_k], wi_plot, api_name=False)
+        if app.fetches:      # a background fetch: its progress in the page until it ends
+            ticker = gr.Timer(2.0, active=app.fetching())
+            ticker.tick(partial(_fetch_tick, app), None, [fetch_line, ticker], api_name=False, show_progress="hidden")
         preset.change(partial(_on_preset, app), [preset], [examples.dataset, k, chat], api_name=False)
     return demo
+
+
+def _fetch_html(app: AppState) -> str:
+    text = app.fetch_status()
+    return "" if not text else "".join(f'<div class="fetch-status">{clean(line)}</div>' for line in text.split("\n"))
+
+
+def _fetch_tick(app: AppState):
+    return _fetch_html(app), gr.Timer(active=app.fetching())
 
 
 def _on_preset(app: AppState, key):

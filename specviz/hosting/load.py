@@ -13,17 +13,21 @@ from concurrent.futures import ThreadPoolExecutor
 from ..engine import SpecConfig, speculate
 
 
-def run_clients(url: str, preset: str, prompts: list[str], clients: int, max_new_tokens: int,
+def run_clients(url: str, preset: str | list[str], prompts: list[str], clients: int, max_new_tokens: int,
                 temperature: float, timeout_s: float = 300) -> list[dict]:
+    """`preset`: one menu key for every client, or one per client (cycled): clients may switch pairs."""
     from gradio_client import Client
+    presets = [preset] if isinstance(preset, str) else list(preset)
 
     def one(i: int) -> dict:
         client = Client(url, verbose=False, download_files=False)
         start = time.perf_counter()
-        job = client.submit(prompts[i % len(prompts)], preset, 4, temperature, 0, 1.0, max_new_tokens, i, "model",
+        key = presets[i % len(presets)]
+        job = client.submit(prompts[i % len(prompts)], key, 4, temperature, 0, 1.0, max_new_tokens, i, "model",
                             api_name="/generate")
         out = job.result(timeout=timeout_s)
-        return {"client": i, "seed": i, "prompt": prompts[i % len(prompts)], "latency_s": time.perf_counter() - start,
+        return {"client": i, "seed": i, "preset": key, "prompt": prompts[i % len(prompts)],
+                "latency_s": time.perf_counter() - start, "finished_at": time.monotonic(),
                 "token_ids": out["token_ids"], "text": out["text"]}
 
     with ThreadPoolExecutor(max_workers=clients) as pool:

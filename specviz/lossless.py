@@ -41,6 +41,10 @@ def chi_square_pvalue(observed: list[int], expected_probs: list[float], min_expe
                                          torch.tensor(stat / 2, dtype=torch.float64)))
 
 
+# Sample i of a check with seed s draws with seed s * SEED_STRIDE + i: independent generators per
+# sample, and checks with different seeds share none of them (while samples < SEED_STRIDE).
+SEED_STRIDE = 1_000_003
+
 @dataclass
 class LosslessResult:
     counts: Counter            # first-token id -> times it came out of speculative decoding
@@ -90,7 +94,7 @@ def lossless_check(pair: ModelPair, prompt, cfg: SpecConfig, samples: int, repor
          if cfg.drafter == "model" and pair.draft is not None else None)
     result = LosslessResult(Counter(), p, q, cfg.temperature)
     for i in range(samples):
-        done = list(speculate(pair, ids, replace(one_round, seed=cfg.seed * 1_000_003 + i)))[-1]
+        done = list(speculate(pair, ids, replace(one_round, seed=cfg.seed * SEED_STRIDE + i)))[-1]
         result.counts[done.token_ids[0]] += 1
         if (i + 1) % report_every == 0 or i + 1 == samples:
             yield result

@@ -66,7 +66,6 @@ def test_app_refuses_to_start_on_a_bad_profile(tmp_path, monkeypatch):
     import app
     import specviz.hosting.profile as profile
     monkeypatch.setattr(profile, "PROFILE_PATH", mutated(tmp_path, lambda d: d["tiers"]["cpu"]["presets"][0].update(k=0)))
-    monkeypatch.setattr(profile.load_profile, "__defaults__", (profile.PROFILE_PATH, None))
     assert app.main(["--profile", "cpu"]) == 2
 
 

@@ -38,7 +38,6 @@ def test_each_clock_counts_only_its_own_compute(pair):
     wall = time.perf_counter() - start
     both = dones(events)
     assert both["spec"].t + both["base"].t <= wall - slept
-    assert both["spec"].stats["elapsed_s"] == both["spec"].t
 
 
 def test_scheduler_advances_the_lane_that_is_behind(pair):

@@ -55,7 +55,8 @@ def detect_tier(env=None) -> str:
     return "gpu" if torch.cuda.is_available() else "cpu"
 
 
-def load_profile(path: str | Path = PROFILE_PATH, tier: str | None = None) -> Profile:
+def load_profile(path: str | Path | None = None, tier: str | None = None) -> Profile:
+    path = PROFILE_PATH if path is None else path          # read at call time (tests point it elsewhere)
     tier = tier or detect_tier()
     if tier not in TIERS:
         raise ProfileError(f"unknown profile tier {tier!r}: use one of {', '.join(TIERS)}")

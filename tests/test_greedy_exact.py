@@ -35,6 +35,15 @@ def test_baseline_matches_generate(pair):
         assert last(decode_baseline(pair, prompt, SpecConfig(max_new_tokens=N))).token_ids == reference(pair, prompt)
 
 
+def test_hot_draft_still_exact_and_accepts_less(pair):
+    """A draft sampling at temperature 2 guesses worse: fewer drafts pass, the output is unchanged."""
+    for prompt in PROMPTS:
+        cold = last(speculate(pair, prompt, SpecConfig(k=4, max_new_tokens=N)))
+        hot = last(speculate(pair, prompt, SpecConfig(k=4, max_new_tokens=N, draft_temperature=2.0, seed=1)))
+        assert hot.token_ids == cold.token_ids == reference(pair, prompt)
+        assert hot.stats["acceptance_rate"] < cold.stats["acceptance_rate"]
+
+
 @pytest.mark.parametrize("k", [1, 4, 8])
 def test_random_draft_still_exact(pair_random, k):
     """A draft unrelated to the target is rejected almost always; the output is unchanged."""

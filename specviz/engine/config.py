@@ -29,6 +29,10 @@ class SpecConfig:
     k_max: int = 12
     lookup_ngram: int = 3         # prompt lookup: longest n-gram tried when matching the tail
     stop_strings: tuple[str, ...] = field(default_factory=tuple)  # stop once the text contains one
+    # The draft model samples at its own temperature (None: the run's). A "hot" draft guesses
+    # worse, so fewer drafts pass; the output is still exactly the target's, because the rule
+    # divides by the q the draft really sampled from (teaching: a deliberately bad draft).
+    draft_temperature: float | None = None
     # BENCHMARKING ONLY, NOT LOSSLESS: accept each draft with this fixed probability instead of
     # min(1, p/q), to time the engine at a chosen acceptance rate on random-weight models.
     # Never offered in the app. None = the exact rule.
@@ -49,6 +53,8 @@ class SpecConfig:
         if self.k_min > self.k_max:
             raise ConfigError(f"k_min ({self.k_min}) must not exceed k_max ({self.k_max})")
         _check_float("temperature", self.temperature, 0.0, 5.0)
+        if self.draft_temperature is not None:
+            _check_float("draft_temperature", self.draft_temperature, 0.0, 5.0)
         _check_int("top_k", self.top_k, 0, 10_000_000)
         _check_float("top_p", self.top_p, 0.0, 1.0)
         if self.top_p <= 0:

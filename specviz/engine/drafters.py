@@ -11,7 +11,7 @@ drafter is `propose(ids, k)` and `update(n_accepted)`; `release()` ends its run.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import torch
@@ -41,7 +41,10 @@ class Drafter(Protocol):
 class ModelDrafter:
     def __init__(self, model, vocab_size: int, cfg: SpecConfig, gen: torch.Generator, positions: int = 0):
         self.lm = cached_model(model, vocab_size, cfg.fast, positions)
-        self.cfg, self.gen = cfg, gen
+        # Its own sampling settings: the run's, or the run's at the draft's own temperature. The
+        # q it returns is the distribution it sampled from, so the acceptance rule stays exact.
+        self.cfg = cfg if cfg.draft_temperature is None else replace(cfg, temperature=cfg.draft_temperature)
+        self.gen = gen
         self.context_len = 0
 
     @property

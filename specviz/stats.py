@@ -36,6 +36,7 @@ class RunStats:
     tokens: dict = field(default_factory=lambda: {"spec": [0], "base": [0]})
     done: dict = field(default_factory=dict)                      # lane -> Done.stats
     stop_reasons: dict = field(default_factory=dict)
+    texts: dict = field(default_factory=dict)                     # lane -> its final text
 
     def add(self, event) -> None:
         kind, lane = event.kind, event.lane
@@ -52,6 +53,7 @@ class RunStats:
         elif kind == "done":
             self.done[lane] = event.stats
             self.stop_reasons[lane] = event.stop_reason
+            self.texts[lane] = event.text
 
     # --- derived figures (definitions in engine/measures.py) -----------------------------
     @property

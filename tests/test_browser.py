@@ -238,3 +238,40 @@ def test_closing_the_tab_frees_the_worker(browser, app_url, slow_target):
         "def f(x):", "tiny", 4, 0.0, 0, 1.0, 8, 0, "model", api_name="/generate")
     assert len(out["token_ids"]) == 8
 
+
+
+def test_workshop_predict_run_answer_and_reopen(page):
+    page.click("button[role=tab]:has-text('Workshop')")
+    page.wait_for_selector("#ws-question h3")
+    assert "Exercise 1" in page.inner_text("#ws-question")
+    page.click("#ws-run")                                        # no prediction yet: refused
+    page.wait_for_selector("#ws-result .status-error", timeout=15_000)
+    assert "prediction first" in page.inner_text("#ws-result")
+    page.fill("#ws-number textarea, #ws-number input", "1.5")
+    page.click("#ws-run")
+    page.wait_for_selector("#ws-measured", timeout=60_000)
+    assert page.inner_text("#ws-predicted") == "1.5" and "×" in page.inner_text("#ws-measured")
+    assert "target" in page.inner_text(".ws-why")
+    page.wait_for_function("document.querySelector('#ws-pick').innerText.includes('The race ✓')", timeout=10_000)
+    page.click("#ws-pick label:has-text('Exercise 3')")          # a choice question
+    page.wait_for_function("document.querySelector('#ws-question').innerText.includes('Exercise 3')", timeout=10_000)
+    assert page.locator("#ws-choice").is_visible() and not page.locator("#ws-number").is_visible()
+    page.click("#ws-pick label:has-text('Exercise 1')")          # reopened: the answer is still there
+    page.wait_for_selector("#ws-measured", timeout=10_000)
+    assert page.inner_text("#ws-predicted") == "1.5"
+
+
+def test_workshop_k_sweep_plots_measured_points_on_the_theory(page):
+    page.click("button[role=tab]:has-text('Workshop')")
+    page.click("#ws-pick label:has-text('Exercise 6')")
+    page.wait_for_function("document.querySelector('#ws-question').innerText.includes('best k')", timeout=10_000)
+    page.fill("#ws-number textarea, #ws-number input", "4")
+    page.click("#ws-run")
+    page.wait_for_selector("#ws-measured", timeout=120_000)
+    assert re.search(r"k = \d \(theory: k = \d+\)", page.inner_text("#ws-measured"))
+    page.wait_for_selector("#ws-plot .js-plotly-plot .main-svg", timeout=20_000)
+    names = page.eval_on_selector_all("#ws-plot .legendtext", "els => els.map(e => e.textContent)")
+    assert {"speedup, measured", "speedup, theory", "tokens/round, measured", "tokens/round, theory"} <= set(names)
+    measured = page.evaluate("""() => { const gd = document.querySelector('#ws-plot .js-plotly-plot');
+        return gd.data.find(t => t.name === 'speedup, measured').x; }""")
+    assert measured == [1, 2, 3, 4, 5, 6, 7, 8]

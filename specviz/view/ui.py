@@ -2,7 +2,7 @@
 
 The page: a control column (prompt, pair, drafter and sampling settings, Run/Stop) beside
 tabs: the race (two streaming panes, stats strip, four plots, trace download), step mode,
-the lossless check and an explanation with a what-if calculator. Handlers live in
+the lossless check, the workshop (workshop_ui.py) and an explanation with a what-if calculator. Handlers live in
 handlers.py and teaching.py and receive plain values; the shared AppState holds only
 read-only models and presets. build_demo() does not launch: app.py does.
 """
@@ -21,6 +21,7 @@ from .handlers import run_race, starting, stop_run
 from .render import LEGEND, clean
 from .request import FORM_FIELDS
 from .teaching import reset_steps, run_lossless, step_round, what_if_plot
+from .workshop_ui import build_workshop_tab
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 EXPLAIN = (Path(__file__).resolve().parent / "explain.md").read_text(encoding="utf-8")
@@ -39,6 +40,9 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
     app = app or AppState()
     work.bind(app)
     first = app.default_preset()
+    # Gradio's queue bounds the requests in progress; the decoding itself is bounded by the app's
+    # own slots (AppState.decoding), so a request whose pair is still loading holds no slot.
+    decode = {"concurrency_id": "decode", "concurrency_limit": app.limits.queue_size}
     with gr.Blocks(title="specviz: speculative decoding, visualized") as demo:
         gr.HTML(INTRO, elem_id="title")
         with gr.Row(equal_height=False):
@@ -113,6 +117,8 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                             lossless_btn = gr.Button("Run the check", variant="primary", elem_id="lossless-run")
                         lossless_result = gr.HTML(elem_id="lossless-result")
                         lossless_plot = gr.Plot(elem_id="plot-lossless", show_label=False)
+                    with gr.Tab("Workshop", id="workshop"):
+                        build_workshop_tab(app, decode)
                     with gr.Tab("How it works", id="explain"):
                         gr.Markdown(EXPLAIN)
                         with gr.Row():
@@ -128,9 +134,6 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                     "drafter": drafter, "k": k, "adaptive": adaptive, "temperature": temperature, "top_k": top_k,
                     "top_p": top_p, "max_new": max_new, "seed": seed, "stops": stops, "chat": chat}
         form = [controls[name] for name in FORM_FIELDS]      # the order RunRequest.from_form reads
-        # Gradio's queue bounds the requests in progress; the decoding itself is bounded by the app's
-        # own slots (AppState.decoding), so a request whose pair is still loading holds no slot.
-        decode = {"concurrency_id": "decode", "concurrency_limit": app.limits.queue_size}
         # Instant feedback first (and no stale "done" from the previous run), then the race.
         racing = run.click(starting, None, [status, spec_pane, base_pane, spec_meter, base_meter], api_name=False,
                            concurrency_limit=None, concurrency_id="ui", show_progress="hidden").then(

@@ -1,0 +1,106 @@
+"""The live k sweep: one prompt raced at k = 1..8, measured points beside the theory's curves.
+
+Each k is a short measured race (both lanes, each on its own clock). The theory's curves
+(Leviathan et al. 2023: E = (1 - a^(k+1)) / (1 - a) tokens per round, S = E / (k c + v)) are
+computed from the sweep's own pooled acceptance rate a, cost ratio c and verify ratio v, so
+measured points sit on (or off) a curve drawn from the same runs. The best k is marked on both.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+import plotly.graph_objects as go
+
+from .. import theory
+from ..engine import measures
+from ..engine.events import from_dict
+from ..stats import RunStats
+from .plots import BASE, SPEC, THEORY, _fig
+
+SWEEP_KS = tuple(range(1, 9))
+
+
+@dataclass
+class SweepPoint:
+    k: int
+    speedup: float
+    tokens_per_round: float | None
+    acceptance: float | None
+    cost_ratio: float | None
+    verify_ratio: float | None
+
+
+@dataclass
+class Sweep:
+    points: list[SweepPoint] = field(default_factory=list)
+    drafted: int = 0             # drafts verified, over every run of the sweep
+    accepted: int = 0
+
+    def add_race(self, k: int, records: list[dict]) -> SweepPoint:
+        stats = RunStats(k)
+        for record in records:
+            stats.add(from_dict(record))
+        spec, base = stats.tallies["spec"], stats.tallies["base"]
+        point = SweepPoint(k, stats.measured_speedup() or 0.0, stats.tokens_per_round, stats.acceptance_rate,
+                           measures.cost_ratio(spec, base), measures.verify_ratio(spec, base))
+        self.points.append(point)
+        self.drafted += spec.drafted
+        self.accepted += spec.accepted
+        return point
+
+    @property
+    def a(self) -> float | None:
+        """Pooled acceptance rate: accepted / verified drafts over every run of the sweep."""
+        return self.accepted / self.drafted if self.drafted else None
+
+    def _median(self, name: str) -> float | None:
+        values = [getattr(p, name) for p in self.points if getattr(p, name) is not None]
+        return statistics.median(values) if values else None
+
+    @property
+    def c(self) -> float | None:
+        return self._median("cost_ratio")
+
+    @property
+    def v(self) -> float | None:
+        return self._median("verify_ratio")
+
+    def best_measured(self) -> int | None:
+        return max(self.points, key=lambda p: p.speedup).k if self.points else None
+
+    def theory_curve(self) -> dict[int, tuple[float, float]] | None:
+        """k -> (expected tokens per round, expected speedup) from the pooled a, c and v."""
+        a, c, v = self.a, self.c, self.v
+        if a is None or c is None:
+            return None
+        a = min(a, 0.999)
+        return {k: (theory.expected_tokens_per_round(a, k), theory.expected_speedup(a, k, c, v or 1.0))
+                for k in SWEEP_KS}
+
+    def best_theory(self) -> int | None:
+        curve = self.theory_curve()
+        return max(curve, key=lambda k: curve[k][1]) if curve else None
+
+
+def sweep_figure(sweep: Sweep) -> go.Figure:
+    fig = _fig("k sweep: measured races on the theory's curves", "k (drafts per round)", "")
+    curve = sweep.theory_curve()
+    ks = [p.k for p in sweep.points]
+    if curve:
+        fig.add_scatter(x=list(curve), y=[s for _, s in curve.values()], mode="lines", name="speedup, theory",
+                        line=dict(color=THEORY))
+        fig.add_scatter(x=list(curve), y=[e for e, _ in curve.values()], mode="lines", name="tokens/round, theory",
+                        line=dict(color=THEORY, dash="dot"))
+    fig.add_scatter(x=ks, y=[p.speedup for p in sweep.points], mode="markers", name="speedup, measured",
+                    marker=dict(color=SPEC, size=10, symbol="circle"))
+    fig.add_scatter(x=ks, y=[p.tokens_per_round for p in sweep.points], mode="markers",
+                    name="tokens/round, measured", marker=dict(color=BASE, size=9, symbol="square"))
+    for k, label, color in ((sweep.best_measured(), "best k measured", SPEC), (sweep.best_theory(), "best k, theory",
+                                                                               THEORY)):
+        if k is not None:
+            fig.add_vline(x=k, line=dict(color=color, dash="dash", width=1),
+                          annotation_text=f"{label}: {k}", annotation_position="top")
+    fig.update_layout(height=340)
+    fig.update_xaxes(dtick=1)
+    return fig

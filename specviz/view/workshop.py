@@ -1,0 +1,226 @@
+"""The workshop's exercises: predict first, then run, then the measured answer and why.
+
+Each exercise names the pair it needs by role (`text`: meaningful text, the SmolLM2 pair when
+it is fetched, else the first preset; `fast`: the bundled pair when present), runs real
+measured decoding through view/work.py (so on ZeroGPU it runs on the GPU worker), and returns
+an `Outcome`: the measured value (comparable with the learner's prediction), and a two-sentence
+"why" written from that run's own figures. Nothing here is precomputed or estimated.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..engine import SpecConfig
+from ..engine.events import from_dict
+from ..models.fetch import FETCHABLE, fetched
+from ..stats import RunStats
+from . import work
+from .app_state import AppState
+from .plots import lossless_bars
+from .settings import prompt_ids
+from .sweep import SWEEP_KS, Sweep, sweep_figure
+
+RENAME_PROMPT = ("def total_price(items):\n    total = 0\n    for item in items:\n        total += item.price * "
+                 "item.quantity\n    return total\n\n\n# The same function, with `total` renamed to `running_sum`:\n"
+                 "def total_price(items):\n")
+
+
+@dataclass
+class Outcome:
+    value: float | str           # the measured answer, in the prediction's terms
+    shown: str                   # that answer as the page shows it
+    why: str                     # two sentences from the run's own figures
+    figure: object = None        # a plotly figure, or None
+
+
+@dataclass(frozen=True)
+class Exercise:
+    key: str
+    title: str
+    question: str                # what the learner predicts
+    choices: tuple[str, ...]     # () for a number
+    run: Callable[[AppState], Outcome]
+
+
+# --- running ------------------------------------------------------------------------------
+def pick(app: AppState, role: str) -> str:
+    """The preset key for a role: `text` (meaningful text) or `fast` (speed matters more)."""
+    keys = list(app.presets)
+    if role == "text":
+        for key, preset in app.presets.items():
+            if preset.target in FETCHABLE and (fetched(preset.target) or app.cache.cached(key)):
+                return key
+    return "bundled" if "bundled" in app.presets else keys[0]
+
+
+def _ids(app: AppState, key: str, prompt: str | None = None) -> list[int]:
+    preset = app.preset(key)
+    pair = app.pair(preset)
+    return prompt_ids(pair, prompt or preset.examples[0], app.limits, chat=preset.chat)
+
+
+def race_stats(app: AppState, key: str, prompt: str | None = None, **settings) -> RunStats:
+    """One measured race (both lanes) through the decoding worker, folded into RunStats."""
+    cfg = SpecConfig(**{"k": app.preset(key).k, "max_new_tokens": 64, **settings})
+    ids = _ids(app, key, prompt)
+    work.bind(app)
+    stats = RunStats(cfg.k)
+    with app.decoding():
+        for record in work.race_records(key, ids, cfg.to_dict()):
+            stats.add(from_dict(record))
+    return stats
+
+
+def _passes(stats: RunStats) -> tuple[int, int]:
+    return stats.tallies["spec"].rounds, stats.tallies["base"].tokens
+
+
+# --- the exercises --------------------------------------------------------------------------
+def race(app: AppState) -> Outcome:
+    stats = race_stats(app, pick(app, "fast"), max_new_tokens=96)
+    s, a, tpr = stats.measured_speedup(), stats.acceptance_rate, stats.tokens_per_round
+    spec, base = _passes(stats)
+    c = stats.cost_ratio() or 0.0
+    return Outcome(round(s, 2), f"{s:.2f}×",
+                   f"The target checked the drafts in {spec} passes where plain decoding needed {base}: with "
+                   f"{a:.0%} of drafts accepted, each pass yielded {tpr:.2f} tokens. The speedup is smaller than "
+                   f"that because each draft step costs c = {c:.2f} of a target step, and k of them come first.")
+
+
+def passes(app: AppState) -> Outcome:
+    key = pick(app, "fast")
+    stats = race_stats(app, key, prompt=app.preset(key).examples[-1], max_new_tokens=96)
+    spec, base = _passes(stats)
+    return Outcome(spec, f"{spec} target passes (plain decoding: {base})",
+                   f"Each round is one target pass that keeps the accepted drafts plus one token of its own, so "
+                   f"{stats.tallies['spec'].tokens} tokens took {spec} rounds ({stats.tokens_per_round:.2f} a round). "
+                   f"Plain decoding needs one pass per token: {base}.")
+
+
+def identity(app: AppState) -> Outcome:
+    stats = race_stats(app, pick(app, "text"), max_new_tokens=64)
+    n = min(stats.tallies["spec"].tokens, stats.tallies["base"].tokens)
+    texts = stats.texts
+    identical = texts["spec"] == texts["base"]
+    answer = "identical" if identical else "a few tokens differ"
+    first = _first_difference(texts["spec"], texts["base"])
+    return Outcome(answer, ("identical, token for token" if identical
+                            else f"they part at character {first}"),
+                   f"Greedy verification keeps a draft only if it is the target's own top choice, and replaces the "
+                   f"first one that is not with that top choice; so all {n} tokens are the ones plain decoding "
+                   f"writes{'' if identical else ' (here a rounding difference split them)'}. "
+                   f"{stats.tallies['spec'].rejected} drafts were rejected on the way, none of them reached the text.")
+
+
+def lossless(app: AppState) -> Outcome:
+    key = pick(app, "fast")
+    ids = _ids(app, key)
+    cfg = SpecConfig(k=app.preset(key).k, temperature=1.0, max_new_tokens=2)
+    work.bind(app)
+    with app.decoding():
+        result = list(work.lossless_results(key, ids, cfg.to_dict(), 300))[-1]
+    to_p, to_q = result.tv_to_target(), result.tv_draft()
+    closer = "the target's p" if to_q is None or to_p < to_q else "the draft's q"
+    return Outcome(closer, f"{closer}: distance {to_p:.3f} to p" + ("" if to_q is None else f", {to_q:.3f} to q"),
+                   f"300 first tokens, sampled through speculative decoding at temperature 1, are {to_p:.3f} away "
+                   f"from the target's exact probabilities (noise alone gives about {result.tv_noise():.3f}). The "
+                   f"drafts came from q, but rejections resample from max(0, p - q), which puts back exactly the "
+                   f"mass q lacked.", lossless_bars(result, app.pair(app.preset(key)).tokenizer))
+
+
+def temperature(app: AppState) -> Outcome:
+    key = pick(app, "fast")
+    greedy = race_stats(app, key, max_new_tokens=64)
+    hot = race_stats(app, key, max_new_tokens=64, temperature=1.0, seed=1)
+    a0, a1 = greedy.acceptance_rate, hot.acceptance_rate
+    return Outcome(round(a1, 2), f"a = {a1:.2f} at temperature 1.0 (greedy: {a0:.2f})",
+                   f"Greedy accepts a draft only when both models' top choices agree; at temperature 1 it is kept "
+                   f"with probability min(1, p/q), which rewards overlap of whole distributions. Here that moved a "
+                   f"from {a0:.2f} to {a1:.2f}, and the speedup from {greedy.measured_speedup():.2f}× to "
+                   f"{hot.measured_speedup():.2f}×.")
+
+
+def best_k(app: AppState) -> Outcome:
+    key = pick(app, "fast")
+    sweep = Sweep()
+    ids = _ids(app, key)
+    work.bind(app)
+    for k in SWEEP_KS:
+        cfg = SpecConfig(k=k, max_new_tokens=48)
+        with app.decoding():
+            sweep.add_race(k, list(work.race_records(key, ids, cfg.to_dict())))
+    best, predicted = sweep.best_measured(), sweep.best_theory()
+    return Outcome(best, f"k = {best} (theory: k = {predicted})",
+                   f"Larger k wins more tokens per target pass, but each extra draft step costs c = {sweep.c:.2f} "
+                   f"and is accepted only with probability a = {sweep.a:.2f} given the ones before it. The theory "
+                   f"drawn from those two numbers (and a verify pass costing {sweep.v or 1:.2f} plain steps) puts "
+                   f"its best k at {predicted}; the races measured {best}.", sweep_figure(sweep))
+
+
+def lookup(app: AppState) -> Outcome:
+    key = pick(app, "fast")
+    by_model = race_stats(app, key, prompt=RENAME_PROMPT, max_new_tokens=48)
+    by_lookup = race_stats(app, key, prompt=RENAME_PROMPT, max_new_tokens=48, drafter="prompt_lookup")
+    s_model, s_lookup = by_model.measured_speedup(), by_lookup.measured_speedup()
+    winner = ("about the same" if abs(s_model - s_lookup) < 0.1 * max(s_model, s_lookup)
+              else "prompt lookup" if s_lookup > s_model else "the draft model")
+    return Outcome(winner, f"prompt lookup {s_lookup:.2f}×, draft model {s_model:.2f}×",
+                   f"The prompt asks for a function the prompt already contains, so copying its next n-gram is a "
+                   f"free and often right guess: prompt lookup had a = {by_lookup.acceptance_rate or 0:.2f} at no "
+                   f"draft cost, the draft model a = {by_model.acceptance_rate or 0:.2f} at c = "
+                   f"{by_model.cost_ratio() or 0:.2f}.")
+
+
+def bad_draft(app: AppState) -> Outcome:
+    key = pick(app, "fast")
+    good = race_stats(app, key, max_new_tokens=64)
+    bad = race_stats(app, key, max_new_tokens=64, draft_temperature=2.0, seed=3)
+    texts = bad.texts
+    same = "identical to" if texts["spec"] == texts["base"] else "different from"
+    s = bad.measured_speedup()
+    return Outcome(round(s, 2), f"{s:.2f}× (the trained draft, sampling normally: {good.measured_speedup():.2f}×)",
+                   f"Sampling at temperature 2, the draft's guesses were accepted {bad.acceptance_rate:.0%} of the "
+                   f"time instead of {good.acceptance_rate:.0%}, so most rounds paid for k draft steps and kept "
+                   f"little. Its output is still {same} plain decoding's: only the target decides what is kept.")
+
+
+def cost(app: AppState) -> Outcome:
+    from .. import theory
+    stats = race_stats(app, pick(app, "fast"), max_new_tokens=96)
+    a, c, k = stats.acceptance_rate, stats.cost_ratio(), stats.k
+    at_c, at_1 = theory.expected_speedup(min(a, 0.999), k, c), theory.expected_speedup(min(a, 0.999), k, 1.0)
+    return Outcome(round(c, 3), f"c = {c:.3f}",
+                   f"Timed in this race: one draft step took {c:.3f} of a plain target step. With the same a = "
+                   f"{a:.2f} and k = {k}, the theory gives {at_c:.2f}× at this c but {at_1:.2f}× if a draft step "
+                   f"cost as much as a target step: a draft must be far cheaper than the target, not just agree.")
+
+
+def _first_difference(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+EXERCISES = (
+    Exercise("race", "The race", "How many times faster than plain decoding will speculative decoding be "
+             "(96 new tokens, greedy)?", (), race),
+    Exercise("passes", "Target passes saved", "The speculative lane writes 96 tokens. How many forward passes of "
+             "the target will it need?", (), passes),
+    Exercise("identity", "Greedy identity", "Greedy speculative decoding against greedy plain decoding of the "
+             "same prompt: how will the two texts compare?", ("identical", "a few tokens differ",
+                                                               "quite different"), identity),
+    Exercise("lossless", "Sampling stays lossless", "Sample the first token 300 times through speculative "
+             "decoding at temperature 1. Whose distribution will the counts follow?",
+             ("the target's p", "the draft's q", "halfway between"), lossless),
+    Exercise("temperature", "Temperature and acceptance", "At temperature 1.0 instead of greedy, what acceptance "
+             "rate a (0 to 1) will the draft reach?", (), temperature),
+    Exercise("best-k", "The best k", "Racing k = 1 to 8 on one prompt, which k will give the highest measured "
+             "speedup?", (), best_k),
+    Exercise("lookup", "Prompt lookup against the draft model", "The prompt asks for a function it already "
+             "contains, renamed. Which drafter will be faster?", ("prompt lookup", "the draft model",
+                                                                  "about the same"), lookup),
+    Exercise("bad-draft", "A deliberately bad draft", "The draft now samples at temperature 2 (a poor guesser). "
+             "What speedup will speculative decoding reach?", (), bad_draft),
+    Exercise("cost", "The cost ratio c", "One draft step costs what fraction c of a target step (0 to 1)?",
+             (), cost),
+)
+BY_KEY = {e.key: e for e in EXERCISES}

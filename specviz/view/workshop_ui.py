@@ -1,0 +1,120 @@
+"""The Workshop tab: pick an exercise, commit to a prediction, run it, compare.
+
+Layout and listeners for view/workshop.py's exercises. A run is refused until the learner has
+made a prediction; the answer then shows beside it with the run's own "why". Progress (each
+exercise's prediction and measured answer) lives in this browser session's gr.State, and any
+exercise can be reopened from the list. A projector switch enlarges the whole page.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import gradio as gr
+
+from ..errors import SpecvizError
+from .app_state import AppState
+from .render import clean
+from .workshop import BY_KEY, EXERCISES
+
+CLOSE_ENOUGH = 0.2      # a numeric prediction within 20% of the measured value counts as close
+
+
+def _labels(progress: dict) -> list[tuple[str, str]]:
+    return [(f"Exercise {i}: {e.title}" + (" ✓" if e.key in progress else ""), e.key)
+            for i, e in enumerate(EXERCISES, 1)]
+
+
+def _verdict(prediction, value) -> str:
+    if isinstance(value, str):
+        return "right" if prediction == value else "not this time"
+    if not value:
+        return "see the measured value"
+    off = abs(float(prediction) - float(value)) / abs(float(value))
+    return "close" if off <= CLOSE_ENOUGH else f"off by {off:.0%}"
+
+
+def _number(text) -> float | None:
+    try:
+        value = float(str(text).strip().rstrip("×x"))
+    except ValueError:
+        return None
+    return value if value == value and abs(value) < 1e9 else None
+
+
+def result_html(entry: dict) -> str:
+    return ('<div class="ws-result">'
+            f'<div class="ws-cell"><div class="label">your prediction</div><div class="value" id="ws-predicted">'
+            f'{clean(str(entry["prediction"]))}</div></div>'
+            f'<div class="ws-cell"><div class="label">measured</div><div class="value" id="ws-measured">'
+            f'{clean(entry["shown"])}</div></div>'
+            f'<div class="ws-cell"><div class="label">verdict</div><div class="value">{clean(entry["verdict"])}</div></div>'
+            f'<p class="explain ws-why">{clean(entry["why"])}</p></div>')
+
+
+def question_html(ex) -> str:
+    number = [e.key for e in EXERCISES].index(ex.key) + 1
+    return (f'<h3>Exercise {number}: {clean(ex.title)}</h3><p class="explain">{clean(ex.question)}</p>'
+            f'<p class="explain ws-hint">First commit to your prediction, then run it.</p>')
+
+
+def show(key, progress):
+    """An exercise was picked: its question, the right prediction input, and its result if done."""
+    progress = progress or {}
+    ex = BY_KEY.get(key, EXERCISES[0])
+    done = progress.get(ex.key)
+    result = result_html(done) if done else ""
+    return (question_html(ex),
+            gr.Textbox(value=str(done["prediction"]) if done and not ex.choices else "", visible=not ex.choices),
+            gr.Radio(choices=list(ex.choices), value=done["prediction"] if done and ex.choices else None,
+                     visible=bool(ex.choices)),
+            result, None)
+
+
+def run(app: AppState, key, number, choice, progress):
+    """Outputs: result, plot, progress, exercise list."""
+    progress = dict(progress or {})
+    ex = BY_KEY.get(key)
+    if ex is None:
+        yield '<div class="status status-error">Pick an exercise first.</div>', gr.skip(), progress, gr.skip()
+        return
+    prediction = choice if ex.choices else _number(number)
+    if prediction is None or prediction == "":
+        yield ('<div class="status status-error">Commit to a prediction first (a number for this one): that is '
+               'the point of the exercise.</div>'), gr.skip(), progress, gr.skip()
+        return
+    yield '<div class="status">Running it, measured live …</div>', None, progress, gr.skip()
+    try:
+        outcome = ex.run(app)
+    except SpecvizError as err:
+        yield f'<div class="status status-error">{clean(str(err))}</div>', gr.skip(), progress, gr.skip()
+        return
+    progress[ex.key] = {"prediction": prediction, "shown": outcome.shown, "value": outcome.value,
+                        "why": outcome.why, "verdict": _verdict(prediction, outcome.value)}
+    yield result_html(progress[ex.key]), outcome.figure, progress, gr.Radio(choices=_labels(progress), value=ex.key)
+
+
+def build_workshop_tab(app: AppState, decode: dict) -> None:
+    """The tab's components and listeners (call inside a gr.Tab)."""
+    gr.Markdown("Nine short exercises for a class or on your own. Each one runs real models on this machine "
+                "and measures; predict before you look. The lesson plan is in `docs/workshop.md`.")
+    with gr.Row():
+        with gr.Column(scale=1, min_width=260):
+            pick = gr.Radio(_labels({}), value=EXERCISES[0].key, label="Exercises", elem_id="ws-pick")
+            projector = gr.Checkbox(False, label="projector mode (large text)", elem_id="projector")
+        with gr.Column(scale=3):
+            question = gr.HTML(question_html(EXERCISES[0]), elem_id="ws-question")
+            with gr.Row():
+                number = gr.Textbox("", label="your prediction (a number)", placeholder="for example 1.5",
+                                    max_lines=1, elem_id="ws-number")
+                choice = gr.Radio(list(EXERCISES[0].choices), label="your prediction", visible=False,
+                                  elem_id="ws-choice")
+            go = gr.Button("Lock in my prediction and run", variant="primary", elem_id="ws-run")
+            result = gr.HTML(elem_id="ws-result")
+            plot = gr.Plot(elem_id="ws-plot", show_label=False)
+    progress = gr.State({})
+    pick.change(show, [pick, progress], [question, number, choice, result, plot], api_name=False,
+                show_progress="hidden")
+    go.click(partial(run, app), [pick, number, choice, progress], [result, plot, progress, pick],
+             api_name="workshop", show_progress="hidden", **decode)
+    projector.change(None, [projector], None, api_name=False,
+                     js="(on) => { document.body.classList.toggle('projector', on); return []; }")

@@ -34,7 +34,7 @@ class SweepPoint:
 @dataclass
 class Sweep:
     points: list[SweepPoint] = field(default_factory=list)
-    drafted: int = 0             # drafts verified, over every run of the sweep
+    verified: int = 0            # drafts the target judged (accepted or rejected), over every run
     accepted: int = 0
 
     def add_race(self, k: int, records: list[dict]) -> SweepPoint:
@@ -45,14 +45,14 @@ class Sweep:
         point = SweepPoint(k, stats.measured_speedup() or 0.0, stats.tokens_per_round, stats.acceptance_rate,
                            measures.cost_ratio(spec, base), measures.verify_ratio(spec, base))
         self.points.append(point)
-        self.drafted += spec.drafted
+        self.verified += spec.accepted + spec.rejected      # drafts after a rejection were never judged
         self.accepted += spec.accepted
         return point
 
     @property
     def a(self) -> float | None:
         """Pooled acceptance rate: accepted / verified drafts over every run of the sweep."""
-        return self.accepted / self.drafted if self.drafted else None
+        return self.accepted / self.verified if self.verified else None
 
     def _median(self, name: str) -> float | None:
         values = [getattr(p, name) for p in self.points if getattr(p, name) is not None]

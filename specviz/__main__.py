@@ -1,4 +1,4 @@
-"""`python -m specviz ...`: see specviz/cli.py."""
+"""`python -m specviz ...`: see specviz/cli/."""
 import sys
 
 from .cli import main

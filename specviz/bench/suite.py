@@ -17,7 +17,7 @@ from dataclasses import replace
 import torch
 
 from .. import theory
-from ..engine import SpecConfig
+from ..engine import SpecConfig, measures
 from ..engine.output import encode_prompt
 from ..engine.pair import ModelPair
 from ..models.chat import chat_ids
@@ -85,14 +85,14 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
 def _cost_ratio(spec_runs, plain_runs) -> float | None:
     """c: seconds per draft step in the speculative lane / seconds per token of plain decoding,
     each rotation's pair taken together, median over rotations."""
-    return median([(s.stats["draft_s"] / s.stats["drafted"]) * p.rate
+    return median([measures.per_plain_step(s.stats["draft_s"], s.stats["drafted"], p.rate)
                    for s, p in zip(spec_runs, plain_runs) if s.stats.get("drafted") and p.rate])
 
 
 def _verify_ratio(spec_runs, plain_runs) -> float | None:
     """v: seconds per verify phase (target pass over k + 1 tokens, then acceptance) / seconds per
     plain token, paired the same way."""
-    return median([(s.stats["verify_s"] / s.stats["rounds"]) * p.rate
+    return median([measures.per_plain_step(s.stats["verify_s"], s.stats["rounds"], p.rate)
                    for s, p in zip(spec_runs, plain_runs) if s.stats.get("rounds") and p.rate])
 
 

@@ -82,14 +82,19 @@ def lane_speedup(spec: LaneTally, base: LaneTally) -> float | None:
     return speedup(spec.tokens, spec.elapsed_s, base.tokens, base.elapsed_s)
 
 
+def per_plain_step(seconds: float, count: int, plain_rate: float | None) -> float | None:
+    """Seconds per step (seconds / count) in units of one plain decoding step (1 / plain_rate)."""
+    return (seconds / count) * plain_rate if count and plain_rate else None
+
+
 def cost_ratio(spec: LaneTally, base: LaneTally) -> float | None:
-    plain_rate = rate(base.tokens, base.elapsed_s)
-    return (spec.draft_s / spec.drafted) * plain_rate if spec.drafted and plain_rate else None
+    """c: one draft step, in plain target steps."""
+    return per_plain_step(spec.draft_s, spec.drafted, rate(base.tokens, base.elapsed_s))
 
 
 def verify_ratio(spec: LaneTally, base: LaneTally) -> float | None:
-    plain_rate = rate(base.tokens, base.elapsed_s)
-    return (spec.verify_s / spec.rounds) * plain_rate if spec.rounds and plain_rate else None
+    """v: one verify phase (target pass over k + 1 tokens, then acceptance), in plain target steps."""
+    return per_plain_step(spec.verify_s, spec.rounds, rate(base.tokens, base.elapsed_s))
 
 
 def summary(t: LaneTally, **extra) -> dict:

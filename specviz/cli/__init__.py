@@ -1,4 +1,4 @@
-"""Command line: `python -m specviz run|bench|train-models|fetch ...`. Subcommands live in cli_*.py.
+"""Command line: `python -m specviz run|bench|train-models|fetch ...`. One module per subcommand in this package.
 
 User errors (bad settings, missing models) print one line and exit with status 2;
 argparse's own errors do the same; Ctrl-C exits with 130, never a traceback.
@@ -8,7 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import cli_bench, cli_fetch, cli_run, cli_train
+from . import bench as cli_bench
+from . import fetch as cli_fetch
+from . import run as cli_run
+from . import train as cli_train
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from transformers.utils import logging as hf_logging
 
-    from .errors import SpecvizError
+    from ..errors import SpecvizError
     hf_logging.disable_progress_bar()
     try:
         return args.func(args)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .cli_run import add_model_args
+from .run import add_model_args
 
 
 def add_parser(sub) -> None:
@@ -31,11 +31,11 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from .bench.prompts import load_prompts
-    from .bench.report import table
-    from .bench.suite import run_suite
-    from .engine.config import SpecConfig
-    from .errors import ConfigError
+    from ..bench.prompts import load_prompts
+    from ..bench.report import table
+    from ..bench.suite import run_suite
+    from ..engine.config import SpecConfig
+    from ..errors import ConfigError
 
     if args.repeats < 1:
         raise ConfigError("--repeats must be at least 1")
@@ -45,10 +45,10 @@ def run(args) -> int:
     if args.random_pair:
         if args.forced_acceptance is None:
             raise ConfigError("--random-pair needs --forced-acceptance: random weights accept nothing by themselves")
-        from .bench.random_pair import random_pair
+        from ..bench.random_pair import random_pair
         pair = random_pair(args.random_pair, args.device)
     else:
-        from .cli_run import pair_from
+        from .run import pair_from
         pair = pair_from(args)
     prompts = load_prompts(args.prompts)
     result = run_suite(pair, prompts, cfg, ks, args.repeats, log=(lambda line: None) if args.json else print,

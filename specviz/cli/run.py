@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from .engine.measures import LaneTally, lane_speedup
+from ..engine.measures import LaneTally, lane_speedup
 
 
 def add_parser(sub) -> None:
@@ -51,7 +51,7 @@ def add_sampling_args(p) -> None:
 
 def apply_preset(args) -> None:
     """Fill --target, --draft, --k and --chat from --preset where they were not given."""
-    from .models.presets import get_preset
+    from ..models.presets import get_preset
     preset = get_preset(args.preset) if args.preset else None
     if preset is not None and args.target is None:
         args.target, args.draft = preset.target, args.draft or preset.draft
@@ -63,27 +63,27 @@ def apply_preset(args) -> None:
 
 def prompt_from(args, pair):
     """The prompt as text, or as token ids in the target's chat template (--chat)."""
-    from .errors import ConfigError
+    from ..errors import ConfigError
     if not args.chat:
         return args.prompt
     if not args.prompt.strip():
         raise ConfigError("the prompt is empty")
     if not getattr(pair.tokenizer, "chat_template", None):
         raise ConfigError(f"{pair.target_name} has no chat template: run without --chat")
-    from .models.chat import chat_ids
+    from ..models.chat import chat_ids
     return chat_ids(pair.tokenizer, args.prompt)
 
 
 def config_from(args):
-    from .engine.config import SpecConfig
+    from ..engine.config import SpecConfig
     return SpecConfig(k=args.k, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                       max_new_tokens=args.max_new_tokens, seed=args.seed, drafter=args.drafter,
                       adaptive_k=args.adaptive_k, stop_strings=tuple(args.stop), fast=args.fast)
 
 
 def pair_from(args):
-    from .errors import LoadError
-    from .models.loading import load_pair
+    from ..errors import LoadError
+    from ..models.loading import load_pair
     if args.target is None and args.draft is not None:
         raise LoadError("--draft needs --target too")
     draft = args.draft
@@ -93,8 +93,8 @@ def pair_from(args):
 
 
 def run(args) -> int:
-    from .engine import decode_baseline, race, speculate, to_dict
-    from .view import terminal
+    from ..engine import decode_baseline, race, speculate, to_dict
+    from ..view import terminal
 
     apply_preset(args)
     config = config_from(args)        # validate settings before the (slow) model load

@@ -41,7 +41,7 @@ def run(args) -> int:
     import torch
     from transformers.utils import logging as hf_logging
 
-    from .models.bundle import build_pair
+    from ..models.bundle import build_pair
 
     hf_logging.disable_progress_bar()
     device = args.device
@@ -60,7 +60,7 @@ def run(args) -> int:
 def run_smollm2(args, device: str, log) -> int:
     from pathlib import Path
 
-    from .models.smollm2_draft import DraftRecipe, prepare_data, train
+    from ..models.smollm2_draft import DraftRecipe, prepare_data, train
 
     recipe = DraftRecipe(layers=[int(x) for x in args.layers.split(",")], head_size=args.head_size,
                          questions=args.questions,

@@ -117,3 +117,17 @@ def test_zerogpu_emulation_decodes_only_inside_gpu_functions(tiny_dirs, monkeypa
     assert "turned off" in list(run_race(app, **{**FORM, "custom_target": "owner/name"}))[-1][0]
     late = AppState(presets=tiny_presets(tiny_dirs), device="cpu", on_zerogpu=True)   # nothing loaded at start
     assert "was not loaded when this Space started" in list(run_race(late, **FORM))[-1][0]
+
+
+def test_the_page_says_why_lanes_differ():
+    """Greedy lanes can only part through low-precision rounding (bf16 on a GPU); sampled lanes by chance."""
+    from specviz.view.handlers import _summary
+    from specviz.view.race_view import RaceView
+    view = RaceView(4)
+    view.stats.texts = {"spec": "def f(x): return x", "base": "def f(x): return 1"}
+    assert "bfloat16" in _summary(view, None, True, "torch.bfloat16") and "float32 they are identical" in \
+        _summary(view, None, True, "torch.bfloat16")
+    assert "by chance" in _summary(view, None, False, "torch.float32")
+    assert "please report" in _summary(view, None, True, "torch.float32")
+    view.stats.texts = {"spec": "same", "base": "same"}
+    assert "(" not in _summary(view, None, True, "torch.bfloat16")

@@ -75,7 +75,8 @@ def run_race(app: AppState, *form, **named):
         finally:
             events.close()
     stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
-    summary = "Stopped." if stopped else _summary(view, others.share())
+    dtype = str(next(run.pair.target.parameters()).dtype)
+    summary = "Stopped." if stopped else _summary(view, others.share(), cfg.greedy, dtype)
     yield (status_html(summary, "done") if stopped else summary, view.strip(), view.meter("spec"), view.pane("spec"), view.meter("base"),
            view.pane("base"), *all_figures(view.stats),
            gr.DownloadButton(value=_save_trace(view, req.prompt, cfg, run.preset.key, run.pair), interactive=True),
@@ -117,13 +118,22 @@ def _until_cancelled(records: Iterator[dict], cancel: threading.Event) -> Iterat
         records.close()
 
 
-def _summary(view: RaceView, others: float | None) -> str:
-    """The finished race's status line (HTML); it says so when other programs took the CPU meanwhile."""
+def _summary(view: RaceView, others: float | None, greedy: bool, dtype: str) -> str:
+    """The finished race's status line (HTML): the speedup, and why the lanes' texts differ when
+    they do (chance when sampling; rounding in bf16/fp16, greedy being exact only in fp32), and
+    whether other programs took the CPU meanwhile."""
     speed = view.stats.measured_speedup()
-    same = view.stats.done.get("spec", {}).get("tokens") == view.stats.done.get("base", {}).get("tokens")
+    texts = view.stats.texts
     text = "Finished." if speed is None else f"Finished: speculative decoding ran {speed:.2f}× the plain rate."
-    if not same:
-        text += " (The lanes produced different lengths; sampled runs differ by chance.)"
+    if texts.get("spec") != texts.get("base"):
+        if not greedy:
+            text += " (The lanes' texts differ: sampled runs differ by chance, each still follows the target.)"
+        elif dtype != "torch.float32":
+            text += (f" (The greedy lanes parted: in {dtype.removeprefix('torch.')} the target's pass over k + 1 "
+                     f"tokens and its one-token step round differently, so near-ties can flip. In float32 they "
+                     f"are identical.)")
+        else:
+            text += " (The greedy lanes differ, which float32 should never show: please report it with the trace.)"
     if disturbed(others, torch.get_num_threads()):
         text += (f" Other programs used {others:.0%} of this machine's CPU during the race, so both lanes were "
                  f"slowed unevenly: run it again on a quieter machine for a fair figure.")

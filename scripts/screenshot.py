@@ -1,4 +1,5 @@
-"""Screenshot of the app racing on the bundled pair (assets/screenshot.png), as in the README.
+"""Screenshot of the app racing on its default pair (assets/screenshot.png), as in the README: SmolLM2
+when it is fetched, else the bundled pair.
 
     python scripts/screenshot.py [--out assets/screenshot.png] [--dark] [--width 1440] [--max-new-tokens 96]
 """
@@ -26,6 +27,10 @@ def main() -> int:
     from specviz.view.serve import serve
     from specviz.view.app_state import AppState
 
+    import torch
+
+    from specviz.hosting.cpu_threads import decode_threads
+    torch.set_num_threads(decode_threads("127.0.0.1"))      # as app.py does with the browser on this machine
     demo, url = serve(AppState.from_profile(load_profile(tier="cpu"), device="cpu"))
     try:
         with sync_playwright() as p:

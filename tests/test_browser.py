@@ -171,7 +171,7 @@ def test_long_runs_scroll_inside_their_pane(browser, app_url, width):
     wait_finished(pg)
     geometry = pg.evaluate("""() => {
         const box = id => document.querySelector(id).getBoundingClientRect();
-        const pane = document.querySelector('#spec-pane');
+        const pane = document.querySelector('#spec-pane .prose.token-pane') || document.querySelector('#spec-pane');
         const last = [...document.querySelectorAll('#spec-pane [data-kind]')].pop().getBoundingClientRect();
         return {specBottom: box('#spec-pane').bottom, baseBottom: box('#base-pane').bottom, legendTop: box('#legend').top,
                 lastTop: last.top, lastBottom: last.bottom,

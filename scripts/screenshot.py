@@ -46,8 +46,9 @@ def main() -> int:
             page.click("#run")
             page.wait_for_selector("#status .status-done, #status .status-error", state="detached", timeout=15_000)
             page.wait_for_selector("#status .status-done", timeout=120_000)
-            time.sleep(2)
-            page.hover("#spec-pane [data-kind=resampled]") if page.locator("#spec-pane [data-kind=resampled]").count() else None
+            time.sleep(2)       # the last round's reveal animation
+            # No hover: tooltips are native `title`s, which a screenshot does not show, and hovering a token
+            # scrolls its pane to it, away from the newest token the pane follows.
             page.screenshot(path=args.out, full_page=True)
             browser.close()
     finally:

@@ -8,12 +8,11 @@ import argparse
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from specviz import SpecConfig, load_preset, speculate  # noqa: E402
 from specviz.bench.prompts import load_prompts  # noqa: E402
+from specviz.bench.runner import hf_generate  # noqa: E402
 from specviz.models.chat import chat_ids  # noqa: E402
 
 
@@ -29,12 +28,9 @@ def main() -> int:
     prompts = load_prompts(args.prompts)
     for p in prompts:
         ids = chat_ids(pair.tokenizer, p["text"]) if p.get("chat") else pair.tokenizer(p["text"])["input_ids"]
-        done = list(speculate(pair, ids, SpecConfig(k=args.k, max_new_tokens=args.max_new_tokens)))[-1]
-        x = torch.tensor([ids])
-        with torch.inference_mode():
-            ref = pair.target.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=args.max_new_tokens,
-                                       do_sample=False, temperature=None, top_k=None, top_p=None,
-                                       pad_token_id=pair.tokenizer.pad_token_id or 0)[0, len(ids):].tolist()
+        cfg = SpecConfig(k=args.k, max_new_tokens=args.max_new_tokens)
+        done = list(speculate(pair, ids, cfg))[-1]
+        ref = hf_generate(pair, ids, cfg)
         eos = set(pair.eos_token_ids)
         strip = lambda t: t[:-1] if t and t[-1] in eos else t  # noqa: E731 - EOS shown or not, same text
         ok = strip(list(done.token_ids)) == strip(ref)

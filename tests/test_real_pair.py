@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 
 import pytest
-import torch
 
 from specviz import SpecConfig, decode_baseline, load_preset, speculate
+from specviz.bench.runner import hf_generate
 from specviz.engine.detokenize import IncrementalDetokenizer
 from specviz.models.chat import chat_ids
 from specviz.models.fetch import SMOLLM2, fetch, fetched
@@ -40,27 +40,17 @@ def _ids(pair, kind: str, text: str) -> list[int]:
     return chat_ids(pair.tokenizer, text) if kind == "chat" else pair.tokenizer(text)["input_ids"]
 
 
-def _generate(pair, ids: list[int], n: int) -> list[int]:
-    x = torch.tensor([ids])
-    with torch.inference_mode():
-        out = pair.target.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n, do_sample=False,
-                                   temperature=None, top_k=None, top_p=None,
-                                   pad_token_id=pair.tokenizer.pad_token_id or 0)
-    return out[0, len(ids):].tolist()
-
-
 @pytest.mark.parametrize("kind,text", PROMPTS, ids=[f"{k}{i}" for i, (k, _) in enumerate(PROMPTS)])
 def test_greedy_speculative_is_token_identical_to_generate(real_pair, kind, text):
     ids = _ids(real_pair, kind, text)
-    n = 64
-    events = list(speculate(real_pair, ids, SpecConfig(k=2, max_new_tokens=n)))
-    done = events[-1]
-    ref = _generate(real_pair, ids, n)
+    cfg = SpecConfig(k=2, max_new_tokens=64)
+    done = list(speculate(real_pair, ids, cfg))[-1]
+    ref = hf_generate(real_pair, ids, cfg)
     # generate() keeps the EOS it stopped on; the engine keeps it too (Done.token_ids), so compare as is.
     assert list(done.token_ids) == ref
     stats = done.stats
     assert stats["rejected"] > 0, "the draft must be wrong sometimes, or this checks nothing about the correction"
-    base = list(decode_baseline(real_pair, ids, SpecConfig(k=2, max_new_tokens=n)))[-1]
+    base = list(decode_baseline(real_pair, ids, cfg))[-1]
     assert list(base.token_ids) == ref
 
 

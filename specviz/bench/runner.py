@@ -52,8 +52,15 @@ def hf_kwargs(cfg: SpecConfig) -> dict:
 
 
 @torch.inference_mode()
-def hf_run(pair: ModelPair, ids: list[int], cfg: SpecConfig, assisted: bool) -> Timing:
+def hf_generate(pair: ModelPair, ids: list[int], cfg: SpecConfig, **extra) -> list[int]:
+    """transformers' `generate()` on the target with cfg's sampling: the new token ids (EOS kept)."""
     x = torch.tensor([ids], device=pair.device)
+    out = pair.target.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=cfg.max_new_tokens,
+                               pad_token_id=pair.tokenizer.pad_token_id or 0, **hf_kwargs(cfg), **extra)
+    return out[0, len(ids):].tolist()
+
+
+def hf_run(pair: ModelPair, ids: list[int], cfg: SpecConfig, assisted: bool) -> Timing:
     extra = {}
     if assisted and cfg.drafter == "prompt_lookup":
         extra = {"prompt_lookup_num_tokens": cfg.k, "max_matching_ngram_size": cfg.lookup_ngram}
@@ -62,10 +69,8 @@ def hf_run(pair: ModelPair, ids: list[int], cfg: SpecConfig, assisted: bool) -> 
         extra = {"assistant_model": pair.draft, "num_assistant_tokens": cfg.k,
                  "num_assistant_tokens_schedule": "constant", "assistant_confidence_threshold": 0.0}
     torch.manual_seed(cfg.seed)
-    seconds, out = _timed(pair, lambda: pair.target.generate(
-        x, attention_mask=torch.ones_like(x), max_new_tokens=cfg.max_new_tokens,
-        pad_token_id=pair.tokenizer.pad_token_id or 0, **hf_kwargs(cfg), **extra))
-    return Timing(out.shape[1] - len(ids), seconds)
+    seconds, new_ids = _timed(pair, lambda: hf_generate(pair, ids, cfg, **extra))
+    return Timing(len(new_ids), seconds)
 
 
 METHODS = {

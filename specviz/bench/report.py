@@ -32,10 +32,14 @@ def table(result: dict) -> str:
                      f"{_f(r.get('verify_ratio')):>6}{_f(r.get('theory_speedup_v'), '{:.2f}x'):>12}"
                      f"{_f(r.get('speedup_over_theory_v')):>15}")
     first = result["rows"][0]["summary"]
-    if "hf_assisted_speedup" in first:
-        lines += ["", f"transformers assisted generation vs generate(): {_f(first['hf_assisted_speedup'], '{:.2f}x')}",
-                  f"specviz speculative vs transformers assisted:  {_f(first['specviz_vs_hf_assisted'], '{:.2f}x')}",
-                  f"specviz plain vs transformers generate():      {_f(first['specviz_plain_vs_hf_generate'], '{:.2f}x')}"]
+    if "specviz_plain_vs_hf_generate" in first:
+        assistant = result["models"].get("hf_assistant")
+        lines.append("")
+        if "hf_assisted_speedup" in first:
+            lines += [f"transformers assisted generation vs generate(): {_f(first['hf_assisted_speedup'], '{:.2f}x')}"
+                      + (f" (its draft: {assistant})" if assistant else ""),
+                      f"specviz speculative vs transformers assisted:  {_f(first['specviz_vs_hf_assisted'], '{:.2f}x')}"]
+        lines.append(f"specviz plain vs transformers generate():      {_f(first['specviz_plain_vs_hf_generate'], '{:.2f}x')}")
     if "fast_speedup" in first:
         lines.append("")
         for row in result["rows"]:

@@ -91,18 +91,22 @@ def first_use_seconds(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
     return {name: _timed(pair, lambda: METHODS[name](pair, ids, cfg))[0] for name in FAST_METHODS}
 
 
-def measure_prompt(pair: ModelPair, ids: list[int], cfg: SpecConfig, methods: list[str], repeats: int) -> dict:
-    """{method: [Timing per repeat]} for one prompt: warm-up, then `repeats` rotations of the methods.
+def measure_prompt(pair: ModelPair, ids: list[int], cfg: SpecConfig, methods: list[str], repeats: int,
+                   pair_for: dict[str, ModelPair] | None = None) -> dict:
+    """{method: [Timing per repeat]} for one prompt: warm-up, then `repeats` rotations of the methods
+    (`pair_for`: a method that runs on another pair, e.g. transformers' assisted generation with a
+    plain draft when specviz's draft reads target features, which generate() cannot feed it).
 
     Within a rotation the methods run back to back, so ratios between methods are best taken
     per rotation (`paired_ratio`): a machine that slows down for a minute slows both sides."""
+    pair_for = pair_for or {}
     for name in methods:
-        METHODS[name](pair, ids, cfg)                     # warm-up (caches, allocator, kernels)
+        METHODS[name](pair_for.get(name, pair), ids, cfg)     # warm-up (caches, allocator, kernels)
     runs: dict[str, list[Timing]] = {name: [] for name in methods}
     for r in range(repeats):
         order = methods[r % len(methods):] + methods[: r % len(methods)]
         for name in order:
-            runs[name].append(METHODS[name](pair, ids, cfg))
+            runs[name].append(METHODS[name](pair_for.get(name, pair), ids, cfg))
     return runs
 
 

@@ -46,10 +46,20 @@ def machine() -> dict:
 
 
 def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[int], repeats: int,
-              log=print, fast: bool = False) -> dict:
-    """fast: also time the fast path (static cache + compiled steps) of both specviz lanes."""
+              log=print, fast: bool = False, hf_assistant=None) -> dict:
+    """fast: also time the fast path (static cache + compiled steps) of both specviz lanes.
+    hf_assistant: the draft model transformers' assisted generation gets (default: the pair's; a
+    draft that reads target features cannot run there, so it needs a plain one, or the method is left out)."""
     forced = cfg.forced_acceptance is not None
     methods = SWEEP_METHODS if (len(ks) > 1 or forced) else ALL_METHODS
+    pair_for = {}
+    if "hf assisted" in methods and cfg.drafter == "model":
+        if hf_assistant is not None:
+            pair_for["hf assisted"] = replace(pair, draft=hf_assistant)
+        elif getattr(pair.draft, "reads_target_features", False):
+            log("hf assisted left out: the draft reads the target's hidden states, which generate() cannot give it "
+                "(--hf-assistant FOLDER times it with a plain draft)")
+            methods = [m for m in methods if m != "hf assisted"]
     methods = methods + FAST_METHODS if fast else methods
     encoded = [(p["kind"], encode_prompt(pair, chat_ids(pair.tokenizer, p["text"]) if p.get("chat") else p["text"]))
                for p in prompts]
@@ -62,14 +72,17 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
                 ", ".join(f"{n} {s:.1f} s" for n, s in first_use[str(k)].items()))
         per_prompt = []
         for i, (kind, ids) in enumerate(encoded):
-            runs = measure_prompt(pair, ids, kcfg, methods, repeats)
+            runs = measure_prompt(pair, ids, kcfg, methods, repeats, pair_for)
             row = _prompt_row(kind, len(ids), runs, k, cfg.forced_acceptance)
             per_prompt.append(row)
             rates = "  ".join(f"{n}: {m['tokens_per_s']:6.1f}" for n, m in row["methods"].items())
             log(f"k={k} prompt {i + 1}/{len(encoded)} ({kind}): {rates} tok/s")
         rows.append({"k": k, "per_prompt": per_prompt, "summary": _summarize(per_prompt, k, cfg.forced_acceptance)})
     best = max(rows, key=lambda r: r["summary"]["speedup"] or 0)
-    result = {"machine": machine(), "models": {"target": pair.target_name, "draft": pair.draft_name},
+    models = {"target": pair.target_name, "draft": pair.draft_name}
+    if "hf assisted" in pair_for:
+        models["hf_assistant"] = getattr(hf_assistant, "name_or_path", "given")
+    result = {"machine": machine(), "models": models,
               "device": str(pair.device), "settings": cfg.to_dict(), "repeats": repeats, "methods": methods,
               "not_lossless": forced, "rows": rows, "best_k": best["k"]}
     if fast:
@@ -131,7 +144,8 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
            "verify_ratio": v}
     if "hf generate" in rows[0]["methods"]:
         for name in ("hf_assisted_speedup", "specviz_vs_hf_assisted", "specviz_plain_vs_hf_generate"):
-            out[name] = ratio(name)
+            if any(name in r["ratios"] for r in rows):
+                out[name] = ratio(name)
     if "specviz plain (fast)" in rows[0]["methods"]:
         for name in ("fast_speedup", "fast_vs_default_plain", "fast_vs_default_speculative"):
             out[name] = ratio(name)

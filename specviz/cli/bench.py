@@ -25,6 +25,8 @@ def add_parser(sub) -> None:
                    help="random-weight models of these shapes instead of --target/--draft (needs --forced-acceptance)")
     p.add_argument("--fast", action="store_true",
                    help="also time the fast path (static KV cache + torch.compile; CUDA graphs on CUDA)")
+    p.add_argument("--hf-assistant", default=None, help="a plain draft (folder or hub id) for transformers' assisted "
+                   "generation, when --draft reads the target's hidden states (generate() cannot run that one)")
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of the table")
     p.add_argument("--out", default=None, help="also write the JSON result to this file")
     p.set_defaults(func=run)
@@ -51,8 +53,12 @@ def run(args) -> int:
         from .run import pair_from
         pair = pair_from(args)
     prompts = load_prompts(args.prompts)
+    assistant = None
+    if args.hf_assistant:
+        from ..models.loading import load_draft_for
+        assistant = load_draft_for(pair, args.hf_assistant)
     result = run_suite(pair, prompts, cfg, ks, args.repeats, log=(lambda line: None) if args.json else print,
-                       fast=args.fast)
+                       fast=args.fast, hf_assistant=assistant)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=1))

@@ -33,12 +33,15 @@ class ModelWithCache(Protocol):
 
 
 class CachedModel:
-    def __init__(self, model, vocab_size: int):
+    def __init__(self, model, vocab_size: int, keep_hidden: bool = False):
         self.model = model
         self.vocab_size = vocab_size
         self.cache = buffered_cache(model.config)
         self.device = model.get_input_embeddings().weight.device
         self.forwards = 0
+        # For a feature draft: keep the final hidden states (post norm) of the last tokens fed.
+        self.keep_hidden = keep_hidden
+        self.hidden: torch.Tensor | None = None
 
     @property
     def length(self) -> int:
@@ -46,10 +49,22 @@ class CachedModel:
 
     def feed(self, tokens: torch.Tensor, keep: int) -> torch.Tensor:
         """Run tokens (m,) after the cached ones; return the last `keep` positions' logits (keep, V) fp32."""
+        if self.keep_hidden:
+            return self._feed_keeping_hidden(tokens, keep)
         out = self.model(input_ids=tokens.view(1, -1).to(self.device), past_key_values=self.cache,
                          use_cache=True, logits_to_keep=keep)
         self.forwards += 1
         return out.logits[0, :, : self.vocab_size].float()
+
+    def _feed_keeping_hidden(self, tokens: torch.Tensor, keep: int) -> torch.Tensor:
+        # The same computation as the causal LM's forward (its decoder, then its output head on the
+        # last `keep` positions), with the decoder's output kept: (m, d) in self.hidden.
+        hidden = self.model.get_decoder()(input_ids=tokens.view(1, -1).to(self.device), past_key_values=self.cache,
+                                          use_cache=True).last_hidden_state
+        self.forwards += 1
+        self.hidden = hidden[0]
+        logits = self.model.get_output_embeddings()(hidden[:, -keep:])
+        return logits[0, :, : self.vocab_size].float()
 
     def crop(self, length: int) -> None:
         """Keep only the first `length` tokens in the cache."""
@@ -72,9 +87,13 @@ def positions_needed(out, cfg) -> int:
     return out.prompt_len + cfg.max_new_tokens + k + 1
 
 
-def cached_model(model, vocab_size: int, fast: bool = False, positions: int = 0) -> ModelWithCache:
+def cached_model(model, vocab_size: int, fast: bool = False, positions: int = 0,
+                 keep_hidden: bool = False) -> ModelWithCache:
     """The default eager model-with-cache, or the fast path's static, compiled one
-    (`positions`: the most tokens the run will hold in the cache)."""
+    (`positions`: the most tokens the run will hold in the cache; `keep_hidden`: keep the final
+    hidden states of each feed, for a feature draft; the eager path only)."""
+    if keep_hidden:
+        return CachedModel(model, vocab_size, keep_hidden=True)
     if fast:
         from .static_model import StaticCachedModel
         return StaticCachedModel(model, vocab_size, positions)

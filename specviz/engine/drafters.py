@@ -8,6 +8,13 @@ drafter is `propose(ids, k)` and `update(n_accepted)`; `release()` ends its run.
 - PromptLookupDrafter: no model. It finds the most recent earlier occurrence of the
   sequence's last n tokens (n = lookup_ngram down to 1) in prompt + output and proposes
   what followed it (Saxena 2023, "prompt lookup decoding"). Its q is one-hot.
+- FeatureDrafter: a draft that also reads the target's final hidden states (EAGLE-style,
+  models/feature_draft.py). After each verify pass, `update` receives the target's hidden
+  states of the tokens it fed and keeps those of the accepted ones; `propose` feeds the draft
+  every committed token with the target's feature of the position before (all known but the
+  newest token's), then drafts step 2.. on its own hidden states. Its cache only ever holds
+  entries made from target features: after a round it is cut back to the committed prefix
+  and the accepted drafts are fed again with the target's features.
 """
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ from typing import Protocol
 import torch
 
 from .cached_model import cached_model, uncached
+from .kv_buffer import buffered_cache
 from .config import SpecConfig
 from .sampling import choose, warp
 
@@ -33,7 +41,9 @@ class Drafter(Protocol):
 
     def propose(self, ids: list[int], k: int) -> Proposal: ...
 
-    def update(self, n_accepted: int) -> None: ...
+    # features: the target's final hidden states of the tokens its last pass fed, starting at
+    # sequence position `start` (only drafters with `reads_target_features` use them).
+    def update(self, n_accepted: int, features: torch.Tensor | None = None, start: int = 0) -> None: ...
 
     def release(self) -> None: ...
 
@@ -64,7 +74,7 @@ class ModelDrafter:
         # The last draft is not fed: the cache holds ids + the first k-1 drafts.
         return Proposal(torch.cat(tokens), torch.cat(qs))
 
-    def update(self, n_accepted: int) -> None:
+    def update(self, n_accepted: int, features: torch.Tensor | None = None, start: int = 0) -> None:
         self.lm.crop(min(self.lm.length, self.context_len + n_accepted))
 
     def release(self) -> None:
@@ -101,14 +111,78 @@ class PromptLookupDrafter:
         q[torch.arange(len(follow), device=self.device), tokens] = 1.0   # one-hot: q(x) = 1
         return Proposal(tokens, q)
 
-    def update(self, n_accepted: int) -> None:
+    def update(self, n_accepted: int, features: torch.Tensor | None = None, start: int = 0) -> None:
         pass
 
     def release(self) -> None:
         pass
 
 
+class FeatureDrafter:
+    reads_target_features = True
+
+    def __init__(self, model, vocab_size: int, cfg: SpecConfig, gen: torch.Generator):
+        self.model, self.vocab_size, self.gen = model, vocab_size, gen
+        self.cfg = cfg if cfg.draft_temperature is None else replace(cfg, temperature=cfg.draft_temperature)
+        self.cache = buffered_cache(model.config)
+        self.device = model.get_input_embeddings().weight.device
+        # features[t] = the target's final hidden state at sequence position t (known for t < len).
+        self.features = torch.zeros(0, model.config.hidden_size, device=self.device)
+        self.context_len = 0
+        self.forwards = 0
+
+    def _feed(self, tokens: torch.Tensor, prev_features: torch.Tensor) -> torch.Tensor:
+        """Run tokens (n,) after the cached ones, each with the feature of the position before (n, d);
+        returns the draft's final hidden states (n, d)."""
+        self.forwards += 1
+        return self.model.hidden(tokens.view(1, -1), prev_features[None], past_key_values=self.cache,
+                                 use_cache=True)[0]
+
+    def propose(self, ids: list[int], k: int) -> Proposal:
+        self.context_len = len(ids)
+        cached = self.cache.get_seq_length()
+        newest = len(ids) - 1
+        if self.features.shape[0] < newest:
+            # No target pass yet (the first round): nothing to read, so no drafts; the target's
+            # pass over the prompt gives the first token and the features of the next round.
+            return Proposal(torch.zeros(0, dtype=torch.long, device=self.device),
+                            torch.zeros(0, self.vocab_size, device=self.device))
+        # Positions cached..newest, each with the target's feature of the position before it
+        # (position 0 has none: a zero vector, as in training).
+        prev = self.features[max(0, cached - 1):newest]
+        if cached == 0:
+            prev = torch.cat([prev.new_zeros(1, prev.shape[1]), prev])
+        x = torch.tensor(ids[cached:], dtype=torch.long, device=self.device)
+        tokens, qs = [], []
+        for step in range(k):
+            hidden = self._feed(x, prev)
+            logits = self.model.lm_head(hidden[-1:])[:, : self.vocab_size].float()   # (1, V), -inf off the head
+            q = warp(logits, self.cfg)
+            x = choose(logits, q, self.cfg, self.gen)   # (1,): the next draft, fed next step ...
+            prev = hidden[-1:]                          # ... with the draft's own hidden state as its feature
+            tokens.append(x)
+            qs.append(q)
+        return Proposal(torch.cat(tokens), torch.cat(qs))
+
+    def update(self, n_accepted: int, features: torch.Tensor | None = None, start: int = 0) -> None:
+        if features is None:
+            raise ValueError("a feature drafter needs the target's hidden states after each pass")
+        # The fed tokens were ids[start:context_len] and then the drafts; the first
+        # (context_len - start) + n_accepted of them are committed, so their features are the target's.
+        known = self.context_len - start + n_accepted
+        self.features = torch.cat([self.features[:start], features[:known].to(self.features.dtype)])
+        # Keep only cache entries made from target features: positions before the round's drafts.
+        drop = self.cache.get_seq_length() - min(self.cache.get_seq_length(), self.context_len)
+        if drop > 0:
+            self.cache.crop(-drop)
+
+    def release(self) -> None:
+        pass
+
+
 def make_drafter(pair, cfg: SpecConfig, gen: torch.Generator, positions: int) -> Drafter:
+    if cfg.drafter == "model" and getattr(pair.draft, "reads_target_features", False):
+        return FeatureDrafter(pair.draft, pair.vocab_size, cfg, gen)
     if cfg.drafter == "model":
         return ModelDrafter(pair.draft, pair.vocab_size, cfg, gen, positions)
     return PromptLookupDrafter(pair.vocab_size, pair.device, cfg.lookup_ngram)

@@ -35,6 +35,9 @@ def speculate(pair: ModelPair, prompt: str | list[int], config: SpecConfig | Non
     cfg = config or SpecConfig()
     if cfg.drafter == "model" and pair.draft is None:
         raise ConfigError(f"{pair.target_name} was loaded without a draft model: use the prompt_lookup drafter")
+    if cfg.fast and cfg.drafter == "model" and getattr(pair.draft, "reads_target_features", False):
+        raise ConfigError(f"the fast path (static cache) cannot yet hand {pair.draft_name} the target's hidden "
+                          f"states it reads: turn the fast path off for this pair")
     out = Output(pair, encode_prompt(pair, prompt), cfg)    # bad input fails here, before any work
     return _run(pair, out, cfg, cancel, lane)
 
@@ -42,8 +45,9 @@ def speculate(pair: ModelPair, prompt: str | list[int], config: SpecConfig | Non
 def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> Iterator[Event]:
     gen = make_generator(pair.device, cfg.seed)
     positions = positions_needed(out, cfg)
-    target = cached_model(pair.target, pair.vocab_size, cfg.fast, positions)
     drafter = make_drafter(pair, cfg, gen, positions)
+    target = cached_model(pair.target, pair.vocab_size, cfg.fast, positions,
+                          keep_hidden=getattr(drafter, "reads_target_features", False))
     rounds = Rounds(pair, out, target, drafter, cfg, gen, lane)
     yield from run_lane(out, cancel, lane, LaneClock(pair.device), rounds.tally, rounds.step, target, drafter)
 
@@ -75,6 +79,7 @@ class Rounds:
 
         # 2. One target pass over the uncached tokens and the drafts; keep the last m + 1 positions:
         #    row i is the target's distribution for draft i, row m the one after all drafts.
+        fed_from = self.target.length
         logits = self.target.feed(torch.cat([uncached(self.target, out.ids), proposal.tokens]), keep=m + 1)
 
         # 3. Accept/reject; draw the correction or the bonus. One device-to-host read.
@@ -84,7 +89,7 @@ class Rounds:
 
         # 4. Roll both caches back to the accepted prefix (the new token is fed next round).
         self.target.crop(before + v.n_accepted)
-        self.drafter.update(v.n_accepted)
+        self.drafter.update(v.n_accepted, getattr(self.target, "hidden", None), fed_from)
 
         # 5. Commit tokens in order and build the round's events; a stop rule may end it early.
         tok, drafts = out.detok, v.drafts

@@ -22,6 +22,7 @@ import torch
 from ..engine.pair import ModelPair
 from ..errors import LoadError
 from . import borrowed_draft  # noqa: F401 - registers the borrowed-weights draft with the Auto classes
+from . import feature_draft  # noqa: F401 - and the feature draft (a borrowed draft that reads target features)
 from .fetch import FETCHABLE, fetch_hint, fetched
 from .packed_linear import mkl_packing_available, pack_linears
 
@@ -168,6 +169,21 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
             if model is not None:
                 pack_linears(model)
     return make_pair(target_model, draft_model, tokenizer, vocab, target, draft)
+
+
+def load_draft_for(pair: ModelPair, draft: str):
+    """Another draft model (hub id or folder) for an already loaded pair: same tokenizer checks,
+    borrowed tensors attached, same dtype and device. The benchmark gives it to transformers'
+    assisted generation when the pair's own draft reads target features."""
+    if _vocab_fingerprint(load_tokenizer(draft)) != _vocab_fingerprint(pair.tokenizer):
+        raise LoadError(f"the tokenizer of {draft!r} differs from the target's: a draft must share its target's tokenizer")
+    model = load_model(draft, pair.device, pair.target.dtype)
+    if isinstance(model, borrowed_draft.BorrowedDraftForCausalLM):
+        model.borrow_from(pair.target)
+    if pair.device.type == "cpu" and pair.target.dtype == torch.float32 and mkl_packing_available():
+        pack_linears(model)
+    model.name_or_path = _short(draft)
+    return model
 
 
 def output_rows(model) -> int:

@@ -1,0 +1,140 @@
+"""A draft that reads the target's hidden state as well as the token (EAGLE-style).
+
+The target's final hidden state f_t at position t is the vector its output head turns into the
+distribution of token t+1: it already holds what 30 layers understood of the context. A plain
+small draft has to rebuild that from tokens with 2 layers; this one is given it. As in EAGLE
+(Li et al. 2024), the input at position p is the token x_p together with the feature of the
+position before:
+
+    input_p = embed(x_p) + W (s g_{p-1}),   g_{p-1} = f_{p-1} (the target's) when known,
+
+with s a fixed scale that brings the features to the embeddings' size (SmolLM2: RMS 1.9 against
+0.135): W starts at zero, and at the features' own size Adam's first steps on W would swamp the
+token embedding.
+
+In a round the target's features are known for every committed position but the newest (the
+target has not run on the token it just chose). The first draft step, at that newest position L,
+reads f_{L-1}: all known. The next steps read the draft's *own* final hidden state h in place of
+the target's feature (g_L = h_L, ...), which lives in the same space because the draft's head is
+the target's own output rows. Training runs those later steps too (training-time test, as in
+EAGLE-3 and HASS): step s at position p sees steps-1 inputs up to p-s+1 and its own earlier steps,
+exactly what it sees in the engine (`training_mask`).
+
+Everything else is BorrowedDraftForCausalLM: a few decoder layers, the target's embedding and its
+output rows over a frequency-ranked subset (FR-Spec). W starts at zero, so an untrained W is the
+plain borrowed draft it was initialized from.
+
+Exactness does not depend on any of this: the draft only proposes; the engine's acceptance rule
+checks every token against the target. `forward(input_ids)` without features is refused, so
+transformers' assisted generation (which knows nothing of features) cannot misuse it.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from transformers import AutoConfig, AutoModelForCausalLM
+
+from ..errors import LoadError
+from .borrowed_draft import BorrowedDraftConfig, BorrowedDraftForCausalLM
+
+
+class FeatureDraftConfig(BorrowedDraftConfig):
+    model_type = "specviz_feature_draft"
+
+    def __init__(self, draft_steps_trained: int = 2, feature_scale: float = 1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.draft_steps_trained = draft_steps_trained   # steps per round seen in training (training-time test)
+        self.feature_scale = feature_scale               # s: RMS(embedding) / RMS(target features)
+
+
+class FeatureDraftForCausalLM(BorrowedDraftForCausalLM):
+    config_class = FeatureDraftConfig
+    reads_target_features = True      # the engine (drafters.py) checks this, importing nothing from here
+
+    def __init__(self, config: FeatureDraftConfig):
+        super().__init__(config)
+        self.feature_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
+        nn.init.zeros_(self.feature_proj.weight)
+
+    def inputs(self, input_ids: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        """embed(x_p) + W g_{p-1}: input_ids (..., n), features (..., n, d) already shifted by one."""
+        embeds = self.model.embed_tokens(input_ids)
+        return embeds + self.feature_proj(features.to(embeds.dtype) * self.config.feature_scale)
+
+    def hidden(self, input_ids: torch.Tensor, features: torch.Tensor, **kwargs) -> torch.Tensor:
+        """The draft's final hidden states (post norm) of the positions given."""
+        if not self.borrowed:
+            raise LoadError("a borrowed-weights draft needs its target: call borrow_from(target) (load_pair does)")
+        return self.model(inputs_embeds=self.inputs(input_ids, features), **kwargs).last_hidden_state
+
+    def forward(self, *args, **kwargs):
+        raise LoadError("this draft reads its target's hidden states: specviz's engine feeds them; "
+                        "transformers' generate(assistant_model=...) cannot")
+
+
+def training_mask(length: int, steps: int, device=None) -> torch.Tensor:
+    """Attention of `steps` stacked copies of a sequence (step s = block s, positions 0..length-1),
+    as the engine's draft step s sees it: (steps*length, steps*length) bool, True = attend.
+
+    Step s at position p is the s-th draft of a round whose newest committed position is
+    L = p - s + 1. It sees step-1 entries (target features) at positions <= L, and for each
+    earlier step b in 2..s the entry of step b at position L + b - 1 (its own earlier drafts)."""
+    p = torch.arange(length, device=device)
+    blocks = []
+    for s in range(1, steps + 1):
+        row = []
+        for b in range(1, steps + 1):
+            if b == 1:
+                allowed = p[None, :] <= (p[:, None] - s + 1)
+            elif b <= s:
+                allowed = p[None, :] == (p[:, None] - s + b)
+            else:
+                allowed = torch.zeros(length, length, dtype=torch.bool, device=device)
+            row.append(allowed)
+        blocks.append(torch.cat(row, 1))
+    mask = torch.cat(blocks, 0)
+    # Step s >= 2 at p < s - 1 has no committed position to stand on (L < 0): let it see itself only,
+    # so attention stays defined; those positions carry no loss.
+    mask |= torch.eye(steps * length, dtype=torch.bool, device=device)
+    return mask
+
+
+def unrolled_hidden(draft: FeatureDraftForCausalLM, ids: torch.Tensor, features: torch.Tensor, steps: int) -> torch.Tensor:
+    """Training forward over `steps` draft steps at every position: (B, steps, T, d) final hidden states.
+
+    ids (B, T); features (B, T, d) the target's f_t at every position t. Step 1 reads f_{p-1};
+    step s reads step s-1's own hidden state at p-1. Each step is one forward over all the steps
+    so far, stacked along the sequence with `training_mask` (the earlier ones are recomputed: the
+    draft is small)."""
+    B, T, d = features.shape
+    zero = features.new_zeros(B, 1, d)
+    shifted = torch.cat([zero, features[:, :-1]], 1)                      # g_{p-1}
+    inputs = [draft.inputs(ids, shifted)]
+    positions = torch.arange(T, device=ids.device)
+    for s in range(1, steps + 1):
+        x = torch.cat(inputs, 1)
+        mask = training_mask(T, s, ids.device)[None, None].expand(B, 1, s * T, s * T)
+        h = draft.model(inputs_embeds=x, attention_mask=mask,
+                        position_ids=positions.repeat(s)[None].expand(B, -1)).last_hidden_state
+        if s < steps:
+            own = h[:, (s - 1) * T:]                                       # step s's hidden states
+            inputs.append(draft.inputs(ids, torch.cat([zero, own[:, :-1]], 1)))
+    return h.view(B, steps, T, d)
+
+
+def from_borrowed(plain: BorrowedDraftForCausalLM, steps: int, feature_scale: float = 1.0) -> FeatureDraftForCausalLM:
+    """A feature draft that starts as `plain` (W = 0), sharing nothing but copies of its own tensors."""
+    config = FeatureDraftConfig(draft_steps_trained=steps, feature_scale=feature_scale, **{k: v for k, v in plain.config.to_dict().items()
+                                                              if k not in ("architectures", "model_type",
+                                                                           "transformers_version")})
+    draft = FeatureDraftForCausalLM(config).to(dtype=plain.dtype, device=plain.device)
+    missing, unexpected = draft.load_state_dict(plain.state_dict(), strict=False)
+    if unexpected or set(missing) - {"feature_proj.weight"}:
+        raise RuntimeError(f"cannot start a feature draft from this one: missing {missing}, unexpected {unexpected}")
+    draft.model.embed_tokens = plain.model.embed_tokens   # borrowed: shared, as in borrow_from
+    draft.borrowed = plain.borrowed
+    return draft
+
+
+AutoConfig.register(FeatureDraftConfig.model_type, FeatureDraftConfig)
+AutoModelForCausalLM.register(FeatureDraftConfig, FeatureDraftForCausalLM)

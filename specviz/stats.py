@@ -78,13 +78,17 @@ class RunStats:
     def cost_ratio(self) -> float | None:
         return measures.cost_ratio(self.tallies["spec"], self.tallies["base"])
 
+    def verify_ratio(self) -> float | None:
+        return measures.verify_ratio(self.tallies["spec"], self.tallies["base"])
+
     def theory(self) -> dict:
-        """The theory's expectations for the measured acceptance rate and cost ratio."""
-        a, c = self.acceptance_rate, self.cost_ratio()
+        """The theory's expectations for the measured acceptance rate, cost ratio c and verify ratio v
+        (the verify pass priced as measured: on a CPU it costs more than one plain step)."""
+        a, c, v = self.acceptance_rate, self.cost_ratio(), self.verify_ratio()
         if a is None:
             return {}
         out = {"tokens_per_round": theory.expected_tokens_per_round(a, self.k)}
         if c is not None:
-            out["speedup"] = theory.expected_speedup(a, self.k, c)
-            out["best_k"] = theory.best_k(a, c)
+            out["speedup"] = theory.expected_speedup(a, self.k, c, v or 1.0)
+            out["best_k"] = theory.best_k(a, c, v=v or 1.0)
         return out

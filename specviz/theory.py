@@ -27,6 +27,6 @@ def accepted_pmf(a: float, k: int) -> list[float]:
     return [a ** i * (1.0 - a) for i in range(k)] + [a ** k]
 
 
-def best_k(a: float, c: float, k_max: int = 16) -> int:
-    """The k in 1..k_max with the highest expected speedup."""
-    return max(range(1, k_max + 1), key=lambda k: expected_speedup(a, k, c))
+def best_k(a: float, c: float, k_max: int = 16, v: float = 1.0) -> int:
+    """The k in 1..k_max with the highest expected speedup (v taken as the same for every k)."""
+    return max(range(1, k_max + 1), key=lambda k: expected_speedup(a, k, c, v))

@@ -45,9 +45,12 @@ def test_fold():
     assert s.measured_speedup() == pytest.approx((6 / 0.04) / (3 / 0.03))
     # c = draft seconds per draft step x plain tokens per second = (0.012 / 6) * 100
     assert s.cost_ratio() == pytest.approx(0.2)
+    # v = verify seconds per round / seconds per plain token = (0.028 / 2) * 100
+    assert s.verify_ratio() == pytest.approx(1.4)
     th = s.theory()
     assert th["tokens_per_round"] == pytest.approx(theory.expected_tokens_per_round(0.8, 3))
-    assert th["speedup"] == pytest.approx(theory.expected_speedup(0.8, 3, 0.2))
+    assert th["speedup"] == pytest.approx(theory.expected_speedup(0.8, 3, 0.2, 1.4))
+    assert th["speedup"] < theory.expected_speedup(0.8, 3, 0.2)     # a verify pass dearer than a step lowers it
 
 
 def test_figures_from_the_trace():

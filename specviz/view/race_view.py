@@ -44,7 +44,7 @@ class RaceView:
 
     def strip(self) -> str:
         s = self.stats
-        a, per_round, th, c = s.acceptance_rate, s.tokens_per_round, s.theory(), s.cost_ratio()
+        a, per_round, th, c, v = s.acceptance_rate, s.tokens_per_round, s.theory(), s.cost_ratio(), s.verify_ratio()
         speed = s.measured_speedup()
         passes_spec = len(s.rounds)
         passes_base = s.tokens["base"][-1]
@@ -55,7 +55,8 @@ class RaceView:
             ("target passes", f"{passes_spec} vs {passes_base}", "speculative vs plain"),
             ("measured speedup", "—" if speed is None else f"{speed:.2f}×", "tokens/s, each lane on its own clock"),
             ("theory speedup", f"{th['speedup']:.2f}×" if "speedup" in th else "—",
-             f"from a and cost ratio c = {c:.3f}" if c else "from a and cost ratio c"),
+             f"E / (k·c + v): c = {c:.3f} per draft, v = {v:.2f} per verify pass" if c and v
+             else "from a, cost ratio c and verify ratio v"),
         ]
         # The measured speedup also as data: id "speedup", data-value = the number (scripts, tests).
         ids = {"measured speedup": f' id="speedup" data-value="{"" if speed is None else f"{speed:.4f}"}"'}

@@ -51,6 +51,8 @@ def tooltip(event) -> str:
         top = ", ".join(f"{piece!r} {prob:.2f}" for _, piece, prob in event.top_residual)
         return (f"resampled · {head}\nthe target's correction, drawn from norm(max(0, p − q))\n"
                 f"probability there = {_num(event.prob)}   p (target) = {_num(event.p)}\nresidual top: {top}")
+    if kind == "bonus" and event.position == 0:
+        return f"bonus · round {event.round}\nnothing drafted this round: the target's own next token\np = {_num(event.p)}"
     if kind == "bonus":
         return f"bonus · round {event.round}\nall drafts accepted: one more token from the target\np = {_num(event.p)}"
     return kind

@@ -49,6 +49,8 @@ def explain(event) -> str:
             return f"The target puts its own top choice {_tok(event.piece)} (p = {event.p:.3f}) in its place."
         return (f"The target replaces it with {_tok(event.piece)}, drawn from the leftover distribution "
                 f"norm(max(0, p − q)), where it has probability {event.prob:.3f}.")
+    if k == "bonus" and event.position == 0:
+        return f"Nothing to check, so the target's pass gives its next token: {_tok(event.piece)} (p = {event.p:.3f})."
     if k == "bonus":
         return (f"Every draft was accepted, so the same target pass yields one more token for free: "
                 f"{_tok(event.piece)} (p = {event.p:.3f}).")
@@ -83,7 +85,11 @@ def _reveal_round(state: dict):
     while i < len(records):
         event = from_dict(records[i])
         i += 1
-        if event.kind == "drafted":
+        if event.kind == "drafted" and not event.token_ids:
+            chips = (f'<p class="explain">Round {event.round}: the draft proposes nothing (a draft that reads the '
+                     f"target's hidden states has none before the target's first pass; or only one token is left "
+                     f"to write), and the target runs one forward pass:</p>")
+        elif event.kind == "drafted":
             chips = (f'<p class="explain">Round {event.round}: the draft proposes {len(event.token_ids)} token(s) '
                      f'{draft_chips(event)} and the target checks them all in one forward pass:</p>')
         elif event.kind in ("accepted", "rejected", "resampled", "bonus"):

@@ -21,8 +21,10 @@ def add_parser(sub) -> None:
     p.add_argument("--max-files", type=int, default=None, help="use only the first N corpus files (quick trials)")
     p.add_argument("--seed", type=int, default=0)
     g = p.add_argument_group("--pair smollm2")
-    g.add_argument("--stage", default="all", choices=["all", "data", "train"], help="data: prompts and on-policy "
-                   "shards only; train: distil and export from the shards there")
+    g.add_argument("--stage", default="all", choices=["all", "data", "train", "features", "train-features"],
+                   help="data: prompts and on-policy shards only; train: distil and export the plain draft "
+                   "from the shards there; features: the target's hidden states over the shards; "
+                   "train-features: the feature draft (EAGLE-style), started from the plain draft")
     g.add_argument("--layers", default="0,1", help="target layers the draft's layers start from, e.g. 0,1")
     g.add_argument("--head-size", type=int, default=8192, help="tokens the draft can propose")
     g.add_argument("--questions", type=int, default=2400, help="self-instruct tries")
@@ -34,6 +36,9 @@ def add_parser(sub) -> None:
     g.add_argument("--train-minutes", type=float, default=60.0, help="time budget for distillation")
     g.add_argument("--batch-size", type=int, default=16, help="sequences per training step")
     g.add_argument("--lr", type=float, default=1e-3)
+    g.add_argument("--feature-minutes", type=float, default=25.0, help="time budget for the target's hidden states")
+    g.add_argument("--draft-steps", type=int, default=2, help="feature draft: draft steps per round unrolled in training")
+    g.add_argument("--start-from", default="assets/models/smollm2-draft", help="feature draft: the plain draft it starts as")
     p.set_defaults(func=run)
 
 
@@ -60,17 +65,23 @@ def run(args) -> int:
 def run_smollm2(args, device: str, log) -> int:
     from pathlib import Path
 
-    from ..models.smollm2_draft import DraftRecipe, prepare_data, train
+    from ..models.smollm2_draft import DraftRecipe, extract_features, prepare_data, train, train_features
 
     recipe = DraftRecipe(layers=[int(x) for x in args.layers.split(",")], head_size=args.head_size,
                          questions=args.questions,
                          passes=None if args.passes is None else [float(x) for x in args.passes.split(",")],
                          gen_batch=args.gen_batch, max_new_tokens=args.max_new_tokens, gen_minutes=args.gen_minutes, train_minutes=args.train_minutes,
-                         batch_size=args.batch_size, lr=args.lr, seed=args.seed)
+                         batch_size=args.batch_size, lr=args.lr, seed=args.seed,
+                         feature_minutes=args.feature_minutes, draft_steps=args.draft_steps)
     work = Path(args.work_dir or ".specviz-train/smollm2")
     work.mkdir(parents=True, exist_ok=True)
     if args.stage in ("all", "data"):
         prepare_data(work, recipe, device, log)
     if args.stage in ("all", "train"):
         train(Path(args.out or "assets/models/smollm2-draft"), work, recipe, device, log)
+    if args.stage == "features":
+        extract_features(work, recipe, device, log)
+    if args.stage == "train-features":
+        train_features(Path(args.out or "assets/models/smollm2-feature-draft"), Path(args.start_from), work, recipe,
+                       device, log)
     return 0

@@ -7,6 +7,10 @@ Stages, each resumable from the work folder (a stage whose output is there is sk
 4. distillation of a few decoder layers over a frequency-ranked head (distill.py), checkpointed;
 5. export: the draft's own tensors in bf16 safetensors shards (under 10 MB each), the target's
    tokenizer, and a model card with the recipe, the data and the held-out figures.
+With `--stage features` / `--stage train-features`, the feature draft (EAGLE-style,
+feature_draft.py) instead: the target's hidden states over the shards (target_features.py),
+then the plain draft above extended to read them, trained with its later draft steps unrolled
+(feature_distill.py), exported the same way.
 The same code runs on a CPU (hours) or a GPU (minutes); the recipe records where it ran.
 """
 from __future__ import annotations
@@ -21,12 +25,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import torch
 
 from .distill_data import build_prompts, generate_shards
 from .fetch import SMOLLM2, fetch
 
 SHIP_DTYPE = torch.bfloat16
+VALIDATION_SEQUENCES = 192   # feature draft: held-out sequences per validation (a CPU validates in ~30 s)
 MAX_SHARD = "9MB"        # every shipped file stays under 10 MB
 
 
@@ -43,6 +49,8 @@ class DraftRecipe:
     batch_size: int = 16               # sequences per step
     lr: float = 1e-3
     seed: int = 0
+    feature_minutes: float = 25.0      # feature draft: time budget for the target's hidden states
+    draft_steps: int = 2               # feature draft: draft steps per round unrolled in training
 
     @property
     def name(self) -> str:
@@ -116,7 +124,68 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
     return card
 
 
-def export(draft, tokenizer, out: Path, card: dict) -> None:
+def extract_features(work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None]) -> None:
+    """The target's final hidden states over the validation shard, then training shards, until the budget."""
+    from .distill import split_shards
+    from .target_features import extract
+
+    _, _, target = load_target(device)
+    train_paths, val_paths = split_shards(sorted((work / "onpolicy").glob("shard-*.npz")))
+    extract(work, target, val_paths[:1] + train_paths, log, budget_s=recipe.feature_minutes * 60)
+
+
+def train_features(out: Path, start_from: Path, work: Path, recipe: DraftRecipe, device: str,
+                   log: Callable[[str], None]) -> dict:
+    """The feature draft: start from the plain draft at `start_from` (W = 0), train, export to `out`."""
+    from transformers import AutoModelForCausalLM
+
+    from .distill import split_shards
+    from .feature_distill import read_examples, train_feature_draft, validate
+    from .feature_draft import from_borrowed
+    from .trainer import TrainSettings
+
+    _, tokenizer, target = load_target(device)
+    train_paths, val_paths = split_shards(sorted((work / "onpolicy").glob("shard-*.npz")))
+    train_ex, val_ex = read_examples(work, train_paths), read_examples(work, val_paths[:1])[:VALIDATION_SEQUENCES]
+    if not train_ex or not val_ex:
+        raise RuntimeError(f"no target features in {work}/features: run --stage features first")
+    data = {"train_sequences": len(train_ex), "validation_sequences": len(val_ex),
+            "train_tokens": int(sum(len(e.seq.ids) - e.seq.prompt_len for e in train_ex)),
+            "validation_tokens": int(sum(len(e.seq.ids) - e.seq.prompt_len for e in val_ex)),
+            "train_positions": int(sum(len(e.seq.ids) for e in train_ex))}
+    log(f"data: {data}")
+    plain = AutoModelForCausalLM.from_pretrained(start_from, dtype=torch.float32).to(device)
+    # s = RMS(embedding) / RMS(features), measured on held-out features (feature_draft.py)
+    sample = torch.from_numpy(np.concatenate([np.asarray(e.features, dtype=np.float32) for e in val_ex]))
+    embed_rms = float(target.get_input_embeddings().weight.detach().float().pow(2).mean().sqrt())
+    scale = embed_rms / float(sample.pow(2).mean().sqrt())
+    log(f"feature scale {scale:.4f} (embedding RMS {embed_rms:.4f})")
+    draft = from_borrowed(plain.borrow_from(target), recipe.draft_steps, feature_scale=scale)
+    settings = TrainSettings(budget_s=recipe.train_minutes * 60, batch_size=recipe.batch_size, lr=recipe.lr,
+                             warmup_steps=30, weight_decay=0.0, eval_every_s=max(120.0, recipe.train_minutes * 6),
+                             checkpoint_every_s=60.0, seed=recipe.seed)
+    started = time.monotonic()
+    ckpt = work / f"feature-draft-{recipe.name}-steps{recipe.draft_steps}.ckpt"
+    sub_index = torch.full((draft.config.vocab_size,), -1, dtype=torch.long)
+    sub_index[draft.lm_head.token_ids.cpu()] = torch.arange(draft.config.head_size)
+    before = validate(draft, val_ex, sub_index, recipe.draft_steps) if not ckpt.exists() else None
+    if before:
+        log(f"held-out before (W = 0, the plain draft): {before}")
+    result = train_feature_draft(draft, train_ex, val_ex, recipe.draft_steps, settings, str(ckpt), log)
+    final = validate(draft, val_ex, sub_index, recipe.draft_steps)
+    log(f"held-out: {final}")
+    card = {"recipe": asdict(recipe), "started_from": str(start_from), "data": data, "training": {
+        "steps": result["steps"], "train_minutes": round(result["elapsed_s"] / 60, 1),
+        "device": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
+        "wall_minutes_this_run": round((time.monotonic() - started) / 60, 1)},
+        "held_out_start": {k: round(v, 4) for k, v in (before or result["history"][0]).items()},
+        "held_out": {k: round(v, 4) for k, v in final.items()}, "history": result["history"]}
+    export(draft, tokenizer, out, card, feature_model_card)
+    log(f"feature draft written to {out}")
+    return card
+
+
+def export(draft, tokenizer, out: Path, card: dict, describe: Callable[[dict], str] | None = None) -> None:
     """The draft's own tensors (bf16, sharded under 10 MB), config, tokenizer and model card."""
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -126,7 +195,7 @@ def export(draft, tokenizer, out: Path, card: dict) -> None:
     draft.save_pretrained(tmp, state_dict=state, max_shard_size=MAX_SHARD)
     tokenizer.save_pretrained(tmp)
     (tmp / "training.json").write_text(json.dumps(card, indent=1))
-    (tmp / "README.md").write_text(model_card(card))
+    (tmp / "README.md").write_text((describe or model_card)(card))
     shutil.rmtree(out, ignore_errors=True)
     tmp.replace(out)
 
@@ -159,6 +228,40 @@ target's embedding module and the target's output rows for those tokens (`Borrow
 - greedy agreement (draft argmax = target argmax, one-token acceptance at T = 0): {h['greedy_agreement']:.3f}
 - overlap sum_x min(p, q) (one-token acceptance at T = 1, over the top-32): {h['overlap']:.3f}
 - loss: {h['loss']:.3f}
+
+Acceptance and speed in the race are in the repository's `benchmarks/` and README.
+License: Apache-2.0, as the target.
+"""
+
+
+def feature_model_card(card: dict) -> str:
+    r, d, t, h0, h = card["recipe"], card["data"], card["training"], card["held_out_start"], card["held_out"]
+    steps = r["draft_steps"]
+    return f"""# SmolLM2-135M-Instruct feature draft ({len(r['layers'])} layers reading the target's hidden states)
+
+A draft for speculative decoding with `HuggingFaceTB/SmolLM2-135M-Instruct` as the target, trained by
+specviz's own script: `python -m specviz train-models --pair smollm2 --stage features`, then
+`--stage train-features`. EAGLE-style (Li et al. 2024): at position p it reads the token and the
+target's final hidden state at p - 1 (`embed(x_p) + W f_(p-1)`); the draft's later steps in a round read
+its own hidden state instead (`specviz/models/feature_draft.py`). Only its own tensors ship: the layers,
+the final norm, W and the ids of its {r['head_size']} head tokens; it borrows the target's embedding and
+output rows at load time, and runs only in specviz's engine, which hands it the target's hidden states.
+
+## Start and data
+- started from the plain 2-layer draft in `{card['started_from']}` with W = 0 (so it began as that draft);
+- the same on-policy shards as that draft (the target's own outputs, top-32 distributions kept), with
+  the target's fp32 hidden states at every position (`target_features.py`): {d['train_sequences']} training
+  sequences, {d['train_tokens']:,} target-written tokens; held out: {d['validation_sequences']} sequences,
+  {d['validation_tokens']:,} tokens (a validation shard, never trained on).
+
+## Training
+- loss: cross-entropy against the target's top-32 distribution at each of the {steps} draft steps of a
+  round, unrolled in one masked pass (training-time test), step s weighted 0.8^(s-1);
+- {t['steps']} steps of {r['batch_size']} sequences, lr {r['lr']}, {t['train_minutes']} min on {t['device']}.
+
+## Held-out figures (greedy agreement with the target; a2 given the first draft was right)
+- before (W = 0): a1 {h0.get('a1', float('nan')):.3f}, a2 {h0.get('a2', float('nan')):.3f}
+- after: a1 **{h['a1']:.3f}**, a2 **{h.get('a2', float('nan')):.3f}**, loss {h['loss']:.3f}
 
 Acceptance and speed in the race are in the repository's `benchmarks/` and README.
 License: Apache-2.0, as the target.

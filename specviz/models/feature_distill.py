@@ -1,0 +1,160 @@
+"""Training the SmolLM2 feature draft (feature_draft.py) on the on-policy shards and their features.
+
+Same data and loss as distill.py (cross-entropy against the target's recorded top-32
+distribution over the head's tokens, at every position the target generated), with two changes:
+- the draft reads the target's features (target_features.py), so a batch carries them;
+- the loss is taken at every draft step of a round (`steps`, training-time test): step s at
+  position p predicts token p+1 having fed its own hidden states for steps 2..s, weighted
+  STEP_DECAY**(s-1) as later steps matter less (they are only reached when earlier ones pass).
+Validation reports each step's greedy agreement with the target: a1 (step 1) and a2 (step 2,
+given step 1's token was the target's), the acceptance rates of a greedy round's two drafts.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .distill import Sequence, collate, read_shards
+from .feature_draft import FeatureDraftForCausalLM, unrolled_hidden
+from .target_features import feature_path, read_features
+from .trainer import TrainSettings, lr_at, resume, save_checkpoint
+
+STEP_DECAY = 0.8
+# W starts at zero and must grow to matter (entries ~ 1/sqrt(d)); at the layers' learning rate it
+# random-walks at ~1e-3 for the first hundred steps (measured: |W| entries 0.0014 after 50 steps, the
+# features adding ~3% to the input), so it learns this many times faster than the pretrained layers.
+FEATURE_LR_SCALE = 10.0
+
+
+@dataclass
+class Example:
+    seq: Sequence
+    features: np.ndarray     # (len(seq.ids), d) float16, the target's final hidden states
+
+
+def read_examples(work: Path, shards: list[Path]) -> list[Example]:
+    """The sequences of every shard whose features have been extracted."""
+    out = []
+    for shard in shards:
+        if feature_path(work, shard).exists():
+            seqs = read_shards([shard])
+            out += [Example(s, f) for s, f in zip(seqs, read_features(work, shard, seqs))]
+    return out
+
+
+def collate_examples(examples: list[Example], sub_index: torch.Tensor):
+    ids, mask, rows, cols, teacher = collate([e.seq for e in examples], sub_index)
+    feats = torch.zeros((*ids.shape, examples[0].features.shape[1]), dtype=torch.float32)
+    for r, e in enumerate(examples):
+        feats[r, :len(e.seq.ids)] = torch.from_numpy(np.asarray(e.features, dtype=np.float32))
+    return ids, feats, rows, cols, teacher
+
+
+def loss_and_metrics(draft: FeatureDraftForCausalLM, ids, feats, rows, cols, teacher, steps: int):
+    top, probs = teacher                                   # (N, K) head indices (-1: outside), (N, K) p
+    hidden = unrolled_hidden(draft, ids, feats, steps)     # (B, steps, T, d)
+    inside = top >= 0
+    total, weight, metrics = 0.0, 0.0, {"tokens": int(rows.numel())}
+    agree_prev = None
+    for s in range(steps):
+        valid = (cols - s) >= 1            # the round's newest committed position L = p - s is past the start
+        logq = F.log_softmax(draft.lm_head.subset_logits(hidden[rows, s, cols]).float(), dim=-1)
+        logq_top = logq.gather(1, top.clamp(min=0)) * inside
+        # Cross-entropy against the recorded p: -sum_k p_k log q_k = KL(p || q) + H(p) on the head's tokens.
+        ce = -(probs * logq_top).sum(-1)
+        w = STEP_DECAY ** s
+        total = total + w * (ce * valid).sum() / valid.sum().clamp(min=1)
+        weight += w
+        with torch.no_grad():
+            agree = (logq.argmax(-1) == top[:, 0]) & inside[:, 0] & valid
+            if agree_prev is None:
+                metrics["a1"] = agree.float().sum().item() / max(1, int(valid.sum()))
+            else:
+                # step s+1 at p follows step s at p - 1 (same round): a2 = P(agree at step 2 | step 1 agreed).
+                prev = torch.zeros_like(agree)
+                same_row = torch.zeros_like(agree)
+                prev[1:] = agree_prev[:-1]
+                same_row[1:] = (rows[1:] == rows[:-1]) & (cols[1:] == cols[:-1] + 1)
+                cond = prev & same_row & valid
+                metrics[f"a{s + 1}"] = (agree & cond).float().sum().item() / max(1, int(cond.sum()))
+            agree_prev = agree
+    return total / weight, metrics
+
+
+@torch.no_grad()
+def validate(draft, examples: list[Example], sub_index: torch.Tensor, steps: int, batch_size: int = 16) -> dict:
+    draft.eval()
+    sums: dict[str, float] = {}
+    count = 0
+    ordered = sorted(examples, key=lambda e: len(e.seq.ids))
+    for i in range(0, len(ordered), batch_size):
+        batch = collate_examples(ordered[i:i + batch_size], sub_index)
+        loss, m = loss_and_metrics(draft, *batch, steps=steps)
+        n = m.pop("tokens")
+        for k, v in {"loss": loss.item(), **m}.items():
+            sums[k] = sums.get(k, 0.0) + v * n
+        count += n
+    draft.train()
+    return {k: v / max(1, count) for k, v in sums.items()}
+
+
+def train_feature_draft(draft: FeatureDraftForCausalLM, train: list[Example], val: list[Example], steps: int,
+                        settings: TrainSettings, checkpoint: str, log: Callable[[str], None] = print) -> dict:
+    """Train the draft's own layers and W until the time budget is spent; resumable from `checkpoint`."""
+    sub_index = torch.full((draft.config.vocab_size,), -1, dtype=torch.long)
+    sub_index[draft.lm_head.token_ids] = torch.arange(draft.config.head_size)
+    params = [p for n, p in draft.named_parameters() if not n.startswith(("model.embed_tokens", "lm_head"))]
+    keep = set(params)
+    for p in draft.parameters():
+        p.requires_grad_(p in keep)
+    proj = draft.feature_proj.weight
+    groups = [{"params": [p for p in params if p is not proj], "lr_scale": 1.0},
+              {"params": [proj], "lr_scale": FEATURE_LR_SCALE}]
+    opt = torch.optim.AdamW(groups, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
+    gen = torch.Generator().manual_seed(settings.seed)
+    step, elapsed, history = resume(checkpoint, draft, opt, gen, log)
+    draft.train()
+    last_log = last_eval = last_ckpt = time.monotonic()
+    window: dict[str, float] = {}
+    n_window = 0
+    while elapsed < settings.budget_s:
+        t0 = time.monotonic()
+        for group in opt.param_groups:
+            group["lr"] = lr_at(settings, step, elapsed) * group["lr_scale"]
+        pool = torch.randint(0, len(train), (settings.batch_size * 4,), generator=gen).tolist()
+        pool.sort(key=lambda i: len(train[i].seq.ids))    # similar lengths together: little padding
+        start = int(torch.randint(0, 4, (1,), generator=gen)) * settings.batch_size
+        batch = collate_examples([train[i] for i in pool[start:start + settings.batch_size]], sub_index)
+        loss, m = loss_and_metrics(draft, *batch, steps=steps)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        step += 1
+        now = time.monotonic()
+        elapsed += now - t0
+        for k, v in {"loss": loss.item(), **m}.items():
+            window[k] = window.get(k, 0.0) + v
+        n_window += 1
+        if now - last_log >= 60 or elapsed >= settings.budget_s:
+            tokens = window.pop("tokens")
+            log(f"step {step:6d}  " + "  ".join(f"{k} {v / n_window:.3f}" for k, v in window.items())
+                + f"  {tokens / (now - last_log):,.0f} tok/s  {elapsed / 60:5.1f}/{settings.budget_s / 60:.0f} min")
+            window, n_window, last_log = {}, 0, now
+        if now - last_eval >= settings.eval_every_s or elapsed >= settings.budget_s:
+            metrics = validate(draft, val, sub_index, steps)
+            history.append({"step": step, "elapsed_s": round(elapsed, 1), **metrics})
+            log("validation  " + "  ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+            last_eval = time.monotonic()
+        if now - last_ckpt >= settings.checkpoint_every_s:
+            save_checkpoint(checkpoint, draft, opt, gen, step, elapsed, history)
+            last_ckpt = time.monotonic()
+    save_checkpoint(checkpoint, draft, opt, gen, step, elapsed, history)
+    draft.eval()
+    return {"steps": step, "elapsed_s": elapsed, "history": history}

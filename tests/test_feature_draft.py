@@ -31,8 +31,11 @@ from .test_greedy_exact import N, last, reference
 
 def feature_draft_of(target, head: list[int], seed: int) -> FeatureDraftForCausalLM:
     """A one-layer feature draft cut from target, with a random (nonzero) feature projection."""
-    draft = from_borrowed(make_draft(target, [0], head, "test/target"), steps=2)
     torch.manual_seed(seed)
+    width = target.config.hidden_size
+    # z's statistics as a trained draft has them (saved in its config): not the identity
+    draft = from_borrowed(make_draft(target, [0], head, "test/target"), steps=2, feature_scale=0.5,
+                          feature_mean=(torch.randn(width) * 0.1).tolist(), feature_std=(torch.rand(width) + 0.5).tolist())
     with torch.no_grad():
         draft.feature_proj.weight.normal_(0, 0.3)
     return draft.eval()
@@ -57,6 +60,7 @@ def pair_feature(tiny_dirs, feature_dir):
 
 def test_loads_as_a_feature_draft(pair_feature):
     assert isinstance(pair_feature.draft, FeatureDraftForCausalLM)
+    assert pair_feature.draft.config.feature_scale == 0.5 and len(pair_feature.draft.config.feature_std) == 48
     assert pair_feature.draft.feature_proj.weight.abs().sum() > 0      # the saved W came back
     assert pair_feature.draft.model.embed_tokens is pair_feature.target.get_input_embeddings()   # borrowed
 

@@ -6,11 +6,13 @@ small draft has to rebuild that from tokens with 2 layers; this one is given it.
 (Li et al. 2024), the input at position p is the token x_p together with the feature of the
 position before:
 
-    input_p = embed(x_p) + W (s g_{p-1}),   g_{p-1} = f_{p-1} (the target's) when known,
+    input_p = embed(x_p) + W z(g_{p-1}),   g_{p-1} = f_{p-1} (the target's) when known,
 
-with s a fixed scale that brings the features to the embeddings' size (SmolLM2: RMS 1.9 against
-0.135): W starts at zero, and at the features' own size Adam's first steps on W would swamp the
-token embedding.
+where z standardizes each feature dimension with the mean and spread measured on the training data
+and scales it to the embeddings' size: z(g) = s (g - mean) / std. SmolLM2's final hidden states have
+RMS 1.9 against the embeddings' 0.135, and a few outlier dimensions with RMS up to 18: unscaled, W's
+first Adam steps swamp the token embedding and those few dimensions drive them (measured: held-out
+agreement fell from 0.50 to 0.44 before recovering).
 
 In a round the target's features are known for every committed position but the newest (the
 target has not run on the token it just chose). The first draft step, at that newest position L,
@@ -41,10 +43,13 @@ from .borrowed_draft import BorrowedDraftConfig, BorrowedDraftForCausalLM
 class FeatureDraftConfig(BorrowedDraftConfig):
     model_type = "specviz_feature_draft"
 
-    def __init__(self, draft_steps_trained: int = 2, feature_scale: float = 1.0, **kwargs):
+    def __init__(self, draft_steps_trained: int = 2, feature_scale: float = 1.0,
+                 feature_mean: list[float] | None = None, feature_std: list[float] | None = None, **kwargs):
         super().__init__(**kwargs)
         self.draft_steps_trained = draft_steps_trained   # steps per round seen in training (training-time test)
-        self.feature_scale = feature_scale               # s: RMS(embedding) / RMS(target features)
+        self.feature_scale = feature_scale               # s: the embeddings' RMS
+        self.feature_mean = feature_mean                 # per dimension, over the training features (None: 0)
+        self.feature_std = feature_std                   # per dimension (None: 1)
 
 
 class FeatureDraftForCausalLM(BorrowedDraftForCausalLM):
@@ -55,11 +60,24 @@ class FeatureDraftForCausalLM(BorrowedDraftForCausalLM):
         super().__init__(config)
         self.feature_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
         nn.init.zeros_(self.feature_proj.weight)
+        self._z: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def _z_stats(self, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean, s / std) of z, built from the config (where they are saved) on first use on a device.
+        Not buffers: from_pretrained builds a model on the meta device and would leave them empty."""
+        if self._z is None or self._z[0].device != device:
+            c, d = self.config, self.config.hidden_size
+            mean = torch.tensor(c.feature_mean, dtype=torch.float32) if c.feature_mean is not None else torch.zeros(d)
+            std = torch.tensor(c.feature_std, dtype=torch.float32) if c.feature_std is not None else torch.ones(d)
+            self._z = (mean.to(device), (c.feature_scale / std.clamp(min=1e-6)).to(device))
+        return self._z
 
     def inputs(self, input_ids: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         """embed(x_p) + W g_{p-1}: input_ids (..., n), features (..., n, d) already shifted by one."""
         embeds = self.model.embed_tokens(input_ids)
-        return embeds + self.feature_proj(features.to(embeds.dtype) * self.config.feature_scale)
+        mean, inv = self._z_stats(embeds.device)
+        z = (features.float() - mean) * inv
+        return embeds + self.feature_proj(z.to(embeds.dtype))
 
     def hidden(self, input_ids: torch.Tensor, features: torch.Tensor, **kwargs) -> torch.Tensor:
         """The draft's final hidden states (post norm) of the positions given."""
@@ -122,9 +140,11 @@ def unrolled_hidden(draft: FeatureDraftForCausalLM, ids: torch.Tensor, features:
     return h.view(B, steps, T, d)
 
 
-def from_borrowed(plain: BorrowedDraftForCausalLM, steps: int, feature_scale: float = 1.0) -> FeatureDraftForCausalLM:
+def from_borrowed(plain: BorrowedDraftForCausalLM, steps: int, feature_scale: float = 1.0,
+                  feature_mean: list[float] | None = None, feature_std: list[float] | None = None) -> FeatureDraftForCausalLM:
     """A feature draft that starts as `plain` (W = 0), sharing nothing but copies of its own tensors."""
-    config = FeatureDraftConfig(draft_steps_trained=steps, feature_scale=feature_scale, **{k: v for k, v in plain.config.to_dict().items()
+    config = FeatureDraftConfig(draft_steps_trained=steps, feature_scale=feature_scale, feature_mean=feature_mean,
+                                feature_std=feature_std, **{k: v for k, v in plain.config.to_dict().items()
                                                               if k not in ("architectures", "model_type",
                                                                            "transformers_version")})
     draft = FeatureDraftForCausalLM(config).to(dtype=plain.dtype, device=plain.device)

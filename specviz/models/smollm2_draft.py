@@ -155,12 +155,14 @@ def train_features(out: Path, start_from: Path, work: Path, recipe: DraftRecipe,
             "train_positions": int(sum(len(e.seq.ids) for e in train_ex))}
     log(f"data: {data}")
     plain = AutoModelForCausalLM.from_pretrained(start_from, dtype=torch.float32).to(device)
-    # s = RMS(embedding) / RMS(features), measured on held-out features (feature_draft.py)
-    sample = torch.from_numpy(np.concatenate([np.asarray(e.features, dtype=np.float32) for e in val_ex]))
+    # z's statistics (feature_draft.py): per-dimension mean and spread of the features, and the embeddings' RMS
+    sample = torch.from_numpy(np.concatenate([np.asarray(e.features, dtype=np.float32) for e in train_ex[:400]]))
+    mean, std = sample.mean(0), sample.std(0)
     embed_rms = float(target.get_input_embeddings().weight.detach().float().pow(2).mean().sqrt())
-    scale = embed_rms / float(sample.pow(2).mean().sqrt())
-    log(f"feature scale {scale:.4f} (embedding RMS {embed_rms:.4f})")
-    draft = from_borrowed(plain.borrow_from(target), recipe.draft_steps, feature_scale=scale)
+    log(f"features: RMS {float(sample.pow(2).mean().sqrt()):.3f}, per-dimension spread {float(std.min()):.3f}"
+        f"-{float(std.max()):.3f}; scaled to the embeddings' RMS {embed_rms:.4f}")
+    draft = from_borrowed(plain.borrow_from(target), recipe.draft_steps, feature_scale=embed_rms,
+                          feature_mean=mean.tolist(), feature_std=std.tolist())
     settings = TrainSettings(budget_s=recipe.train_minutes * 60, batch_size=recipe.batch_size, lr=recipe.lr,
                              warmup_steps=30, weight_decay=0.0, eval_every_s=max(120.0, recipe.train_minutes * 6),
                              checkpoint_every_s=60.0, seed=recipe.seed)

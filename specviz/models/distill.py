@@ -14,7 +14,6 @@
 """
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from .borrowed_draft import BorrowedDraftConfig, BorrowedDraftForCausalLM
-from .trainer import TrainSettings, lr_at, resume, save_checkpoint
+from .trainer import TrainSettings, train_steps
 
 VALIDATION_EVERY = 20
 
@@ -166,44 +165,15 @@ def train_draft(draft, train: list[Sequence], val: list[Sequence], settings: Tra
     sub_index = torch.full((vocab,), -1, dtype=torch.long)
     sub_index[draft.lm_head.token_ids] = torch.arange(draft.config.head_size)
     params = [p for n, p in draft.named_parameters() if p.requires_grad and not n.startswith(("model.embed_tokens", "lm_head"))]
-    for n, p in draft.named_parameters():
-        p.requires_grad_(p in set(params))
-    opt = torch.optim.AdamW(params, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
-    gen = torch.Generator().manual_seed(settings.seed)
-    step, elapsed, history = resume(checkpoint, draft, opt, gen, log, device=str(draft.device))
-    batches = Batches(train, settings.batch_size, sub_index, gen)
-    draft.train()
-    last_log = last_eval = last_ckpt = time.monotonic()
-    window = {"loss": 0.0, "greedy_agreement": 0.0, "n": 0, "tokens": 0}
-    while elapsed < settings.budget_s:
-        t0 = time.monotonic()
-        for group in opt.param_groups:
-            group["lr"] = lr_at(settings, step, elapsed)
-        loss, m = loss_and_metrics(draft, *batches.sample())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        step += 1
-        now = time.monotonic()
-        elapsed += now - t0
-        window["loss"] += loss.item()
-        window["greedy_agreement"] += m["greedy_agreement"]
-        window["n"] += 1
-        window["tokens"] += m["tokens"]
-        if now - last_log >= 60 or elapsed >= settings.budget_s:
-            n = window["n"]
-            log(f"step {step:6d}  loss {window['loss'] / n:.3f}  agreement {window['greedy_agreement'] / n:.3f}  "
-                f"{window['tokens'] / (now - last_log):,.0f} tok/s  {elapsed / 60:5.1f}/{settings.budget_s / 60:.0f} min")
-            window, last_log = {"loss": 0.0, "greedy_agreement": 0.0, "n": 0, "tokens": 0}, now
-        if now - last_eval >= settings.eval_every_s or elapsed >= settings.budget_s:
-            metrics = validate(draft, val, sub_index)
-            history.append({"step": step, "elapsed_s": round(elapsed, 1), **metrics})
-            log("validation  " + "  ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
-            last_eval = time.monotonic()
-        if now - last_ckpt >= settings.checkpoint_every_s:
-            save_checkpoint(checkpoint, draft, opt, gen, step, elapsed, history)
-            last_ckpt = time.monotonic()
-    save_checkpoint(checkpoint, draft, opt, gen, step, elapsed, history)
-    draft.eval()
-    return {"steps": step, "elapsed_s": elapsed, "history": history}
+    keep = set(params)
+    for p in draft.parameters():
+        p.requires_grad_(p in keep)
+    batches: list[Batches] = []
+
+    def step_loss(gen: torch.Generator):
+        if not batches:       # drawn with the loop's generator, which a resumed run restores
+            batches.append(Batches(train, settings.batch_size, sub_index, gen))
+        return loss_and_metrics(draft, *batches[0].sample())
+
+    return train_steps(draft, params, [{"params": params, "lr_scale": 1.0}], settings, checkpoint, step_loss,
+                       lambda: validate(draft, val, sub_index), log, device=str(draft.device))

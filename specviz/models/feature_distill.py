@@ -11,7 +11,6 @@ given step 1's token was the target's), the acceptance rates of a greedy round's
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -23,7 +22,7 @@ import torch.nn.functional as F
 from .distill import Sequence, collate, read_shards
 from .feature_draft import FeatureDraftForCausalLM, unrolled_hidden
 from .target_features import feature_path, read_features
-from .trainer import TrainSettings, lr_at, resume, save_checkpoint
+from .trainer import TrainSettings, train_steps
 
 STEP_DECAY = 0.8
 # W starts at zero and must grow to matter (entries ~ 1/sqrt(d)); at the layers' learning rate it
@@ -117,45 +116,13 @@ def train_feature_draft(draft: FeatureDraftForCausalLM, train: list[Example], va
     proj = draft.feature_proj.weight
     groups = [{"params": [p for p in params if p is not proj], "lr_scale": 1.0},
               {"params": [proj], "lr_scale": FEATURE_LR_SCALE}]
-    opt = torch.optim.AdamW(groups, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
-    gen = torch.Generator().manual_seed(settings.seed)
-    step, elapsed, history = resume(checkpoint, draft, opt, gen, log)
-    draft.train()
-    last_log = last_eval = last_ckpt = time.monotonic()
-    window: dict[str, float] = {}
-    n_window = 0
-    while elapsed < settings.budget_s:
-        t0 = time.monotonic()
-        for group in opt.param_groups:
-            group["lr"] = lr_at(settings, step, elapsed) * group["lr_scale"]
+
+    def step_loss(gen: torch.Generator):
         pool = torch.randint(0, len(train), (settings.batch_size * 4,), generator=gen).tolist()
         pool.sort(key=lambda i: len(train[i].seq.ids))    # similar lengths together: little padding
         start = int(torch.randint(0, 4, (1,), generator=gen)) * settings.batch_size
         batch = collate_examples([train[i] for i in pool[start:start + settings.batch_size]], sub_index)
-        loss, m = loss_and_metrics(draft, *batch, steps=steps)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        step += 1
-        now = time.monotonic()
-        elapsed += now - t0
-        for k, v in {"loss": loss.item(), **m}.items():
-            window[k] = window.get(k, 0.0) + v
-        n_window += 1
-        if now - last_log >= 60 or elapsed >= settings.budget_s:
-            tokens = window.pop("tokens")
-            log(f"step {step:6d}  " + "  ".join(f"{k} {v / n_window:.3f}" for k, v in window.items())
-                + f"  {tokens / (now - last_log):,.0f} tok/s  {elapsed / 60:5.1f}/{settings.budget_s / 60:.0f} min")
-            window, n_window, last_log = {}, 0, now
-        if now - last_eval >= settings.eval_every_s or elapsed >= settings.budget_s:
-            metrics = validate(draft, val, sub_index, steps)
-            history.append({"step": step, "elapsed_s": round(elapsed, 1), **metrics})
-            log("validation  " + "  ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
-            last_eval = time.monotonic()
-        if now - last_ckpt >= settings.checkpoint_every_s:
-            save_checkpoint(checkpoint, draft, opt, gen, step, elapsed, history)
-            last_ckpt = time.monotonic()
-    save_checkpoint(checkpoint, draft, opt, gen, step, elapsed, history)
-    draft.eval()
-    return {"steps": step, "elapsed_s": elapsed, "history": history}
+        return loss_and_metrics(draft, *batch, steps=steps)
+
+    return train_steps(draft, params, groups, settings, checkpoint, step_loss,
+                       lambda: validate(draft, val, sub_index, steps), log, device=str(draft.device))

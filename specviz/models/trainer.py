@@ -111,6 +111,56 @@ def lr_at(settings: TrainSettings, step: int, elapsed_s: float) -> float:
     return floor + 0.5 * (settings.lr - floor) * (1 + math.cos(math.pi * frac))
 
 
+def train_steps(model, params: list, groups: list[dict], settings: TrainSettings, checkpoint: str,
+                step_loss_fn: Callable[[torch.Generator], tuple[torch.Tensor, dict]],
+                validate_fn: Callable[[], dict], log: Callable[[str], None] = print, device: str = "cpu") -> dict:
+    """The time-budgeted loop of the drafts' distillations, resumable from `checkpoint`.
+
+    groups: AdamW parameter groups, each with an `lr_scale` (its lr = the schedule's x lr_scale);
+    step_loss_fn(gen) -> (loss, metrics incl. "tokens"); validate_fn() -> held-out metrics.
+    Logs every metric averaged over each minute, validates every eval_every_s, checkpoints
+    every checkpoint_every_s; returns steps, elapsed seconds and the validation history."""
+    opt = torch.optim.AdamW(groups, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
+    gen = torch.Generator().manual_seed(settings.seed)
+    step, elapsed, history = resume(checkpoint, model, opt, gen, log, device=device)
+    model.train()
+    last_log = last_eval = last_ckpt = time.monotonic()
+    window: dict[str, float] = {}
+    n_window = 0
+    while elapsed < settings.budget_s:
+        t0 = time.monotonic()
+        for group in opt.param_groups:
+            group["lr"] = lr_at(settings, step, elapsed) * group.get("lr_scale", 1.0)
+        loss, metrics = step_loss_fn(gen)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        step += 1
+        now = time.monotonic()
+        elapsed += now - t0
+        for k, v in {"loss": loss.item(), **metrics}.items():
+            window[k] = window.get(k, 0.0) + v
+        n_window += 1
+        if now - last_log >= 60 or elapsed >= settings.budget_s:
+            tokens = window.pop("tokens", 0)
+            log(f"step {step:6d}  " + "  ".join(f"{k} {v / n_window:.3f}" for k, v in window.items())
+                + f"  {tokens / (now - last_log):,.0f} tok/s  {elapsed / 60:5.1f}/{settings.budget_s / 60:.0f} min")
+            window, n_window, last_log = {}, 0, now
+        if now - last_eval >= settings.eval_every_s or elapsed >= settings.budget_s:
+            held_out = validate_fn()
+            model.train()
+            history.append({"step": step, "elapsed_s": round(elapsed, 1), **held_out})
+            log("validation  " + "  ".join(f"{k} {v:.4f}" for k, v in held_out.items()))
+            last_eval = time.monotonic()
+        if now - last_ckpt >= settings.checkpoint_every_s:
+            save_checkpoint(checkpoint, model, opt, gen, step, elapsed, history)
+            last_ckpt = time.monotonic()
+    save_checkpoint(checkpoint, model, opt, gen, step, elapsed, history)
+    model.eval()
+    return {"steps": step, "elapsed_s": elapsed, "history": history}
+
+
 def train_lm(model, train_data, eval_data, settings: TrainSettings, checkpoint: str,
              teacher=None, log: Callable[[str], None] = print, device: str = "cpu") -> dict:
     """Train model in place until the time budget is spent; resume from checkpoint if present."""

@@ -163,7 +163,7 @@ def train_draft(draft, train: list[Sequence], val: list[Sequence], settings: Tra
     """Train the draft's own layers until the time budget is spent; resumable from `checkpoint`."""
     vocab = draft.config.vocab_size
     sub_index = torch.full((vocab,), -1, dtype=torch.long)
-    sub_index[draft.lm_head.token_ids] = torch.arange(draft.config.head_size)
+    sub_index[draft.lm_head.token_ids.cpu()] = torch.arange(draft.config.head_size)
     params = [p for n, p in draft.named_parameters() if p.requires_grad and not n.startswith(("model.embed_tokens", "lm_head"))]
     keep = set(params)
     for p in draft.parameters():

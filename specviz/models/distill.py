@@ -78,7 +78,7 @@ def make_draft(target, layers: list[int], token_ids: list[int], target_id: str) 
     tc.update(num_hidden_layers=len(layers), tie_word_embeddings=False)
     embedding = target.get_input_embeddings().weight
     config = BorrowedDraftConfig(head_size=len(token_ids), target_id=target_id,
-                                 target_embedding_norm=float(embedding.float().norm()), **tc)
+                                 target_embedding_norm=float(embedding.detach().float().norm()), **tc)
     draft = BorrowedDraftForCausalLM(config).to(dtype=torch.float32, device=target.device)
     with torch.no_grad():
         for mine, theirs in enumerate(layers):

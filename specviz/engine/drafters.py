@@ -24,8 +24,8 @@ from typing import Protocol
 import torch
 
 from .cached_model import cached_model, uncached
-from .kv_buffer import buffered_cache
 from .config import SpecConfig
+from .kv_buffer import buffered_cache
 from .sampling import choose, warp
 
 
@@ -154,7 +154,7 @@ class FeatureDrafter:
             prev = torch.cat([prev.new_zeros(1, prev.shape[1]), prev])
         x = torch.tensor(ids[cached:], dtype=torch.long, device=self.device)
         tokens, qs = [], []
-        for step in range(k):
+        for _ in range(k):
             hidden = self._feed(x, prev)
             logits = self.model.lm_head(hidden[-1:])[:, : self.vocab_size].float()   # (1, V), -inf off the head
             q = warp(logits, self.cfg)

@@ -154,12 +154,7 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
     draft_model = None
     vocab = output_rows(target_model)
     if draft is not None:
-        draft_tok = load_tokenizer(draft)
-        if _vocab_fingerprint(draft_tok) != _vocab_fingerprint(tokenizer):
-            raise LoadError(f"the tokenizers of {target!r} and {draft!r} differ: a draft must share its target's tokenizer")
-        draft_model = load_model(draft, dev, dt)
-        if isinstance(draft_model, borrowed_draft.BorrowedDraftForCausalLM):
-            draft_model.borrow_from(target_model)
+        draft_model = _load_draft(draft, tokenizer, target_model, target, dev, dt)
         # Vocabularies that differ only by padding rows (Qwen2.5 0.5B vs 7B) work on the shared part.
         vocab = min(vocab, output_rows(draft_model))
         if vocab < len(tokenizer):
@@ -171,15 +166,21 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
     return make_pair(target_model, draft_model, tokenizer, vocab, target, draft)
 
 
-def load_draft_for(pair: ModelPair, draft: str):
-    """Another draft model (hub id or folder) for an already loaded pair: same tokenizer checks,
-    borrowed tensors attached, same dtype and device. The benchmark gives it to transformers'
-    assisted generation when the pair's own draft reads target features."""
-    if _vocab_fingerprint(load_tokenizer(draft)) != _vocab_fingerprint(pair.tokenizer):
-        raise LoadError(f"the tokenizer of {draft!r} differs from the target's: a draft must share its target's tokenizer")
-    model = load_model(draft, pair.device, pair.target.dtype)
+def _load_draft(draft: str, tokenizer, target_model, target: str, dev: torch.device, dt: torch.dtype):
+    """A draft model checked against the target's tokenizer, with the target's tensors attached if it borrows them."""
+    if _vocab_fingerprint(load_tokenizer(draft)) != _vocab_fingerprint(tokenizer):
+        raise LoadError(f"the tokenizers of {target!r} and {draft!r} differ: a draft must share its target's tokenizer")
+    model = load_model(draft, dev, dt)
     if isinstance(model, borrowed_draft.BorrowedDraftForCausalLM):
-        model.borrow_from(pair.target)
+        model.borrow_from(target_model)
+    return model
+
+
+def load_draft_for(pair: ModelPair, draft: str):
+    """Another draft model (hub id or folder) for an already loaded pair, on its device and dtype.
+    The benchmark gives it to transformers' assisted generation when the pair's own draft reads
+    target features."""
+    model = _load_draft(draft, pair.tokenizer, pair.target, pair.target_name, pair.device, pair.target.dtype)
     if pair.device.type == "cpu" and pair.target.dtype == torch.float32 and mkl_packing_available():
         pack_linears(model)
     model.name_or_path = _short(draft)

@@ -70,6 +70,14 @@ def head_tokens(seqs: list[Sequence], size: int, always: set[int]) -> tuple[list
     return chosen, covered
 
 
+def head_index(draft) -> torch.Tensor:
+    """(vocab,) long: each token's column in the draft's head, -1 for tokens outside it (on the CPU,
+    where batches are built)."""
+    index = torch.full((draft.config.vocab_size,), -1, dtype=torch.long)
+    index[draft.lm_head.token_ids.cpu()] = torch.arange(draft.config.head_size)
+    return index
+
+
 def make_draft(target, layers: list[int], token_ids: list[int], target_id: str) -> BorrowedDraftForCausalLM:
     """A draft of len(layers) decoder layers, each copied from the target layer of that index."""
     tc = target.config.to_dict()
@@ -161,9 +169,7 @@ def validate(draft, seqs: list[Sequence], sub_index: torch.Tensor, batch_size: i
 def train_draft(draft, train: list[Sequence], val: list[Sequence], settings: TrainSettings, checkpoint: str,
                 log: Callable[[str], None] = print) -> dict:
     """Train the draft's own layers until the time budget is spent; resumable from `checkpoint`."""
-    vocab = draft.config.vocab_size
-    sub_index = torch.full((vocab,), -1, dtype=torch.long)
-    sub_index[draft.lm_head.token_ids.cpu()] = torch.arange(draft.config.head_size)
+    sub_index = head_index(draft)
     params = [p for n, p in draft.named_parameters() if p.requires_grad and not n.startswith(("model.embed_tokens", "lm_head"))]
     keep = set(params)
     for p in draft.parameters():

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .distill import Sequence, collate, read_shards
+from .distill import Sequence, collate, head_index, read_shards
 from .feature_draft import FeatureDraftForCausalLM, unrolled_hidden
 from .target_features import feature_path, read_features
 from .trainer import TrainSettings, train_steps
@@ -110,8 +110,7 @@ def validate(draft, examples: list[Example], sub_index: torch.Tensor, steps: int
 def train_feature_draft(draft: FeatureDraftForCausalLM, train: list[Example], val: list[Example], steps: int,
                         settings: TrainSettings, checkpoint: str, log: Callable[[str], None] = print) -> dict:
     """Train the draft's own layers and W until the time budget is spent; resumable from `checkpoint`."""
-    sub_index = torch.full((draft.config.vocab_size,), -1, dtype=torch.long)
-    sub_index[draft.lm_head.token_ids.cpu()] = torch.arange(draft.config.head_size)
+    sub_index = head_index(draft)
     params = [p for n, p in draft.named_parameters() if not n.startswith(("model.embed_tokens", "lm_head"))]
     keep = set(params)
     for p in draft.parameters():

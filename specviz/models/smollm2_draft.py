@@ -83,7 +83,7 @@ def prepare_data(work: Path, recipe: DraftRecipe, device: str, log: Callable[[st
 
 def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None]) -> dict:
     """Stages 4-5: distil the draft from the shards in `work`, export it to `out`."""
-    from .distill import head_tokens, make_draft, read_shards, split_shards, train_draft, validate
+    from .distill import head_index, head_tokens, make_draft, read_shards, split_shards, train_draft, validate
     from .trainer import TrainSettings
 
     _, tokenizer, target = load_target(device)
@@ -110,8 +110,7 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
                              checkpoint_every_s=60.0, seed=recipe.seed)
     started = time.monotonic()
     result = train_draft(draft, train_seqs, val_seqs, settings, str(work / f"draft-{recipe.name}.ckpt"), log)
-    sub_index = torch.full((draft.config.vocab_size,), -1, dtype=torch.long)
-    sub_index[draft.lm_head.token_ids.cpu()] = torch.arange(draft.config.head_size)
+    sub_index = head_index(draft)
     final = validate(draft, val_seqs, sub_index)
     log(f"held-out: {final}")
     card = {"recipe": asdict(recipe), "data": data, "training": {
@@ -139,7 +138,7 @@ def train_features(out: Path, start_from: Path, work: Path, recipe: DraftRecipe,
     """The feature draft: start from the plain draft at `start_from` (W = 0), train, export to `out`."""
     from transformers import AutoModelForCausalLM
 
-    from .distill import split_shards
+    from .distill import head_index, split_shards
     from .feature_distill import read_examples, train_feature_draft, validate
     from .feature_draft import from_borrowed
     from .trainer import TrainSettings
@@ -168,8 +167,7 @@ def train_features(out: Path, start_from: Path, work: Path, recipe: DraftRecipe,
                              checkpoint_every_s=60.0, seed=recipe.seed)
     started = time.monotonic()
     ckpt = work / f"feature-draft-{recipe.name}-steps{recipe.draft_steps}.ckpt"
-    sub_index = torch.full((draft.config.vocab_size,), -1, dtype=torch.long)
-    sub_index[draft.lm_head.token_ids.cpu()] = torch.arange(draft.config.head_size)
+    sub_index = head_index(draft)
     before = validate(draft, val_ex, sub_index, recipe.draft_steps) if not ckpt.exists() else None
     if before:
         log(f"held-out before (W = 0, the plain draft): {before}")
@@ -180,7 +178,8 @@ def train_features(out: Path, start_from: Path, work: Path, recipe: DraftRecipe,
         "steps": result["steps"], "train_minutes": round(result["elapsed_s"] / 60, 1),
         "device": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
         "wall_minutes_this_run": round((time.monotonic() - started) / 60, 1)},
-        "held_out_start": {k: round(v, 4) for k, v in (before or result["history"][0]).items()},
+        # measured only when the run starts from W = 0 (a resumed run has no such figure)
+        "held_out_start": {k: round(v, 4) for k, v in (before or {}).items()},
         "held_out": {k: round(v, 4) for k, v in final.items()}, "history": result["history"]}
     export(draft, tokenizer, out, card, feature_model_card)
     log(f"feature draft written to {out}")
@@ -244,7 +243,7 @@ def feature_model_card(card: dict) -> str:
 A draft for speculative decoding with `HuggingFaceTB/SmolLM2-135M-Instruct` as the target, trained by
 specviz's own script: `python -m specviz train-models --pair smollm2 --stage features`, then
 `--stage train-features`. EAGLE-style (Li et al. 2024): at position p it reads the token and the
-target's final hidden state at p - 1 (`embed(x_p) + W f_(p-1)`); the draft's later steps in a round read
+target's final hidden state at p - 1 (`embed(x_p) + W z(f_(p-1))`, z standardizing each dimension); the draft's later steps in a round read
 its own hidden state instead (`specviz/models/feature_draft.py`). Only its own tensors ship: the layers,
 the final norm, W and the ids of its {r['head_size']} head tokens; it borrows the target's embedding and
 output rows at load time, and runs only in specviz's engine, which hands it the target's hidden states.
@@ -262,7 +261,7 @@ output rows at load time, and runs only in specviz's engine, which hands it the 
 - {t['steps']} steps of {r['batch_size']} sequences, lr {r['lr']}, {t['train_minutes']} min on {t['device']}.
 
 ## Held-out figures (greedy agreement with the target; a2 given the first draft was right)
-- before (W = 0): a1 {h0.get('a1', float('nan')):.3f}, a2 {h0.get('a2', float('nan')):.3f}
+- before (W = 0): {f"a1 {h0['a1']:.3f}, a2 {h0['a2']:.3f}" if h0 else "not measured (the run resumed a checkpoint)"}
 - after: a1 **{h['a1']:.3f}**, a2 **{h.get('a2', float('nan')):.3f}**, loss {h['loss']:.3f}
 
 Acceptance and speed in the race are in the repository's `benchmarks/` and README.

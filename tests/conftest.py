@@ -15,9 +15,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
-from specviz.models.corpus import split_corpus  # noqa: E402
+from specviz.training.corpus import split_corpus  # noqa: E402
 from specviz.models.loading import load_pair  # noqa: E402
-from specviz.models.tokenizer_train import train_tokenizer  # noqa: E402
+from specviz.training.tokenizer_train import train_tokenizer  # noqa: E402
 
 hf_logging.disable_progress_bar()
 torch.set_num_threads(1)

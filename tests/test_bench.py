@@ -16,7 +16,7 @@ def bench(*args):
 
 def test_builtin_prompt_set_has_three_kinds_from_heldout_files():
     from specviz.bench.prompts import builtin_prompts, heldout_code_prompts
-    from specviz.models.corpus import split_corpus
+    from specviz.training.corpus import split_corpus
     prompts = builtin_prompts()
     assert {p["kind"] for p in prompts} == {"code", "grounded", "free text"} and len(prompts) >= 6
     _, heldout = split_corpus()

@@ -4,11 +4,11 @@ import numpy as np
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from specviz.models.distill import Sequence, make_draft, train_draft, validate
-from specviz.models.feature_distill import Example, train_feature_draft
-from specviz.models.feature_distill import validate as validate_features
-from specviz.models.feature_draft import from_borrowed
-from specviz.models.trainer import TrainSettings
+from specviz.training.distill import Sequence, make_draft, train_draft, validate
+from specviz.training.feature_distill import Example, train_feature_draft
+from specviz.training.feature_distill import validate as validate_features
+from specviz.training.feature_unroll import from_borrowed
+from specviz.training.trainer import TrainSettings
 
 VOCAB, WIDTH, LENGTH = 32, 32, 20
 

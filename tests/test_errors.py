@@ -7,7 +7,7 @@ import torch
 
 from specviz import ConfigError, LoadError, SpecConfig, decode_baseline, load_pair, speculate
 from specviz.models.loading import load_model, make_pair
-from specviz.models.tokenizer_train import train_tokenizer
+from specviz.training.tokenizer_train import train_tokenizer
 
 
 @pytest.mark.parametrize("bad", [

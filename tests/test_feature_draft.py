@@ -19,8 +19,9 @@ from specviz import SpecConfig, speculate
 from specviz.engine.drafters import FeatureDrafter
 from specviz.errors import ConfigError, LoadError
 from specviz.lossless import chi_square_pvalue
-from specviz.models.distill import make_draft
-from specviz.models.feature_draft import FeatureDraftForCausalLM, from_borrowed, unrolled_hidden
+from specviz.training.distill import make_draft
+from specviz.models.feature_draft import FeatureDraftForCausalLM
+from specviz.training.feature_unroll import from_borrowed, unrolled_hidden
 from specviz.models.loading import load_pair, make_pair
 
 from .conftest import PROMPTS

@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from ..models.corpus import is_heldout, read_source, source_files, stdlib_root
+from ..models.stdlib_split import is_heldout, read_source, source_files, stdlib_root
 
 DEF_LINE = re.compile(r"^[ \t]*def \w+\(.*\):[ \t]*$", re.M)
 

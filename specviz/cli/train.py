@@ -46,7 +46,7 @@ def run(args) -> int:
     import torch
     from transformers.utils import logging as hf_logging
 
-    from ..models.bundle import build_pair
+    from ..training.bundle import build_pair
 
     hf_logging.disable_progress_bar()
     device = args.device
@@ -65,7 +65,7 @@ def run(args) -> int:
 def run_smollm2(args, device: str, log) -> int:
     from pathlib import Path
 
-    from ..models.smollm2_draft import DraftRecipe, extract_features, prepare_data, train, train_features
+    from ..training.smollm2_draft import DraftRecipe, extract_features, prepare_data, train, train_features
 
     recipe = DraftRecipe(layers=[int(x) for x in args.layers.split(",")], head_size=args.head_size,
                          questions=args.questions,

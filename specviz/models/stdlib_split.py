@@ -1,8 +1,8 @@
-"""The training corpus for the bundled pair: the running interpreter's standard-library source.
+"""Which standard-library files the bundled pair trained on and which it never saw (held out).
 
-It is on every machine that runs specviz, so training needs no download. Test folders and
-site-packages are left out. A fixed, deterministic set of files (by a hash of the path
-relative to the stdlib root) is held out for evaluation and never trained on.
+The split is a property of the bundled models: training (training/corpus.py) reads the training
+side, and the benchmark (bench/prompts.py) cuts its code prompts from the held-out side, so it
+measures on text the models never trained on. Stable across runs and machines (a hash of the path).
 """
 from __future__ import annotations
 
@@ -43,17 +43,3 @@ def read_source(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except (UnicodeDecodeError, OSError):
         return None
-
-
-def split_corpus(root: Path | None = None, max_files: int | None = None) -> tuple[list[str], list[str]]:
-    """(train texts, held-out texts). max_files keeps the first N of each split (for tests)."""
-    root = root or stdlib_root()
-    train, heldout = [], []
-    for path in source_files(root):
-        text = read_source(path)
-        if not text or not text.strip():
-            continue
-        (heldout if is_heldout(path.relative_to(root).as_posix()) else train).append(text)
-    if max_files is not None:
-        train, heldout = train[:max_files], heldout[: max(1, max_files // 4)]
-    return train, heldout

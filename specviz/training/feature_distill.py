@@ -20,7 +20,8 @@ import torch
 import torch.nn.functional as F
 
 from .distill import Sequence, collate, head_index, read_shards
-from .feature_draft import FeatureDraftForCausalLM, unrolled_hidden
+from ..models.feature_draft import FeatureDraftForCausalLM
+from .feature_unroll import unrolled_hidden
 from .target_features import feature_path, read_features
 from .trainer import TrainSettings, train_steps
 

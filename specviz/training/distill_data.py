@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from .chat import chat_ids
+from ..models.chat import chat_ids
 from .corpus import split_corpus
 from .draft_prompts import PromptSpec, code_prefixes, is_validation, mix, prose_prefixes
 from .onpolicy import Record, generate_records

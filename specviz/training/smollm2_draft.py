@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from .distill_data import build_prompts, generate_shards
-from .fetch import SMOLLM2, fetch
+from ..models.fetch import SMOLLM2, fetch
 
 SHIP_DTYPE = torch.bfloat16
 VALIDATION_SEQUENCES = 192   # feature draft: held-out sequences per validation (a CPU validates in ~30 s)
@@ -70,7 +70,7 @@ def load_target(device: str):
 
 def prepare_data(work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None]) -> None:
     """Stages 1-3 (skipped where done)."""
-    from .packed_linear import mkl_packing_available, pack_linears
+    from ..models.packed_linear import mkl_packing_available, pack_linears
 
     _, tokenizer, target = load_target(device)
     if device == "cpu" and mkl_packing_available():
@@ -140,7 +140,7 @@ def train_features(out: Path, start_from: Path, work: Path, recipe: DraftRecipe,
 
     from .distill import head_index, split_shards
     from .feature_distill import read_examples, train_feature_draft, validate
-    from .feature_draft import from_borrowed
+    from .feature_unroll import from_borrowed
     from .trainer import TrainSettings
 
     _, tokenizer, target = load_target(device)

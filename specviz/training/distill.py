@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .borrowed_draft import BorrowedDraftConfig, BorrowedDraftForCausalLM
+from ..models.borrowed_draft import BorrowedDraftConfig, BorrowedDraftForCausalLM
 from .trainer import TrainSettings, train_steps
 
 VALIDATION_EVERY = 20

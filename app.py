@@ -17,7 +17,7 @@ import argparse  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 
-from specviz.hosting import zerogpu  # noqa: E402
+from specviz.app import zerogpu  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,9 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from specviz.errors import SpecvizError
-    from specviz.hosting.cpu_threads import decode_threads
-    from specviz.hosting.profile import load_profile
-    from specviz.view.app_state import AppState
+    from specviz.app.cpu_threads import decode_threads
+    from specviz.app.profile import load_profile
+    from specviz.app.state import AppState
     from specviz.view.ui import build_demo, launch_options
 
     try:

@@ -69,7 +69,7 @@ def swatches(dark: bool) -> dict[str, dict[str, np.ndarray]]:
     from PIL import Image
     from playwright.sync_api import sync_playwright
 
-    from specviz.view.app_state import AppState
+    from specviz.app.state import AppState
     from specviz.view.serve import serve
     demo, url = serve(AppState(device="cpu"))
     out = {}

@@ -24,11 +24,11 @@ def main() -> int:
     parser.add_argument("--switch-to", default=None, help="a preset key the first client switches to")
     args = parser.parse_args()
 
-    from specviz.hosting.load import check_against_solo, percentiles, run_clients
-    from specviz.hosting.profile import load_profile
+    from specviz.bench.load_client import check_against_solo, percentiles, run_clients
+    from specviz.app.profile import load_profile
     from specviz.view.serve import serve
     from specviz.models.presets import BUNDLED_EXAMPLES
-    from specviz.view.app_state import AppState
+    from specviz.app.state import AppState
 
     app = AppState.from_profile(load_profile(tier="cpu"), device="cpu")
     app.pair(app.preset("bundled"))

@@ -4,7 +4,7 @@ For each prompt, `--repeats` times, alternately: `python -m specviz run --baseli
 page), and the same race clicked in the app in Chromium on this machine, whose measured speedup
 is read from the page's `#speedup` element (data-value). Prints both per prompt (medians of the
 repeats), the medians over prompts and the page/CLI ratio (the app's goal: within 15%). The app
-runs with the threads app.py would give it on this machine (hosting/cpu_threads.py). Bundled pair, greedy, k = 4, 128 new tokens.
+runs with the threads app.py would give it on this machine (app/cpu_threads.py). Bundled pair, greedy, k = 4, 128 new tokens.
 
     python scripts/page_parity.py [--prompts 5] [--max-new-tokens 128] [--k 4] [--out FILE.json]
 """
@@ -28,7 +28,7 @@ PROMPTS = ["def merge_sort(items):", "def fibonacci(n):",
 
 def cli_speedup(prompt: str, k: int, max_new: int) -> float:
     from specviz.engine.events import from_dict
-    from specviz.stats import RunStats
+    from specviz.engine.stats import RunStats
     out = subprocess.run([sys.executable, "-m", "specviz", "run", "--prompt", prompt, "--k", str(k),
                           "--max-new-tokens", str(max_new), "--baseline", "--json"],
                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
@@ -75,13 +75,13 @@ def main() -> int:
 
     from playwright.sync_api import sync_playwright
 
-    from specviz.hosting.profile import load_profile
-    from specviz.view.app_state import AppState
+    from specviz.app.profile import load_profile
+    from specviz.app.state import AppState
     from specviz.view.serve import serve
 
     import torch
 
-    from specviz.hosting.cpu_threads import decode_threads
+    from specviz.app.cpu_threads import decode_threads
     torch.set_num_threads(decode_threads("127.0.0.1", args.threads))     # as app.py does for a local browser
     app = AppState.from_profile(load_profile(tier="cpu"), device="cpu")
     demo, url = serve(app)

@@ -23,13 +23,13 @@ def main() -> int:
 
     from playwright.sync_api import sync_playwright
 
-    from specviz.hosting.profile import load_profile
+    from specviz.app.profile import load_profile
     from specviz.view.serve import serve
-    from specviz.view.app_state import AppState
+    from specviz.app.state import AppState
 
     import torch
 
-    from specviz.hosting.cpu_threads import decode_threads
+    from specviz.app.cpu_threads import decode_threads
     torch.set_num_threads(decode_threads("127.0.0.1"))      # as app.py does with the browser on this machine
     demo, url = serve(AppState.from_profile(load_profile(tier="cpu"), device="cpu"))
     try:

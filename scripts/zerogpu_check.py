@@ -41,11 +41,11 @@ tiers:
 def main() -> int:
     import torch
 
-    from specviz.hosting import zerogpu
-    from specviz.hosting.profile import load_profile
-    from specviz.view import work
-    from specviz.view.app_state import AppState, warm_up
-    from specviz.view.request import RunRequest, prepare
+    from specviz.app import zerogpu
+    from specviz.app.profile import load_profile
+    from specviz.app import gpu_calls as work
+    from specviz.app.state import AppState, warm_up
+    from specviz.app.request import RunRequest, prepare
     from specviz.view.ui import build_demo
 
     checks = []

@@ -4,10 +4,10 @@ import gradio as gr
 import pytest
 import torch
 
-from specviz.hosting.profile import Limits
+from specviz.app.profile import Limits
 from specviz.models.presets import Preset
-from specviz.view.api import generate
-from specviz.view.app_state import AppState
+from specviz.view.api import generate_endpoint
+from specviz.app.state import AppState
 from specviz.view.handlers import run_race
 
 GOOD = dict(prompt="def add(a, b):\n    return", preset="tiny", custom_target="", custom_draft="", drafter="model",
@@ -80,7 +80,7 @@ def test_mismatched_custom_pair_is_reported(tiny_dirs, monkeypatch):
                    allow_custom_models=True, device="cpu")
     def mismatch(*args, **kwargs):
         raise LoadError("the tokenizers of 'a/target' and 'b/draft' differ: a draft must share its target's tokenizer")
-    monkeypatch.setattr("specviz.view.app_state.load_pair", mismatch)
+    monkeypatch.setattr("specviz.app.state.load_pair", mismatch)
     status, _ = outcome(app, preset="custom", custom_target="a/target", custom_draft="b/draft")
     assert "tokenizers of" in status.replace("&#x27;", "'")
 
@@ -109,8 +109,9 @@ def test_out_of_memory_is_a_message(app, monkeypatch):
 
 
 def test_generate_api_errors_are_gr_errors(app):
-    assert generate(app, "def f():", "tiny", max_new_tokens=8)["stop_reason"] in ("max_tokens", "eos")
+    generate = generate_endpoint(app)
+    assert generate("def f():", "tiny", max_new_tokens=8)["stop_reason"] in ("max_tokens", "eos")
     with pytest.raises(gr.Error, match="k must be between"):
-        generate(app, "def f():", "tiny", k=99)
+        generate("def f():", "tiny", k=99)
     with pytest.raises(gr.Error, match="unknown model pair"):
-        generate(app, "def f():", "../../etc/passwd")
+        generate("def f():", "../../etc/passwd")

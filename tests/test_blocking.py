@@ -12,12 +12,12 @@ import time
 
 import pytest
 
-from specviz.hosting import zerogpu
-from specviz.models.cache import PairCache
+from specviz.app import zerogpu
+from specviz.app.pair_cache import PairCache
 from specviz.models.presets import Preset
-from specviz.view import work
-from specviz.view.api import generate
-from specviz.view.app_state import AppState
+from specviz.app import gpu_calls as work
+from specviz.app.api import generate
+from specviz.app.state import AppState
 from specviz.view.handlers import run_race
 from specviz.view.teaching import reset_steps, run_lossless, step_round
 

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from specviz.hosting.profile import Limits
+from specviz.app.profile import Limits
 from specviz.models.presets import Preset
-from specviz.view.app_state import AppState
+from specviz.app.state import AppState
 from specviz.view.serve import serve
 
 CHROMIUM = "/usr/bin/chromium"

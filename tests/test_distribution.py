@@ -17,7 +17,7 @@ from specviz.engine.acceptance import verify
 from specviz.engine.sampling import make_generator
 from specviz.models.loading import make_pair
 
-from specviz.lossless import chi_square_pvalue
+from specviz.engine.lossless import chi_square_pvalue
 
 V = 8
 

@@ -141,7 +141,7 @@ def test_the_app_serves_while_a_pair_is_fetched_and_says_how_it_goes(tmp_path, m
     a failed fetch with the way to fetch by hand, and the page's status line says the same."""
     from specviz.models import fetch as fetch_module
     from specviz.models.presets import SMOLLM2
-    from specviz.view.app_state import AppState
+    from specviz.app.state import AppState
     from specviz.view.ui import _fetch_html
     monkeypatch.setenv("SPECVIZ_HOME", str(tmp_path))
     started = []
@@ -154,7 +154,7 @@ def test_the_app_serves_while_a_pair_is_fetched_and_says_how_it_goes(tmp_path, m
         def start(self):
             started.append(1)
             return self
-    monkeypatch.setattr("specviz.view.app_state.BackgroundFetch", FakeFetch)
+    monkeypatch.setattr("specviz.app.state.BackgroundFetch", FakeFetch)
     app = AppState(presets={"smollm2": SMOLLM2}, device="cpu")
     app.start_fetches()
     app.start_fetches()                                           # once per model

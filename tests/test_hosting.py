@@ -6,12 +6,12 @@ import types
 
 import pytest
 
-from specviz.hosting import zerogpu
-from specviz.hosting.load import check_against_solo, percentiles, run_clients
-from specviz.hosting.profile import Limits
+from specviz.app import zerogpu
+from specviz.bench.load_client import check_against_solo, percentiles, run_clients
+from specviz.app.profile import Limits
 from specviz.view.serve import serve
 from specviz.models.presets import Preset
-from specviz.view.app_state import AppState
+from specviz.app.state import AppState
 from specviz.view.handlers import run_race
 
 ARGS = dict(prompt="import os\n", preset="tiny", custom_target="", custom_draft="", drafter="model", k=4,
@@ -36,7 +36,7 @@ def test_record_path_gives_the_same_race(tiny_dirs):
 def test_spaces_decorator_is_applied_with_a_duration(monkeypatch):
     """On a ZeroGPU Space every decoding function is a `spaces.GPU` function whose reserved
     time grows with the work asked for."""
-    from specviz.view import work
+    from specviz.app import gpu_calls as work
     seen = {}
     fake = types.ModuleType("spaces")
     def GPU(duration=None):
@@ -55,8 +55,8 @@ def test_spaces_decorator_is_applied_with_a_duration(monkeypatch):
         for name in ("race_records", "run_records", "lossless_results"):
             assert getattr(getattr(module, name), "on_gpu", False), name
         race_s = seen["race_records"]
-        assert race_s("bundled", [1, 2], {"max_new_tokens": 500}) > race_s("bundled", [1], {"max_new_tokens": 50})
-        assert seen["lossless_results"]("bundled", [1], {}, 2000) > seen["lossless_results"]("bundled", [1], {}, 50)
+        assert race_s("app", "bundled", [1, 2], {"max_new_tokens": 500}) > race_s("app", "bundled", [1], {"max_new_tokens": 50})
+        assert seen["lossless_results"]("app", "bundled", [1], {}, 2000) > seen["lossless_results"]("app", "bundled", [1], {}, 50)
     finally:
         monkeypatch.delitem(sys.modules, "spaces")
         monkeypatch.delenv("SPACES_ZERO_GPU")

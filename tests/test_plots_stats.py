@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from specviz import theory
+from specviz.engine import theory
 from specviz.engine.events import Accepted, Bonus, Done, Drafted, Rejected, Resampled, RoundEnd, TargetToken
-from specviz.stats import RunStats
+from specviz.engine.stats import RunStats
 from specviz.view.plots import all_figures, what_if
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specviz.hosting.profile import PROFILE_PATH, ProfileError, detect_tier, load_profile
+from specviz.app.profile import PROFILE_PATH, ProfileError, detect_tier, load_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,7 +64,7 @@ def test_mistakes_name_their_key(tmp_path, change, key):
 
 def test_app_refuses_to_start_on_a_bad_profile(tmp_path, monkeypatch):
     import app
-    import specviz.hosting.profile as profile
+    import specviz.app.profile as profile
     monkeypatch.setattr(profile, "PROFILE_PATH", mutated(tmp_path, lambda d: d["tiers"]["cpu"]["presets"][0].update(k=0)))
     assert app.main(["--profile", "cpu"]) == 2
 

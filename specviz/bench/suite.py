@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import torch
 
-from .. import theory
+from ..engine import theory
 from ..engine import SpecConfig, measures
 from ..engine.output import encode_prompt
 from ..engine.pair import ModelPair

@@ -94,7 +94,7 @@ def pair_from(args):
 
 def run(args) -> int:
     from ..engine import decode_baseline, race, speculate, to_dict
-    from ..view import terminal
+    from . import terminal
 
     apply_preset(args)
     config = config_from(args)        # validate settings before the (slow) model load

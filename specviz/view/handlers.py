@@ -22,14 +22,14 @@ import torch
 from ..engine import race
 from ..engine.events import Event, from_dict
 from ..errors import SpecvizError
-from ..hosting import zerogpu
-from . import work
-from .app_state import AppState
+from ..app import zerogpu
+from ..app import gpu_calls
+from ..app.state import AppState
 from .plots import all_figures
 from .race_view import RaceView
-from .machine_load import OtherLoad, disturbed
+from ..app.machine_load import OtherLoad, disturbed
 from .render import clean
-from .request import Prepared, RunRequest, prepare, settle
+from ..app.request import Prepared, RunRequest, prepare, settle
 
 PANE_EVERY_S, PLOTS_EVERY_S = 0.08, 1.0
 N_OUTPUTS = 12   # status, strip, spec meter, spec pane, base meter, base pane, 4 plots, download, cancel
@@ -98,14 +98,14 @@ def _stream(view: RaceView, events: Iterator[Event]):
 
 
 def event_stream(app: AppState, run: Prepared, cancel: threading.Event) -> Iterator[Event]:
-    """The race's events: in process, or as records from the decoding worker (view/work.py).
+    """The race's events: in process, or as records from the decoding worker (app/gpu_calls.py).
 
     In process the engine reads `cancel` itself. A worker cannot share the flag, so here the
     record stream is closed once it is set: closing the worker's generator ends the race there."""
     if not (app.via_records or zerogpu.ON_ZEROGPU):
         return race(run.pair, run.ids, run.config, cancel)
-    work.bind(app)
-    return _until_cancelled(work.race_records(run.preset.key, run.ids, run.config.to_dict()), cancel)
+    records = gpu_calls.race_records(gpu_calls.handle(app), run.preset.key, run.ids, run.config.to_dict())
+    return _until_cancelled(records, cancel)
 
 
 def _until_cancelled(records: Iterator[dict], cancel: threading.Event) -> Iterator[Event]:

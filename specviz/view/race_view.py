@@ -1,12 +1,12 @@
 """One race's events folded into what the race tab shows: two panes, two meters, a stats strip.
 
-Built from events only (via specviz.stats), so a saved trace redraws the same view.
+Built from events only (via specviz.engine.stats), so a saved trace redraws the same view.
 Pane HTML only grows by appended fragments while streaming.
 """
 from __future__ import annotations
 
 from ..engine.events import to_dict
-from ..stats import RunStats
+from ..engine.stats import RunStats
 from .render import clean, fragment
 
 STOP_WORDS = {"eos": "end of text", "max_tokens": "max tokens", "stop_string": "stop string",

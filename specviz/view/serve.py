@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import socket
 
-from .app_state import AppState
+from ..app.state import AppState
 from .ui import build_demo, launch_options
 
 

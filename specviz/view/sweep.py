@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 
-from .. import theory
+from ..engine import theory
 from ..engine import measures
 from ..engine.events import from_dict
-from ..stats import RunStats
+from ..engine.stats import RunStats
 from .plots import BASE, SPEC, THEORY, _fig
 
 SWEEP_KS = tuple(range(1, 9))

@@ -12,13 +12,13 @@ import gradio as gr
 
 from ..engine.events import from_dict
 from ..errors import SpecvizError
-from . import work
-from .app_state import AppState
+from ..app import gpu_calls
+from ..app.state import AppState
 from .handlers import status_html
 from .plots import lossless_bars, what_if
 from .render import clean, draft_chips, fragment
-from .request import RunRequest, prepare, settle
-from .settings import as_float, as_int
+from ..app.request import RunRequest, prepare, settle
+from ..app.settings import as_float, as_int
 
 STEP_MAX_TOKENS = 64           # step mode decodes at most this many tokens (dozens of clicks)
 MIN_SAMPLES, MAX_SAMPLES = 50, 2000   # the lossless check's samples (the slider's range)
@@ -70,9 +70,8 @@ def step_round(app: AppState, state, *form, **named):
             req = RunRequest.from_form(*form, **named)
             _, cfg = settle(app, req)
             run = prepare(app, req, max_new=min(cfg.max_new_tokens, STEP_MAX_TOKENS))
-            work.bind(app)
             with app.decoding():
-                records = work.run_records(run.preset.key, run.ids, run.config.to_dict())
+                records = gpu_calls.run_records(gpu_calls.handle(app), run.preset.key, run.ids, run.config.to_dict())
         except SpecvizError as err:
             return gr.skip(), status_html(str(err), "error"), None
         state = {"records": records, "next": 0, "html": "", "finished": False}
@@ -123,9 +122,8 @@ def run_lossless(app: AppState, samples, *form, **named):
             raise SpecvizError(f"samples must be between {MIN_SAMPLES} and {MAX_SAMPLES}")
         req = replace(RunRequest.from_form(*form, **named), adaptive=False, stops="")
         run = prepare(app, req, max_new=2)
-        work.bind(app)
         with app.decoding():
-            for result in work.lossless_results(run.preset.key, run.ids, run.config.to_dict(), n):
+            for result in gpu_calls.lossless_results(gpu_calls.handle(app), run.preset.key, run.ids, run.config.to_dict(), n):
                 yield _lossless_summary(result), lossless_bars(result, run.pair.tokenizer)
     except SpecvizError as err:
         yield status_html(str(err), "error"), gr.skip()

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import gradio as gr
 
-from ..hosting import zerogpu
-from . import work
+from ..app import zerogpu
+from ..app import gpu_calls
 from .api import generate_endpoint
-from .app_state import CUSTOM, AppState
+from ..app.state import CUSTOM, AppState
 from .handlers import run_race, starting, stop_run
 from .render import LEGEND, clean
-from .request import FORM_FIELDS
+from ..app.request import FORM_FIELDS
 from .teaching import reset_steps, run_lossless, step_round, what_if_plot
 from .workshop_ui import build_workshop_tab
 
@@ -38,7 +38,7 @@ def launch_options() -> dict:
 
 def build_demo(app: AppState | None = None) -> gr.Blocks:
     app = app or AppState()
-    work.bind(app)
+    gpu_calls.handle(app)       # registered before ZeroGPU forks its worker, as the decoding functions find it
     first = app.default_preset()
     # Gradio's queue bounds the requests in progress; the decoding itself is bounded by the app's
     # own slots (AppState.decoding), so a request whose pair is still loading holds no slot.

@@ -2,7 +2,7 @@
 
 Each exercise names the pair it needs by role (`text`: meaningful text, the SmolLM2 pair when
 it is fetched, else the first preset; `fast`: the bundled pair when present), runs real
-measured decoding through view/work.py (so on ZeroGPU it runs on the GPU worker), and returns
+measured decoding through app/gpu_calls.py (so on ZeroGPU it runs on the GPU worker), and returns
 an `Outcome`: the measured value (comparable with the learner's prediction), and a two-sentence
 "why" written from that run's own figures. Nothing here is precomputed or estimated.
 """
@@ -14,11 +14,11 @@ from typing import Callable
 from ..engine import SpecConfig
 from ..engine.events import from_dict
 from ..models.fetch import FETCHABLE, fetched
-from ..stats import RunStats
-from . import work
-from .app_state import AppState
+from ..engine.stats import RunStats
+from ..app import gpu_calls
+from ..app.state import AppState
 from .plots import lossless_bars
-from .settings import prompt_ids
+from ..app.settings import prompt_ids
 from .sweep import SWEEP_KS, Sweep, sweep_figure
 
 RENAME_PROMPT = ("def total_price(items):\n    total = 0\n    for item in items:\n        total += item.price * "
@@ -64,10 +64,9 @@ def race_stats(app: AppState, key: str, prompt: str | None = None, **settings) -
     """One measured race (both lanes) through the decoding worker, folded into RunStats."""
     cfg = SpecConfig(**{"k": app.preset(key).k, "max_new_tokens": 64, **settings})
     ids = _ids(app, key, prompt)
-    work.bind(app)
     stats = RunStats(cfg.k)
     with app.decoding():
-        for record in work.race_records(key, ids, cfg.to_dict()):
+        for record in gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict()):
             stats.add(from_dict(record))
     return stats
 
@@ -117,9 +116,8 @@ def lossless(app: AppState) -> Outcome:
     key = pick(app, "fast")
     ids = _ids(app, key)
     cfg = SpecConfig(k=app.preset(key).k, temperature=1.0, max_new_tokens=2)
-    work.bind(app)
     with app.decoding():
-        result = list(work.lossless_results(key, ids, cfg.to_dict(), 300))[-1]
+        result = list(gpu_calls.lossless_results(gpu_calls.handle(app), key, ids, cfg.to_dict(), 300))[-1]
     to_p, to_q = result.tv_to_target(), result.tv_draft()
     closer = "the target's p" if to_q is None or to_p < to_q else "the draft's q"
     return Outcome(closer, f"{closer}: distance {to_p:.3f} to p" + ("" if to_q is None else f", {to_q:.3f} to q"),
@@ -145,11 +143,10 @@ def best_k(app: AppState) -> Outcome:
     key = pick(app, "fast")
     sweep = Sweep()
     ids = _ids(app, key)
-    work.bind(app)
     for k in SWEEP_KS:
         cfg = SpecConfig(k=k, max_new_tokens=48)
         with app.decoding():
-            sweep.add_race(k, list(work.race_records(key, ids, cfg.to_dict())))
+            sweep.add_race(k, list(gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict())))
     best, predicted = sweep.best_measured(), sweep.best_theory()
     return Outcome(best, f"k = {best} (theory: k = {predicted})",
                    f"Larger k wins more tokens per target pass, but each extra draft step costs c = {sweep.c:.2f} "
@@ -186,7 +183,7 @@ def bad_draft(app: AppState) -> Outcome:
 
 
 def cost(app: AppState) -> Outcome:
-    from .. import theory
+    from ..engine import theory
     stats = race_stats(app, pick(app, "fast"), max_new_tokens=96)
     a, c, k = stats.acceptance_rate, stats.cost_ratio(), stats.k
     at_c, at_1 = theory.expected_speedup(min(a, 0.999), k, c), theory.expected_speedup(min(a, 0.999), k, 1.0)

@@ -12,7 +12,7 @@ from functools import partial
 import gradio as gr
 
 from ..errors import SpecvizError
-from .app_state import AppState
+from ..app.state import AppState
 from .render import clean
 from .workshop import BY_KEY, EXERCISES
 

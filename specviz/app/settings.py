@@ -11,7 +11,7 @@ import math
 from ..engine.config import SpecConfig
 from ..engine.output import encode_prompt
 from ..errors import ConfigError
-from ..hosting.profile import Limits
+from .profile import Limits
 from ..models.chat import chat_ids
 
 MAX_STOP_STRINGS, MAX_STOP_LEN = 4, 64

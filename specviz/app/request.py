@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from ..engine.config import SpecConfig
 from ..engine.pair import ModelPair
 from ..models.presets import Preset
-from .app_state import AppState
+from .state import AppState
 from .settings import check_prompt, make_config, prompt_ids
 
 

@@ -10,8 +10,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import theory
-from .engine import measures
-from .engine.measures import TOKEN_KINDS, LaneTally
+from . import measures
+from .measures import TOKEN_KINDS, LaneTally
 
 
 @dataclass

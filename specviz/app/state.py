@@ -3,7 +3,7 @@ loaded pairs (read-only models). Per-user data never lives here: each run keeps 
 state in locals and gr.State.
 
 A custom pair (a visitor's own hub ids, when the server allows them) is registered under its
-own key, so the decoding functions (view/work.py) look every pair up by key alone. On
+own key, so the decoding functions (app/gpu_calls.py) look every pair up by key alone. On
 ZeroGPU every preset is loaded at start (`load_all`) and kept: the GPU worker is forked from
 this process, and a pair loaded here later would not be in it.
 """
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from ..engine.pair import ModelPair
 from ..errors import ConfigError
-from ..hosting.profile import Limits, Profile
-from ..models.cache import PairCache
+from .profile import Limits, Profile
+from .pair_cache import PairCache
 from ..models.fetch import FETCHABLE, BackgroundFetch, fetch_hint, fetched
 from ..models.loading import HUB_ID, load_pair
 from ..models.presets import DEFAULT_PRESETS, Preset

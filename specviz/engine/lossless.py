@@ -16,10 +16,11 @@ from typing import Iterator
 
 import torch
 
-from .engine import SpecConfig, speculate
-from .engine.output import encode_prompt
-from .engine.pair import ModelPair
-from .engine.sampling import warp
+from .config import SpecConfig
+from .speculative import speculate
+from .output import encode_prompt
+from .pair import ModelPair
+from .sampling import warp
 
 
 def chi_square_pvalue(observed: list[int], expected_probs: list[float], min_expected: float = 5.0) -> float:

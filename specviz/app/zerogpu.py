@@ -7,7 +7,7 @@ raise there). Elsewhere the function runs as it is, unless `EMULATE` is set (tes
 every argument and every result goes through pickle and `in_worker()` is true during the
 call, as in a real worker, so a test can assert that nothing decodes outside one.
 
-This module knows nothing of the app: what runs inside is in view/work.py. app.py imports
+This module knows nothing of the app: what runs inside is in app/gpu_calls.py. app.py imports
 `spaces` before anything imports torch, as ZeroGPU requires.
 """
 from __future__ import annotations

@@ -32,7 +32,8 @@ def decode_baseline(pair: ModelPair, prompt: str | list[int], config: SpecConfig
 
 def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> Iterator[Event]:
     gen = make_generator(pair.device, cfg.seed)
-    target = cached_model(pair.target, pair.vocab_size, cfg.fast, positions_needed(out, cfg))
+    target = cached_model(pair.target, pair.vocab_size, cfg.fast, positions_needed(out, cfg),
+                          graphs=cfg.cuda_graphs)
     tally = LaneTally()
 
     def step(clock: LaneClock) -> list[Event]:

@@ -6,8 +6,9 @@ the rejected drafts' entries (transformers 5: `DynamicCache.crop` takes minus th
 of tokens to drop). The layers append in place (kv_buffer.py) rather than re-concatenating.
 Logits are cut to the pair's shared vocabulary (padding rows dropped).
 
-`ModelWithCache` is the interface the decoders use; `CachedModel` (eager, dynamic cache) and
-the fast path's `StaticCachedModel` (static_model.py) both implement it.
+`ModelWithCache` is the interface the decoders use; `CachedModel` (eager, dynamic cache), the
+GPU path's `GraphCachedModel` (graph_model.py: static cache, CUDA graphs, chosen on CUDA) and
+the fast path's `StaticCachedModel` (static_model.py: torch.compile) implement it.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Protocol
 
 import torch
 
+from ..errors import ConfigError
 from .kv_buffer import buffered_cache
 
 
@@ -33,6 +35,8 @@ class ModelWithCache(Protocol):
 
 
 class CachedModel:
+    decode_path = "eager"
+
     def __init__(self, model, vocab_size: int, keep_hidden: bool = False):
         self.model = model
         self.vocab_size = vocab_size
@@ -88,13 +92,31 @@ def positions_needed(out, cfg) -> int:
 
 
 def cached_model(model, vocab_size: int, fast: bool = False, positions: int = 0,
-                 keep_hidden: bool = False) -> ModelWithCache:
-    """The default eager model-with-cache, or the fast path's static, compiled one
-    (`positions`: the most tokens the run will hold in the cache; `keep_hidden`: keep the final
-    hidden states of each feed, for a feature draft; the eager path only)."""
+                 keep_hidden: bool = False, graphs: bool | None = None) -> ModelWithCache:
+    """The model-with-cache a run decodes with (`positions`: the most tokens the run will hold in
+    the cache; `keep_hidden`: keep the final hidden states of each feed, for a feature draft):
+    the eager one for a feature draft; the fast path's compiled one when `fast`; the CUDA-graph
+    one when `graphs`, or when `graphs` is None and the model is on CUDA and can take it; else eager."""
     if keep_hidden:
         return CachedModel(model, vocab_size, keep_hidden=True)
     if fast:
         from .static_model import StaticCachedModel
         return StaticCachedModel(model, vocab_size, positions)
+    device = model.get_input_embeddings().weight.device
+    if graphs or (graphs is None and device.type == "cuda"):
+        from .graph_model import GraphCachedModel, unsupported
+        why = unsupported(model)
+        if why is None:
+            return GraphCachedModel(model, vocab_size, positions)
+        if graphs:
+            raise ConfigError(f"CUDA graphs cannot run this model: {why}; turn cuda_graphs off")
     return CachedModel(model, vocab_size)
+
+
+def path_stats(*models) -> dict:
+    """What `Done.stats` says about how a lane decoded: `decode_path` (the target's: "eager",
+    "CUDA graphs", "torch.compile", or "eager replay" for the graph path off CUDA) and
+    `capture_s`, the seconds this run spent capturing graphs (0 when its pooled caches had them)."""
+    present = [m for m in models if m is not None]
+    return {"decode_path": getattr(present[0], "decode_path", "eager") if present else "eager",
+            "capture_s": sum(getattr(m, "capture_s", 0.0) for m in present)}

@@ -40,6 +40,10 @@ class SpecConfig:
     # Execution, not sampling: a static KV cache with compiled decode steps (CUDA graphs on
     # CUDA), for both lanes alike. Compiles on first use of each shape. See static_model.py.
     fast: bool = False
+    # Execution: a static KV cache with decode steps replayed as CUDA graphs, captured directly on
+    # first use (seconds, no compiling). None: on when the models are on CUDA (graph_model.py);
+    # False: the eager path; True: also off CUDA (replayed eagerly: for tests). `fast` wins over it.
+    cuda_graphs: bool | None = None
 
     @property
     def greedy(self) -> bool:
@@ -68,6 +72,8 @@ class SpecConfig:
             raise ConfigError("adaptive_k must be true or false")
         if not isinstance(self.fast, bool):
             raise ConfigError("fast must be true or false")
+        if self.cuda_graphs not in (None, True, False):
+            raise ConfigError("cuda_graphs must be true, false or unset (automatic)")
         if self.forced_acceptance is not None:
             _check_float("forced_acceptance", self.forced_acceptance, 0.0, 1.0)
         for s in self.stop_strings:

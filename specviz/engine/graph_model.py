@@ -12,7 +12,7 @@ later feed of n tokens keeping `keep` logits replays the graph of (n, keep), cap
 first use (graph_capture.py): 1 for draft and plain steps, 2 for a draft catching up, k + 1
 for a verify pass. Rolling back is moving the length: entries past it are masked, then overwritten.
 
-Caches, with their graphs, are pooled per (model, capacity) and lent to one run at a time:
+Caches, with their graphs, are pooled per (model, capacity, vocabulary) and lent to one run at a time:
 a pair captures once per loaded pair and lane shape, and later runs replay (capture_s = 0).
 Exactness: the same forward with the same keys and values; attention spans the whole
 capacity with the masked entries at -inf weight, which rounds like the eager path in fp32
@@ -20,6 +20,7 @@ capacity with the masked entries at -inf weight, which rounds like the eager pat
 """
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections import defaultdict
@@ -82,27 +83,41 @@ class _Buffers:
 
 
 class _Bundle:
-    """A static cache and the graphs captured over it (their addresses are the cache's)."""
+    """A static cache, the graphs captured over it (their addresses are the cache's) and the step
+    they capture: a function of the bundle alone, since a later run replays what an earlier one captured."""
 
-    def __init__(self, model, capacity: int, capturer: Capturer, device: torch.device):
+    def __init__(self, model, vocab_size: int, capacity: int, capturer: Capturer):
+        self.model, self.vocab_size = model, vocab_size
+        self.device = model.get_input_embeddings().weight.device
+        self.dtype = model.get_input_embeddings().weight.dtype
         self.slot = _Slot()
         self.cache = Cache(layers=[_PositionedLayer(capacity, self.slot) for _ in range(model.config.num_hidden_layers)])
-        self.kv_index = torch.arange(capacity, device=device)               # (capacity,)
-        self.graphs = GraphSet(capturer, device)
+        self.kv_index = torch.arange(capacity, device=self.device)          # (capacity,)
+        self.graphs = GraphSet(capturer, self.device)
+
+    def step(self, tokens: torch.Tensor, positions: torch.Tensor, keep: int) -> torch.Tensor:
+        """The forward a graph captures: reads tokens (n,) and positions (n,) only through tensors."""
+        self.slot.positions = positions
+        seen = self.kv_index[None, :] <= positions[:, None]                # (n, capacity): key j seen by query i
+        mask = torch.zeros(seen.shape, dtype=self.dtype, device=self.device)
+        mask = mask.masked_fill(~seen, torch.finfo(self.dtype).min)[None, None]   # (1, 1, n, capacity)
+        out = self.model(input_ids=tokens.view(1, -1), position_ids=positions.view(1, -1), attention_mask=mask,
+                         past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
+        return out.logits[0, :, : self.vocab_size].float()                 # (keep, V)
 
 
 class BundlePool:
-    """Bundles kept per (model, capacity); `forget(model)` (or the model's garbage collection)
+    """Bundles kept per (model, (capacity, vocabulary)); `forget(model)` (or the model's garbage collection)
     invalidates their graphs and lets their memory go."""
 
     def __init__(self):
-        self._free: dict[tuple[int, int], list[_Bundle]] = defaultdict(list)
+        self._free: dict[tuple[int, tuple], list[_Bundle]] = defaultdict(list)
         self._watched: set[int] = set()
         self._lock = threading.Lock()
 
-    def acquire(self, model, capacity: int, make) -> _Bundle:
+    def acquire(self, model, shape: tuple, make) -> _Bundle:
         with self._lock:
-            free = self._free[(id(model), capacity)]
+            free = self._free[(id(model), shape)]
             if free:
                 return free.pop()
             if id(model) not in self._watched:
@@ -110,10 +125,10 @@ class BundlePool:
                 weakref.finalize(model, self._forget_id, id(model))
         return make()
 
-    def release(self, model, capacity: int, bundle: _Bundle) -> None:
+    def release(self, model, shape: tuple, bundle: _Bundle) -> None:
         with self._lock:
             if bundle.graphs.valid:
-                self._free[(id(model), capacity)].append(bundle)
+                self._free[(id(model), shape)].append(bundle)
 
     def forget(self, model) -> None:
         self._forget_id(id(model))
@@ -135,11 +150,9 @@ class GraphCachedModel:
     def __init__(self, model, vocab_size: int, positions: int, capturer: Capturer | None = None):
         self.model, self.vocab_size = model, vocab_size
         self.device = model.get_input_embeddings().weight.device
-        self.dtype = model.get_input_embeddings().weight.dtype
         self.capacity = capacity_for(positions)
-        self.bundle = POOL.acquire(model, self.capacity,
-                                   lambda: _Bundle(model, self.capacity, capturer or capturer_for(self.device),
-                                                   self.device))
+        self.bundle = POOL.acquire(model, (self.capacity, vocab_size),
+                                   lambda: _Bundle(model, vocab_size, self.capacity, capturer or capturer_for(self.device)))
         self.graphs = self.bundle.graphs
         self.decode_path = self.graphs.capturer.name
         self._captures0, self._capture_s0 = self.graphs.captures, self.graphs.capture_s
@@ -169,13 +182,15 @@ class GraphCachedModel:
         self.bundle.slot.length = start
         tokens = tokens.view(-1).to(self.device)
         if start == 0 or n > MAX_GRAPH_TOKENS:
-            logits = self._step(tokens, torch.arange(start, start + n, device=self.device), keep)
+            logits = self.bundle.step(tokens, torch.arange(start, start + n, device=self.device), keep)
         else:
             key = (n, keep)
             buf = self.graphs.buffers_for(key, self._buffers)
             buf.tokens.copy_(tokens)
             torch.add(buf.offsets, start, out=buf.positions)
-            logits = self.graphs.run(key, lambda: self._step(buf.tokens, buf.positions, keep)).clone()
+            # The step is the bundle's, not this object's: a later run with this cache replays it.
+            step = functools.partial(self.bundle.step, buf.tokens, buf.positions, keep)
+            logits = self.graphs.run(key, step).clone()
         self._length = start + n
         self.forwards += 1
         return logits
@@ -185,17 +200,6 @@ class GraphCachedModel:
         offsets = torch.arange(n, device=self.device)
         return _Buffers(torch.zeros(n, dtype=torch.long, device=self.device), offsets.clone(), offsets)
 
-    def _step(self, tokens: torch.Tensor, positions: torch.Tensor, keep: int) -> torch.Tensor:
-        """The forward a graph captures: reads tokens (n,) and positions (n,) only through tensors."""
-        b = self.bundle
-        b.slot.positions = positions
-        seen = b.kv_index[None, :] <= positions[:, None]                   # (n, capacity): key j seen by query i
-        mask = torch.zeros(seen.shape, dtype=self.dtype, device=self.device)
-        mask = mask.masked_fill(~seen, torch.finfo(self.dtype).min)[None, None]   # (1, 1, n, capacity)
-        out = self.model(input_ids=tokens.view(1, -1), position_ids=positions.view(1, -1), attention_mask=mask,
-                         past_key_values=b.cache, use_cache=True, logits_to_keep=keep)
-        return out.logits[0, :, : self.vocab_size].float()                 # (keep, V)
-
     def crop(self, length: int) -> None:
         """Keep the first `length` tokens: later entries are masked by position, then overwritten."""
         self._length = min(self._length, length)
@@ -203,5 +207,5 @@ class GraphCachedModel:
     def release(self) -> None:
         """Lend the cache, with its graphs, to the next run."""
         if self.bundle is not None:
-            POOL.release(self.model, self.capacity, self.bundle)
+            POOL.release(self.model, (self.capacity, self.vocab_size), self.bundle)
             self.bundle = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
+from .cached_model import path_stats
 from .events import Done, Event
 from .measures import LaneTally, summary
 from .output import Output
@@ -33,6 +34,7 @@ def run_lane(out: Output, cancel, lane: str, clock: LaneClock, tally: LaneTally,
         if drafter is not None:
             drafter.release()
     tally.elapsed_s = clock.total
-    stats = summary(tally, target_forwards=target.forwards, draft_forwards=drafter.forwards if drafter else 0)
+    stats = summary(tally, target_forwards=target.forwards, draft_forwards=drafter.forwards if drafter else 0,
+                    **path_stats(target, getattr(drafter, "lm", None)))
     yield Done(text=out.text, token_ids=out.generated, stop_reason=out.stop_reason or "max_tokens",
                stats=stats, lane=lane, t=clock.total)

@@ -47,7 +47,7 @@ def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> It
     positions = positions_needed(out, cfg)
     drafter = make_drafter(pair, cfg, gen, positions)
     target = cached_model(pair.target, pair.vocab_size, cfg.fast, positions,
-                          keep_hidden=getattr(drafter, "reads_target_features", False))
+                          keep_hidden=getattr(drafter, "reads_target_features", False), graphs=cfg.cuda_graphs)
     rounds = Rounds(pair, out, target, drafter, cfg, gen, lane)
     yield from run_lane(out, cancel, lane, LaneClock(pair.device), rounds.tally, rounds.step, target, drafter)
 

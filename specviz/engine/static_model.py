@@ -82,6 +82,7 @@ def compiled_forward(model):
 
 class StaticCachedModel:
     """Same interface as CachedModel: `feed`, `crop`, `length`, `forwards`; plus `release`."""
+    decode_path = "torch.compile"
 
     def __init__(self, model, vocab_size: int, positions: int):
         self.model = model

@@ -1,0 +1,201 @@
+"""The GPU path (static caches, decode steps replayed as graphs: graph_model.py) on a CPU.
+
+Off CUDA the path runs with the eager capturer: the same static buffers, positions, masks,
+pooled caches and capture bookkeeping, each "replay" calling the captured step and writing
+into one fixed output tensor as a CUDA graph does. Checked here, through the real `speculate`
+and `decode_baseline`: greedy identity with generate() (fp32), static-cache rollback under a
+random draft, seeded sampling equal to the eager path's, one capture per step shape, capture
+time in Done.stats, invalidation. The CUDA-only tests at the end run where a GPU exists;
+scripts/gpu_check.py measures the rest (chi-square on CUDA, speed).
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from specviz import SpecConfig, decode_baseline, speculate
+from specviz.bench.random_pair import random_pair
+from specviz.bench.runner import hf_generate
+from specviz.engine import graph_model
+from specviz.engine.cached_model import CachedModel, cached_model
+from specviz.engine.graph_capture import EagerCapturer, GraphSet
+from specviz.errors import ConfigError
+
+from .conftest import PROMPTS
+
+N = 24
+GRAPHS = dict(cuda_graphs=True, max_new_tokens=N)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def last(events):
+    events = list(events)
+    assert events[-1].kind == "done"
+    return events[-1]
+
+
+def ids_of(pair, prompt):
+    return pair.tokenizer(prompt)["input_ids"]
+
+
+def bundles(model) -> list:
+    return [b for (mid, _), free in graph_model.POOL._free.items() if mid == id(model) for b in free]
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_graph_path_greedy_equals_generate(pair, k):
+    for prompt in PROMPTS[:2]:
+        ids = ids_of(pair, prompt)
+        reference = hf_generate(pair, ids, SpecConfig(max_new_tokens=N))
+        spec = last(speculate(pair, ids, SpecConfig(k=k, **GRAPHS)))
+        plain = last(decode_baseline(pair, ids, SpecConfig(**GRAPHS)))
+        assert spec.token_ids == reference
+        assert plain.token_ids == reference
+        assert spec.stats["decode_path"] == plain.stats["decode_path"] == "eager replay"
+
+
+def test_static_cache_rollback_after_many_rejections(pair_random):
+    """A random draft is rejected nearly every round: each round moves both caches' lengths back."""
+    rejected = 0
+    for prompt in PROMPTS:
+        ids = ids_of(pair_random, prompt)
+        done = last(speculate(pair_random, ids, SpecConfig(k=4, **GRAPHS)))
+        assert done.token_ids == hf_generate(pair_random, ids, SpecConfig(max_new_tokens=N))
+        rejected += done.stats["rejected"]
+    assert rejected >= 2 * N // 2
+
+
+def test_gqa_model_greedy_equals_generate():
+    """Grouped-query attention (2 key/value heads for 4 query heads) takes other sdpa branches with a mask."""
+    pair = random_pair("tiny", "cpu")
+    ids = list(range(5, 25))
+    reference = hf_generate(pair, ids, SpecConfig(max_new_tokens=N))
+    assert last(decode_baseline(pair, ids, SpecConfig(**GRAPHS))).token_ids == reference
+    assert last(speculate(pair, ids, SpecConfig(k=3, **GRAPHS))).token_ids == reference
+
+
+def test_sampled_runs_equal_the_eager_path(pair):
+    """The same seeded draws on the same logits: sampling, acceptance and resampling agree token for token."""
+    for seed in range(4):
+        cfg = SpecConfig(k=3, temperature=1.0, top_p=0.9, max_new_tokens=N, seed=seed)
+        eager = last(speculate(pair, PROMPTS[0], cfg))
+        graphs = last(speculate(pair, PROMPTS[0], SpecConfig(**{**cfg.to_dict(), "cuda_graphs": True})))
+        assert graphs.token_ids == eager.token_ids
+        assert eager.stats["decode_path"] == "eager"
+
+
+def test_one_capture_per_step_shape_and_reuse_across_runs(pair):
+    graph_model.POOL.forget(pair.target)
+    graph_model.POOL.forget(pair.draft)
+    cfg = SpecConfig(k=3, **GRAPHS)
+    first = last(speculate(pair, PROMPTS[0], cfg))
+    (target,), (draft,) = bundles(pair.target), bundles(pair.draft)
+    for graphs in (target.graphs, draft.graphs):
+        assert graphs.captures == len(graphs.replays) == len(graphs.buffers)     # once per shape
+        assert graphs.capturer.captures == graphs.captures
+    assert (4, 4) in target.graphs.replays                 # verify: k + 1 tokens, k + 1 logits
+    assert (1, 1) in draft.graphs.replays                  # a draft step
+    assert set(draft.graphs.replays) <= {(1, 1), (2, 1)}   # ... or a catch-up after an all-accepted round
+    assert first.stats["target_forwards"] > target.graphs.captures   # replayed more often than captured
+    assert first.stats["capture_s"] > 0
+    again = last(speculate(pair, PROMPTS[0], cfg))
+    assert again.token_ids == first.token_ids
+    assert again.stats["capture_s"] == 0                   # the pooled caches came with their graphs
+    assert bundles(pair.target)[0].graphs.captures == target.graphs.captures
+
+
+def test_forgetting_a_model_invalidates_its_graphs(pair):
+    last(decode_baseline(pair, PROMPTS[1], SpecConfig(**GRAPHS)))
+    (bundle,) = bundles(pair.target)[-1:]
+    graph_model.POOL.forget(pair.target)
+    assert not bundle.graphs.valid and not bundle.graphs.replays and bundles(pair.target) == []
+    with pytest.raises(RuntimeError):
+        bundle.graphs.buffers_for((1, 1), lambda key: None)
+    done = last(decode_baseline(pair, PROMPTS[1], SpecConfig(**GRAPHS)))
+    assert done.stats["capture_s"] > 0                     # captured afresh
+
+
+def test_graph_set_bookkeeping():
+    graphs = GraphSet(EagerCapturer(), torch.device("cpu"))
+    calls = []
+
+    def step():
+        calls.append(1)
+        return torch.tensor([float(len(calls))])
+    first = graphs.run("a", step).clone()
+    out = graphs.run("a", step)
+    assert graphs.captures == 1 and len(calls) == 3        # captured (one run), then two replays
+    assert out.data_ptr() == graphs.run("a", step).data_ptr()   # a replay writes one static output
+    assert first.item() == 2
+    graphs.run("b", step)
+    assert graphs.captures == 2 and graphs.capture_s >= 0
+
+
+def test_crop_moves_only_the_length(pair):
+    lm = graph_model.GraphCachedModel(pair.target, pair.vocab_size, positions=64)
+    eager = CachedModel(pair.target, pair.vocab_size)
+    try:
+        ids = torch.tensor(ids_of(pair, PROMPTS[0]))
+        lm.feed(ids, keep=1)
+        eager.feed(ids, keep=1)
+        drafts = torch.tensor([7, 8, 9])
+        lm.feed(drafts, keep=3)
+        lm.crop(len(ids) + 1)                              # two rejected: their entries stay, masked
+        assert lm.length == len(ids) + 1
+        eager.feed(drafts[:1], keep=1)
+        nxt = torch.tensor([11, 12])
+        assert torch.allclose(lm.feed(nxt, keep=2), eager.feed(nxt, keep=2), atol=1e-5)
+    finally:
+        lm.release()
+
+
+def test_cuda_graphs_setting():
+    assert SpecConfig().cuda_graphs is None
+    with pytest.raises(ConfigError):
+        SpecConfig(cuda_graphs="yes")
+
+
+def test_selection_on_cpu_stays_eager_and_refuses_what_graphs_cannot_run(pair):
+    assert isinstance(cached_model(pair.target, pair.vocab_size), CachedModel)                 # auto, CPU
+    assert isinstance(cached_model(pair.target, pair.vocab_size, graphs=False), CachedModel)
+    lm = cached_model(pair.target, pair.vocab_size, positions=40, graphs=True)
+    assert isinstance(lm, graph_model.GraphCachedModel)
+    lm.release()
+    from transformers import MistralConfig, MistralForCausalLM
+    sliding = MistralForCausalLM(MistralConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                               num_attention_heads=2, num_key_value_heads=2, sliding_window=4))
+    assert graph_model.unsupported(sliding)
+    with pytest.raises(ConfigError):
+        cached_model(sliding, 32, positions=8, graphs=True)
+
+
+@pytest.mark.slow
+def test_gpu_check_dry_run():
+    """scripts/gpu_check.py runs end to end on tiny models (eager capturer), so a GPU machine's run is not its first."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--dry-run"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    for part in ("identity", "chi-square", "tok/s", "capture"):
+        assert part in run.stdout
+
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+@cuda
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_cuda_graphs_greedy_equals_generate_on_cuda(tiny_dirs, k):
+    from specviz.models.loading import load_pair
+    gpu = load_pair(tiny_dirs["target"], tiny_dirs["cut"], device="cuda", dtype="float32")
+    ids = ids_of(gpu, PROMPTS[0])
+    reference = hf_generate(gpu, ids, SpecConfig(max_new_tokens=N))
+    done = last(speculate(gpu, ids, SpecConfig(k=k, max_new_tokens=N)))        # the path chosen automatically
+    plain = last(decode_baseline(gpu, ids, SpecConfig(max_new_tokens=N)))
+    assert done.stats["decode_path"] == plain.stats["decode_path"] == "CUDA graphs"
+    assert done.token_ids == plain.token_ids == reference
+    graph_model.POOL.forget(gpu.target)
+    graph_model.POOL.forget(gpu.draft)

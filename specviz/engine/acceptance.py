@@ -42,6 +42,20 @@ class Verdict:
     top: list[tuple[int, float]]   # most likely entries of the distribution next_token came from
 
 
+def ratio_accept_prob(p_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:
+    """min(1, p(x) / q(x)): the probability the exact rule keeps draft x (q(x) > 0 since x ~ q)."""
+    return torch.clamp(p_x / q_x, max=1.0)
+
+
+def residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """norm(max(0, p - q)) row by row over (..., V): where the exact rule draws after a rejection.
+    It has mass whenever a rejection is possible (p(x) < q(x) implies some p(y) > q(y)); a row
+    with no mass (p == q) falls back to p."""
+    res = torch.clamp(p - q, min=0.0)
+    mass = res.sum(-1, keepdim=True)
+    return torch.where(mass > 0, res / mass.clamp_min(1e-30), p)
+
+
 def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Tensor,
            cfg: SpecConfig, gen: torch.Generator) -> Verdict:
     """drafts (k,), q_probs (k, V) and target_logits (k+1, V) -> the round's Verdict."""
@@ -64,15 +78,10 @@ def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Ten
         next_dist = p                                 # correction/bonus: argmax of p_{n+1}
         candidates = choose(target_logits, p, cfg, gen)
     else:
-        accept_prob = torch.clamp(p_x / q_x, max=1.0)     # min(1, p/q); q_x > 0 since x_i ~ q_i
+        accept_prob = ratio_accept_prob(p_x, q_x)         # min(1, p/q)
         u = torch.rand(k, generator=gen, device=drafts.device)
         ok = u < accept_prob
-        # Residual for a rejection at i: norm(max(0, p_i - q_i)). It has mass whenever a
-        # rejection is possible (p_i(x_i) < q_i(x_i) implies some p_i(y) > q_i(y)).
-        residual = torch.clamp(p[:k] - q_probs, min=0.0)
-        mass = residual.sum(-1, keepdim=True)
-        residual = torch.where(mass > 0, residual / mass.clamp_min(1e-30), p[:k])
-        next_dist = torch.cat([residual, p[k:]])      # row i < k: residual; row k: p_{k+1} for the bonus
+        next_dist = torch.cat([residual(p[:k], q_probs), p[k:]])  # row i < k: residual; row k: p_{k+1} for the bonus
         candidates = choose(target_logits, next_dist, cfg, gen)  # one draw per row, used: row n
     # n = number of leading accepts (the first rejection ends the round). It stays on the device:
     # indexing with a tensor would be an implicit .item(), i.e. a device-to-host sync on CUDA.

@@ -50,7 +50,7 @@ def test_fold():
     th = s.theory()
     assert th["tokens_per_round"] == pytest.approx(theory.expected_tokens_per_round(0.8, 3))
     assert th["speedup"] == pytest.approx(theory.expected_speedup(0.8, 3, 0.2, 1.4))
-    assert th["speedup"] < theory.expected_speedup(0.8, 3, 0.2)     # a verify pass dearer than a step lowers it
+    assert th["speedup"] < theory.expected_speedup(0.8, 3, 0.2, theory.GPU_IDEAL_V)   # a dearer verify pass lowers it
 
 
 def test_figures_from_the_trace():
@@ -73,9 +73,11 @@ def test_theory():
     # The mean of the pmf plus the correction/bonus token is the expected tokens per round.
     pmf = theory.accepted_pmf(0.7, 5)
     assert sum(i * p for i, p in enumerate(pmf)) + 1 == pytest.approx(theory.expected_tokens_per_round(0.7, 5))
-    assert theory.best_k(0.9, 0.05) > theory.best_k(0.5, 0.05) >= 1
+    assert theory.best_k(0.9, 0.05, 1.0) > theory.best_k(0.5, 0.05, 1.0) >= 1
     # a = 0.5, k = 2: E = 1.75; with c = 0.25 the round costs 1.5 steps, or 1.8 when verifying costs 1.3.
-    assert theory.expected_speedup(0.5, 2, 0.25) == pytest.approx(1.75 / 1.5)
+    assert theory.expected_speedup(0.5, 2, 0.25, theory.GPU_IDEAL_V) == pytest.approx(1.75 / 1.5)
     assert theory.expected_speedup(0.5, 2, 0.25, v=1.3) == pytest.approx(1.75 / 1.8)
-    fig = what_if(0.8, 0.1, 12)
-    assert fig.data[2].x[0] == theory.best_k(0.8, 0.1, 12)
+    fig = what_if(0.8, 0.1, 1.3, 12)
+    assert fig.data[2].x[0] == theory.best_k(0.8, 0.1, 1.3, 12)
+    assert "v = 1.30" in fig.layout.title.text
+    assert "GPU-ideal" in what_if(0.8, 0.1, theory.GPU_IDEAL_V, 12).layout.title.text

@@ -21,7 +21,7 @@ def table(result: dict) -> str:
     width = {n: max(20, len(n) + 8) for n in methods}
     head = f"{'k':>3} " + "".join(f"{n + ' tok/s':>{width[n]}}" for n in methods) + \
         f"{'speedup':>9}{'a':>7}{'tok/round':>11}{'theory':>8}{'c':>7}{'theory x':>10}{'meas/theory':>12}" \
-        f"{'v':>6}{'theory_v x':>12}{'meas/theory_v':>15}"
+        f"{'v':>6}{'GPU-ideal x':>12}"
     lines += ["", head, "-" * len(head)]
     for row in result["rows"]:
         r = row["summary"]
@@ -29,8 +29,7 @@ def table(result: dict) -> str:
                      + f"{_f(r['speedup'], '{:.2f}x'):>9}{_f(r['acceptance_rate']):>7}{_f(r['tokens_per_round']):>11}"
                      f"{_f(r.get('theory_tokens_per_round')):>8}{_f(r['cost_ratio'], '{:.3f}'):>7}"
                      f"{_f(r.get('theory_speedup'), '{:.2f}x'):>10}{_f(r.get('speedup_over_theory')):>12}"
-                     f"{_f(r.get('verify_ratio')):>6}{_f(r.get('theory_speedup_v'), '{:.2f}x'):>12}"
-                     f"{_f(r.get('speedup_over_theory_v')):>15}")
+                     f"{_f(r.get('verify_ratio')):>6}{_f(r.get('theory_speedup_gpu_ideal'), '{:.2f}x'):>12}")
     first = result["rows"][0]["summary"]
     if "specviz_plain_vs_hf_generate" in first:
         assistant = result["models"].get("hf_assistant")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from ..engine import SpecConfig, decode_baseline, speculate
+from ..engine import SpecConfig, decode_baseline, measures, speculate
 from ..engine.pair import ModelPair
 from ..engine.timing import synchronize
 
@@ -25,8 +25,9 @@ class Timing:
     stats: dict = field(default_factory=dict)
 
     @property
-    def rate(self) -> float:
-        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+    def rate(self) -> float | None:
+        """Tokens per second (measures.rate: None when nothing was timed or written)."""
+        return measures.rate(self.tokens, self.seconds)
 
 
 def _timed(pair: ModelPair, fn) -> tuple[float, object]:
@@ -111,7 +112,7 @@ def measure_prompt(pair: ModelPair, ids: list[int], cfg: SpecConfig, methods: li
 
 
 def median_timing(timings: list[Timing]) -> Timing:
-    ordered = sorted(timings, key=lambda t: t.rate)
+    ordered = sorted(timings, key=lambda t: t.rate or 0.0)
     return ordered[len(ordered) // 2]
 
 

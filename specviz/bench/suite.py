@@ -4,7 +4,8 @@ Per k it reports, as medians over prompts: tokens/s of each method, the ratios t
 claims rest on (speculative/plain, specviz/transformers), the acceptance rate a (pooled:
 accepted / verified drafts), mean tokens per round against (1 - a^(k+1)) / (1 - a), the
 measured cost ratio c (seconds per draft step / seconds per plain token) and the speedup
-the theory predicts from a and c. A k sweep shows where the best k is and where theory puts it.
+the theory predicts from a, c and the measured verify ratio v (and, labelled GPU-ideal, with
+v = 1). A k sweep shows where the best k is and where theory puts it.
 Every ratio (and c) is first taken between runs of the same rotation, then the median over
 rotations, then over prompts: drift of the machine between rotations cancels out.
 """
@@ -89,8 +90,8 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
         result["fast_first_use_s"] = first_use
     if len(rows) > 1:
         s = best["summary"]
-        if s["acceptance_rate"] is not None and s["cost_ratio"] is not None:
-            result["theory_best_k"] = theory.best_k(s["acceptance_rate"], s["cost_ratio"], max(ks))
+        if s["acceptance_rate"] is not None and s["cost_ratio"] is not None and s["verify_ratio"] is not None:
+            result["theory_best_k"] = theory.best_k(s["acceptance_rate"], s["cost_ratio"], s["verify_ratio"], max(ks))
     result["breakdown"] = phase_breakdown(pair, encoded[0][1], replace(cfg, k=best["k"]))
     return result
 
@@ -121,6 +122,7 @@ def _prompt_row(kind: str, prompt_tokens: int, runs: dict, k: int, forced: float
            "full_round_tokens": s["full_round_tokens"], "cost_ratio": c, "verify_ratio": v}
     if "specviz speculative (fast)" in runs:
         row["cost_ratio_fast"] = _cost_ratio(runs["specviz speculative (fast)"], runs["specviz plain (fast)"])
+        row["verify_ratio_fast"] = _verify_ratio(runs["specviz speculative (fast)"], runs["specviz plain (fast)"])
     row["ratios"] = {name: paired_ratio(runs[a], runs[b]) for name, a, b in RATIOS if a in runs and b in runs}
     return row
 
@@ -132,10 +134,11 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
     def ratio(name):    # median over prompts of each prompt's paired (same-rotation) ratio
         return median([r["ratios"].get(name) for r in rows])
 
-    verified = sum(r["verified"] for r in rows)
-    a = forced if forced is not None else (sum(r["accepted"] for r in rows) / verified if verified else None)
-    full = sum(r["full_rounds"] for r in rows)
-    tokens_per_round = sum(r["full_round_tokens"] for r in rows) / full if full else None
+    pooled = measures.pool(measures.LaneTally(accepted=r["accepted"], rejected=r["verified"] - r["accepted"],
+                                              full_rounds=r["full_rounds"], full_round_tokens=r["full_round_tokens"])
+                           for r in rows)
+    a = forced if forced is not None else measures.acceptance_rate(pooled)
+    tokens_per_round = measures.tokens_per_round(pooled)
     c = median([r["cost_ratio"] for r in rows])
     v = median([r["verify_ratio"] for r in rows])
     out = {"tokens_per_s": {name: median([rate(r, name) for r in rows]) for name in rows[0]["methods"]},
@@ -150,16 +153,17 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
         for name in ("fast_speedup", "fast_vs_default_plain", "fast_vs_default_speculative"):
             out[name] = ratio(name)
         out["cost_ratio_fast"] = c_fast = median([r["cost_ratio_fast"] for r in rows])
-        if a is not None and c_fast is not None and out["fast_speedup"]:
-            out["theory_speedup_fast"] = theory.expected_speedup(a, k, c_fast)
+        out["verify_ratio_fast"] = v_fast = median([r["verify_ratio_fast"] for r in rows])
+        if a is not None and c_fast is not None and v_fast is not None and out["fast_speedup"]:
+            out["theory_speedup_fast"] = theory.expected_speedup(a, k, c_fast, v_fast)
             out["fast_speedup_over_theory"] = out["fast_speedup"] / out["theory_speedup_fast"]
     if a is not None:
         out["theory_tokens_per_round"] = theory.expected_tokens_per_round(a, k)
-        if c is not None:
-            out["theory_speedup"] = theory.expected_speedup(a, k, c)
-            out["speedup_over_theory"] = out["speedup"] / out["theory_speedup"] if out["speedup"] else None
         if c is not None and v is not None:
-            # The same with the verify pass priced as measured instead of as one target step.
-            out["theory_speedup_v"] = theory.expected_speedup(a, k, c, v)
-            out["speedup_over_theory_v"] = out["speedup"] / out["theory_speedup_v"] if out["speedup"] else None
+            # The verify pass priced as measured (on a CPU it costs more than one plain step).
+            out["theory_speedup"] = theory.expected_speedup(a, k, c, v)
+            out["speedup_over_theory"] = out["speedup"] / out["theory_speedup"] if out["speedup"] else None
+        if c is not None:
+            # The GPU-ideal case, labelled: the verify pass priced as one target step.
+            out["theory_speedup_gpu_ideal"] = theory.expected_speedup(a, k, c, theory.GPU_IDEAL_V)
     return out

@@ -15,6 +15,11 @@ so the page, the CLI, the benchmark and the engine's summary cannot disagree on 
                         the lanes stop at different lengths, as EOS or sampling can make them)
     cost ratio          c = (seconds drafting / drafted tokens) / (seconds per plain token)
     verify ratio        v = (seconds verifying / rounds) / (seconds per plain token)
+    theory speedup      S = E / (k c + v) with the measured v (engine/theory.py; v = 1 only as
+                        theory.GPU_IDEAL_V, where a figure labels it GPU-ideal)
+
+Several runs pool by adding their tallies (`pool`): a and tokens per round of a benchmark row or
+a k sweep are those of the pooled tally, never recomputed by hand.
 """
 from __future__ import annotations
 
@@ -58,6 +63,15 @@ class LaneTally:
     def from_stats(cls, stats: dict) -> "LaneTally":
         """The tally a `Done.stats` dict was made from."""
         return cls(**{f.name: stats[f.name] for f in fields(cls)})
+
+
+def pool(tallies) -> LaneTally:
+    """Several runs' tallies added up (counts and seconds): pooled a = sum accepted / sum verified."""
+    total = LaneTally()
+    for t in tallies:
+        for f in fields(LaneTally):
+            setattr(total, f.name, getattr(total, f.name) + getattr(t, f.name))
+    return total
 
 
 def acceptance_rate(t: LaneTally) -> float | None:

@@ -88,7 +88,7 @@ class RunStats:
         if a is None:
             return {}
         out = {"tokens_per_round": theory.expected_tokens_per_round(a, self.k)}
-        if c is not None:
-            out["speedup"] = theory.expected_speedup(a, self.k, c, v or 1.0)
-            out["best_k"] = theory.best_k(a, c, v=v or 1.0)
+        if c is not None and v is not None:
+            out["speedup"] = theory.expected_speedup(a, self.k, c, v)
+            out["best_k"] = theory.best_k(a, c, v)
         return out

@@ -7,9 +7,13 @@ per round and cost ratio c = (time of one draft step) / (time of one target step
 The "+ 1" prices the verify pass of k + 1 tokens like one target step, which holds while a
 step is bound by reading the weights (a GPU at small batch). Where it is not (a small model on
 a CPU), `v` = (time of a verify pass) / (time of a target step) replaces it: S_v = E / (k c + v).
+Every caller passes v: the measured one (engine/measures.py's verify_ratio), or GPU_IDEAL_V where a
+figure says it shows the GPU-ideal case. There is no default, so no number silently assumes v = 1.
     accepted drafts per round   P(i) = a^i (1 - a) for i < k, and a^k for i = k.
 """
 from __future__ import annotations
+
+GPU_IDEAL_V = 1.0   # a verify pass of k + 1 tokens priced as one target step: the GPU-ideal case, labelled so
 
 
 def expected_tokens_per_round(a: float, k: int) -> float:
@@ -18,7 +22,8 @@ def expected_tokens_per_round(a: float, k: int) -> float:
     return (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
-def expected_speedup(a: float, k: int, c: float, v: float = 1.0) -> float:
+def expected_speedup(a: float, k: int, c: float, v: float) -> float:
+    """S = E / (k c + v): c and v in plain target steps."""
     return expected_tokens_per_round(a, k) / (k * c + v)
 
 
@@ -27,6 +32,6 @@ def accepted_pmf(a: float, k: int) -> list[float]:
     return [a ** i * (1.0 - a) for i in range(k)] + [a ** k]
 
 
-def best_k(a: float, c: float, k_max: int = 16, v: float = 1.0) -> int:
+def best_k(a: float, c: float, v: float, k_max: int = 16) -> int:
     """The k in 1..k_max with the highest expected speedup (v taken as the same for every k)."""
     return max(range(1, k_max + 1), key=lambda k: expected_speedup(a, k, c, v))

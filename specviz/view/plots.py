@@ -84,15 +84,17 @@ def all_figures(stats: RunStats) -> tuple[go.Figure, go.Figure, go.Figure, go.Fi
     return acceptance_per_round(stats), race_chart(stats), tokens_per_round_hist(stats), acceptance_by_position(stats)
 
 
-def what_if(a: float, c: float, k_max: int = 12) -> go.Figure:
-    """Expected tokens per round and speedup against k, the best k marked (Explain tab)."""
+def what_if(a: float, c: float, v: float, k_max: int = 12) -> go.Figure:
+    """Expected tokens per round and speedup against k, the best k marked (Explain tab).
+    v = theory.GPU_IDEAL_V is labelled as the GPU-ideal case in the title."""
     ks = list(range(1, k_max + 1))
-    fig = _fig(f"What if: a = {a:.2f}, c = {c:.2f}", "k (drafts per round)", "")
+    priced = "GPU-ideal v = 1" if v == theory.GPU_IDEAL_V else f"v = {v:.2f}"
+    fig = _fig(f"What if: a = {a:.2f}, c = {c:.2f}, {priced}", "k (drafts per round)", "")
     fig.add_scatter(x=ks, y=[theory.expected_tokens_per_round(a, k) for k in ks], name="tokens per round",
                     mode="lines+markers", line=dict(color=BASE))
-    speed = [theory.expected_speedup(a, k, c) for k in ks]
+    speed = [theory.expected_speedup(a, k, c, v) for k in ks]
     fig.add_scatter(x=ks, y=speed, name="speedup", mode="lines+markers", line=dict(color=SPEC, width=3))
-    best = theory.best_k(a, c, k_max)
+    best = theory.best_k(a, c, v, k_max)
     fig.add_scatter(x=[best], y=[speed[best - 1]], name=f"best k = {best}", mode="markers",
                     marker=dict(color=THEORY, size=14, symbol="star"))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#999")

@@ -34,8 +34,7 @@ class SweepPoint:
 @dataclass
 class Sweep:
     points: list[SweepPoint] = field(default_factory=list)
-    verified: int = 0            # drafts the target judged (accepted or rejected), over every run
-    accepted: int = 0
+    tallies: list[measures.LaneTally] = field(default_factory=list)   # each race's speculative lane
 
     def add_race(self, k: int, records: list[dict]) -> SweepPoint:
         stats = RunStats(k)
@@ -45,14 +44,13 @@ class Sweep:
         point = SweepPoint(k, stats.measured_speedup() or 0.0, stats.tokens_per_round, stats.acceptance_rate,
                            measures.cost_ratio(spec, base), measures.verify_ratio(spec, base))
         self.points.append(point)
-        self.verified += spec.accepted + spec.rejected      # drafts after a rejection were never judged
-        self.accepted += spec.accepted
+        self.tallies.append(spec)
         return point
 
     @property
     def a(self) -> float | None:
         """Pooled acceptance rate: accepted / verified drafts over every run of the sweep."""
-        return self.accepted / self.verified if self.verified else None
+        return measures.acceptance_rate(measures.pool(self.tallies))
 
     def _median(self, name: str) -> float | None:
         values = [getattr(p, name) for p in self.points if getattr(p, name) is not None]
@@ -75,7 +73,9 @@ class Sweep:
         if a is None or c is None:
             return None
         a = min(a, 0.999)
-        return {k: (theory.expected_tokens_per_round(a, k), theory.expected_speedup(a, k, c, v or 1.0))
+        if v is None:
+            return None
+        return {k: (theory.expected_tokens_per_round(a, k), theory.expected_speedup(a, k, c, v))
                 for k in SWEEP_KS}
 
     def best_theory(self) -> int | None:

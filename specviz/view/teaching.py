@@ -14,6 +14,7 @@ from ..engine.events import from_dict
 from ..errors import SpecvizError
 from ..app import gpu_calls
 from ..app.state import AppState
+from ..engine import theory
 from .handlers import status_html
 from .plots import lossless_bars, what_if
 from .render import clean, draft_chips, fragment
@@ -144,4 +145,5 @@ def _lossless_summary(r) -> str:
 def what_if_plot(acceptance, cost_ratio, k_max):
     a = min(max(as_float("acceptance rate", acceptance), 0.0), 0.99)
     c = min(max(as_float("cost ratio", cost_ratio), 0.0), MAX_COST_RATIO)
-    return what_if(a, c, min(max(as_int("k max", k_max), 2), 32))
+    # The calculator has no v of its own: it draws the GPU-ideal case, and its title says so.
+    return what_if(a, c, theory.GPU_IDEAL_V, min(max(as_int("k max", k_max), 2), 32))

@@ -151,7 +151,7 @@ def best_k(app: AppState) -> Outcome:
     return Outcome(best, f"k = {best} (theory: k = {predicted})",
                    f"Larger k wins more tokens per target pass, but each extra draft step costs c = {sweep.c:.2f} "
                    f"and is accepted only with probability a = {sweep.a:.2f} given the ones before it. The theory "
-                   f"drawn from those two numbers (and a verify pass costing {sweep.v or 1:.2f} plain steps) puts "
+                   f"drawn from those two numbers (and a verify pass costing {sweep.v or 0:.2f} plain steps) puts "
                    f"its best k at {predicted}; the races measured {best}.", sweep_figure(sweep))
 
 
@@ -185,8 +185,9 @@ def bad_draft(app: AppState) -> Outcome:
 def cost(app: AppState) -> Outcome:
     from ..engine import theory
     stats = race_stats(app, pick(app, "fast"), max_new_tokens=96)
-    a, c, k = stats.acceptance_rate, stats.cost_ratio(), stats.k
-    at_c, at_1 = theory.expected_speedup(min(a, 0.999), k, c), theory.expected_speedup(min(a, 0.999), k, 1.0)
+    a, c, v, k = stats.acceptance_rate, stats.cost_ratio(), stats.verify_ratio(), stats.k
+    # Both priced with this race's measured verify pass v: only the draft's cost c differs.
+    at_c, at_1 = theory.expected_speedup(min(a, 0.999), k, c, v), theory.expected_speedup(min(a, 0.999), k, 1.0, v)
     return Outcome(round(c, 3), f"c = {c:.3f}",
                    f"Timed in this race: one draft step took {c:.3f} of a plain target step. With the same a = "
                    f"{a:.2f} and k = {k}, the theory gives {at_c:.2f}× at this c but {at_1:.2f}× if a draft step "

@@ -7,6 +7,15 @@ so the page, the CLI, the benchmark and the engine's summary cannot disagree on 
 
     acceptance rate     a = accepted / verified drafts = accepted / (accepted + rejected)
                         (drafts after the first rejection of a round are never verified)
+    draft acceptance    a_d = accepted / drafted   (vLLM's "draft acceptance rate"; discarded drafts
+                        count against it, so a_d <= a)
+    conditional acceptance at draft position i (0-based)
+                        c_i = P(accept at i | positions < i accepted) = accepted at i / judged at i
+                        (a draft at i is judged only when every earlier one of its round was accepted)
+    mean acceptance length  tau = tokens emitted / target passes (rounds), in [1, k + 1]: Spec-Bench's
+                        "mean accepted tokens", vLLM's "mean acceptance length" (1 + accepted / drafts);
+                        the two agree except for rounds a stop rule cut short or that drafted
+                        nothing. docs/metrics.md names each engine's term for every figure here.
     tokens per round        = tokens emitted in full rounds / full rounds, where a round is
                         full when it drafted the k planned for it and no stop rule cut it:
                         the quantity Leviathan's E = (1 - a^(k+1)) / (1 - a) predicts
@@ -23,7 +32,9 @@ a k sweep are those of the pooled tally, never recomputed by hand.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from collections import Counter
+from dataclasses import asdict, dataclass, field, fields
+from typing import Mapping
 
 TOKEN_KINDS = ("accepted", "resampled", "bonus", "target_token")   # events that add a token to the output
 
@@ -79,6 +90,33 @@ def acceptance_rate(t: LaneTally) -> float | None:
     return t.accepted / verified if verified else None
 
 
+def draft_acceptance_rate(t: LaneTally) -> float | None:
+    """a_d = accepted / drafted: vLLM's draft acceptance rate (discarded drafts count as not accepted)."""
+    return t.accepted / t.drafted if t.drafted else None
+
+
+def mean_acceptance_length(t: LaneTally) -> float | None:
+    """tau = tokens emitted / target passes (one pass a round), between 1 and k + 1."""
+    return t.tokens / t.rounds if t.rounds else None
+
+
+@dataclass
+class PositionTally:
+    """Judged and accepted drafts at each draft position (0-based) of a lane's rounds."""
+    judged: Counter = field(default_factory=Counter)
+    accepted: Counter = field(default_factory=Counter)
+
+    def add(self, event) -> None:
+        if event.kind in ("accepted", "rejected"):
+            self.judged[event.position] += 1
+            self.accepted[event.position] += event.kind == "accepted"
+
+
+def conditional_acceptance(judged: Mapping[int, int], accepted: Mapping[int, int]) -> dict[int, float]:
+    """c_i = P(accept at position i | positions < i accepted) = accepted_i / judged_i, for every i judged."""
+    return {i: accepted.get(i, 0) / n for i, n in sorted(judged.items()) if n}
+
+
 def tokens_per_round(t: LaneTally) -> float | None:
     return t.full_round_tokens / t.full_rounds if t.full_rounds else None
 
@@ -113,5 +151,6 @@ def verify_ratio(spec: LaneTally, base: LaneTally) -> float | None:
 
 def summary(t: LaneTally, **extra) -> dict:
     """What `Done.stats` carries: the tally itself, then the lane's own derived figures."""
-    return {**asdict(t), "acceptance_rate": acceptance_rate(t), "tokens_per_round": tokens_per_round(t),
+    return {**asdict(t), "acceptance_rate": acceptance_rate(t), "draft_acceptance_rate": draft_acceptance_rate(t),
+            "mean_acceptance_length": mean_acceptance_length(t), "tokens_per_round": tokens_per_round(t),
             "tokens_per_s": rate(t.tokens, t.elapsed_s), **extra}

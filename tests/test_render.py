@@ -99,3 +99,22 @@ def test_pane_html_is_append_only_and_text_matches(pair):
         # Visible output text = the final text, once rejected drafts are left out.
         shown = "".join(text for kind, text in doc.by_kind if kind != "rejected")
         assert shown == done["text"]
+
+
+def test_one_explanation_serves_page_step_mode_and_terminal():
+    """The tooltip, step mode's sentence and the terminal's line come from engine/explain.py."""
+    from specviz.cli.terminal import explanation
+    from specviz.engine.explain import sentence, tooltip
+    from specviz.view.teaching import _reveal_round
+    event = Rejected(2, 1, 7, "x<y", 0.1, 0.4, 0.25, 0.9, "ratio", 2)
+    assert clean(tooltip(event)) in token_span(event)
+    assert "min(1, p/q) = 0.250" in sentence(event) and "u = 0.900" in sentence(event)
+    assert explanation(event) == f"  round 2: {sentence(event, quote=lambda p: repr(p))}\n"
+    from specviz.engine import to_dict
+    from specviz.engine.events import RoundEnd
+    drafted = Drafted(round=2, token_ids=[7, 8, 9], pieces=["x<y", "b", "c"], q=[0.4, 0.3, 0.2])
+    end = RoundEnd(round=2, drafted=3, accepted=1, emitted=2, draft_s=0.1, verify_s=0.1, bookkeeping_s=0.0,
+                   total_tokens=5, total_drafted=6, total_accepted=3, text="ab", k_next=3, full=True)
+    state = {"records": [to_dict(e) for e in (drafted, event, end)], "next": 0, "html": ""}
+    _, html_out, _ = _reveal_round(state)
+    assert sentence(event, quote=lambda p: f"<code>{clean(repr(p))}</code>") in html_out

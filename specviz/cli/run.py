@@ -21,6 +21,7 @@ def add_parser(sub) -> None:
     p.add_argument("--baseline", action="store_true", help="race plain target decoding alongside and report the speedup")
     p.add_argument("--json", action="store_true", help="print one JSON event per line")
     p.add_argument("--no-color", action="store_true", help="plain text without ANSI colors")
+    p.add_argument("--explain", action="store_true", help="one line on stderr per verdict: why it was kept or not")
     p.set_defaults(func=run)
 
 
@@ -119,6 +120,8 @@ def run(args) -> int:
         elif event.lane == "spec":
             sys.stdout.write(terminal.render(event, color))
             sys.stdout.flush()
+            if args.explain:
+                sys.stderr.write(terminal.explanation(event))
         if event.kind == "done":
             done[event.lane] = event
     if not args.json:

@@ -8,6 +8,7 @@ cannot move the cursor or recolor the terminal.
 from __future__ import annotations
 
 from ..engine.events import Event
+from ..engine.explain import sentence
 
 RESET = "\x1b[0m"
 STYLES = {
@@ -33,6 +34,13 @@ def render(event: Event, color: bool = True) -> str:
     if not color or not STYLES[kind] or not text:
         return text
     return f"{STYLES[kind]}{text}{RESET}"
+
+
+def explanation(event: Event) -> str:
+    """One line on why a verdict happened (engine/explain.py's sentence, as the page's step mode
+    shows it), "" for events that are not verdicts."""
+    line = sentence(event, quote=lambda piece: repr(safe(piece)))
+    return f"  round {event.round}: {line}\n" if line else ""
 
 
 def legend(color: bool = True) -> str:

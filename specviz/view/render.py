@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import html
 
+from ..engine.explain import tooltip
+
 KINDS = {  # event kind -> (data-kind, CSS class)
     "accepted": ("accepted", "tok tok-accepted"),
     "rejected": ("rejected", "tok tok-rejected"),
@@ -25,37 +27,6 @@ def clean(text: str) -> str:
     """Text safe to put in a page: lone surrogates become U+FFFD, then HTML-escaped."""
     text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     return html.escape(text, quote=True)
-
-
-def _num(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3f}"
-
-
-def tooltip(event) -> str:
-    """Plain-text explanation of one token event, with the round's real numbers."""
-    kind = event.kind
-    if kind == "target_token":
-        return f"plain target token #{event.index + 1}\np = {_num(event.p)}"
-    head = f"round {event.round}, draft position {event.position + 1}"
-    if kind in ("accepted", "rejected"):
-        nums = f"p (target) = {_num(event.p)}   q (draft) = {_num(event.q)}"
-        if event.rule == "argmax":
-            why = ("the target's most likely token: accepted" if kind == "accepted"
-                   else "not the target's most likely token: rejected")
-        else:
-            op = "<" if kind == "accepted" else "≥"
-            why = f"min(1, p/q) = {_num(event.accept_prob)}   u = {_num(event.u)} {op} {_num(event.accept_prob)}"
-        tail = f"\n{event.discarded} later draft(s) discarded" if kind == "rejected" else ""
-        return f"{kind} · {head}\n{nums}\n{why}{tail}"
-    if kind == "resampled":
-        top = ", ".join(f"{piece!r} {prob:.2f}" for _, piece, prob in event.top_residual)
-        return (f"resampled · {head}\nthe target's correction, drawn from norm(max(0, p − q))\n"
-                f"probability there = {_num(event.prob)}   p (target) = {_num(event.p)}\nresidual top: {top}")
-    if kind == "bonus" and event.position == 0:
-        return f"bonus · round {event.round}\nnothing drafted this round: the target's own next token\np = {_num(event.p)}"
-    if kind == "bonus":
-        return f"bonus · round {event.round}\nall drafts accepted: one more token from the target\np = {_num(event.p)}"
-    return kind
 
 
 def token_span(event) -> str:

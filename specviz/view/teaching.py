@@ -11,6 +11,7 @@ from dataclasses import replace
 import gradio as gr
 
 from ..engine.events import from_dict
+from ..engine.explain import sentence
 from ..errors import SpecvizError
 from ..app import gpu_calls
 from ..app.state import AppState
@@ -28,34 +29,6 @@ MAX_COST_RATIO = 1.0           # the what-if calculator's c (the slider's range)
 
 def _tok(piece: str) -> str:
     return f"<code>{clean(repr(piece))}</code>"
-
-
-def explain(event) -> str:
-    """One sentence (HTML, escaped) on why this verdict happened, with the real numbers."""
-    k = event.kind
-    if k in ("accepted", "rejected"):
-        who = f"Draft token {_tok(event.piece)}"
-        if event.rule == "argmax":
-            if k == "accepted":
-                return f"{who} is also the target's most likely next token (p = {event.p:.3f}): accepted."
-            return (f"{who} is not the target's most likely next token (it gives it p = {event.p:.3f}): rejected, "
-                    f"and the {event.discarded} draft(s) after it are discarded.")
-        base = (f"{who}: the target gives it p = {event.p:.3f}, the draft gave q = {event.q:.3f}, so it is kept "
-                f"with probability min(1, p/q) = {event.accept_prob:.3f}; the draw u = {event.u:.3f} is ")
-        if k == "accepted":
-            return base + "below that: accepted."
-        return base + f"not below that: rejected, and the {event.discarded} draft(s) after it are discarded."
-    if k == "resampled":
-        if event.top_residual and abs(event.prob - event.p) < 1e-9:
-            return f"The target puts its own top choice {_tok(event.piece)} (p = {event.p:.3f}) in its place."
-        return (f"The target replaces it with {_tok(event.piece)}, drawn from the leftover distribution "
-                f"norm(max(0, p − q)), where it has probability {event.prob:.3f}.")
-    if k == "bonus" and event.position == 0:
-        return f"Nothing to check, so the target's pass gives its next token: {_tok(event.piece)} (p = {event.p:.3f})."
-    if k == "bonus":
-        return (f"Every draft was accepted, so the same target pass yields one more token for free: "
-                f"{_tok(event.piece)} (p = {event.p:.3f}).")
-    return ""
 
 
 def step_round(app: AppState, state, *form, **named):
@@ -93,7 +66,7 @@ def _reveal_round(state: dict):
             chips = (f'<p class="explain">Round {event.round}: the draft proposes {len(event.token_ids)} token(s) '
                      f'{draft_chips(event)} and the target checks them all in one forward pass:</p>')
         elif event.kind in ("accepted", "rejected", "resampled", "bonus"):
-            verdicts.append(f'<li style="--i: {len(verdicts)}">{explain(event)}</li>')
+            verdicts.append(f'<li style="--i: {len(verdicts)}">{sentence(event, quote=_tok)}</li>')
         elif event.kind == "round_end":
             note = (f'<p class="explain reveal" style="--i: {len(verdicts)}">Round {event.round}: {event.accepted} of '
                     f"{event.drafted} drafts accepted, {event.emitted} token(s) added for one target pass. "

@@ -1,0 +1,68 @@
+"""What one token event means, in words: the one explanation that the page's tooltips
+(view/render.py), step mode (view/teaching.py) and the terminal (cli/terminal.py) all show.
+
+Each reads only the event's own fields (p, q, min(1, p/q), the draw u, the residual), so a saved
+trace explains itself the same way. Conventions as in engine/acceptance.py: p = target probability,
+q = draft probability, accept with min(1, p/q), resample from norm(max(0, p - q)).
+"""
+from __future__ import annotations
+
+
+def _num(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def tooltip(event) -> str:
+    """Plain-text explanation of one token event, with the round's real numbers."""
+    kind = event.kind
+    if kind == "target_token":
+        return f"plain target token #{event.index + 1}\np = {_num(event.p)}"
+    head = f"round {event.round}, draft position {event.position + 1}"
+    if kind in ("accepted", "rejected"):
+        nums = f"p (target) = {_num(event.p)}   q (draft) = {_num(event.q)}"
+        if event.rule == "argmax":
+            why = ("the target's most likely token: accepted" if kind == "accepted"
+                   else "not the target's most likely token: rejected")
+        else:
+            op = "<" if kind == "accepted" else "≥"
+            why = f"min(1, p/q) = {_num(event.accept_prob)}   u = {_num(event.u)} {op} {_num(event.accept_prob)}"
+        tail = f"\n{event.discarded} later draft(s) discarded" if kind == "rejected" else ""
+        return f"{kind} · {head}\n{nums}\n{why}{tail}"
+    if kind == "resampled":
+        top = ", ".join(f"{piece!r} {prob:.2f}" for _, piece, prob in event.top_residual)
+        return (f"resampled · {head}\nthe target's correction, drawn from norm(max(0, p − q))\n"
+                f"probability there = {_num(event.prob)}   p (target) = {_num(event.p)}\nresidual top: {top}")
+    if kind == "bonus" and event.position == 0:
+        return f"bonus · round {event.round}\nnothing drafted this round: the target's own next token\np = {_num(event.p)}"
+    if kind == "bonus":
+        return f"bonus · round {event.round}\nall drafts accepted: one more token from the target\np = {_num(event.p)}"
+    return kind
+
+
+def sentence(event, quote=repr) -> str:
+    """One sentence on why this verdict happened, with the real numbers; `quote` shows a token
+    (step mode passes one that escapes it as HTML code, the terminal one that hides control characters)."""
+    k = event.kind
+    if k in ("accepted", "rejected"):
+        who = f"Draft token {quote(event.piece)}"
+        if event.rule == "argmax":
+            if k == "accepted":
+                return f"{who} is also the target's most likely next token (p = {event.p:.3f}): accepted."
+            return (f"{who} is not the target's most likely next token (it gives it p = {event.p:.3f}): rejected, "
+                    f"and the {event.discarded} draft(s) after it are discarded.")
+        base = (f"{who}: the target gives it p = {event.p:.3f}, the draft gave q = {event.q:.3f}, so it is kept "
+                f"with probability min(1, p/q) = {event.accept_prob:.3f}; the draw u = {event.u:.3f} is ")
+        if k == "accepted":
+            return base + "below that: accepted."
+        return base + f"not below that: rejected, and the {event.discarded} draft(s) after it are discarded."
+    if k == "resampled":
+        if event.top_residual and abs(event.prob - event.p) < 1e-9:
+            return f"The target puts its own top choice {quote(event.piece)} (p = {event.p:.3f}) in its place."
+        return (f"The target replaces it with {quote(event.piece)}, drawn from the leftover distribution "
+                f"norm(max(0, p − q)), where it has probability {event.prob:.3f}.")
+    if k == "bonus" and event.position == 0:
+        return f"Nothing to check, so the target's pass gives its next token: {quote(event.piece)} (p = {event.p:.3f})."
+    if k == "bonus":
+        return (f"Every draft was accepted, so the same target pass yields one more token for free: "
+                f"{quote(event.piece)} (p = {event.p:.3f}).")
+    return ""

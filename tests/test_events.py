@@ -154,3 +154,21 @@ def test_no_scalar_reads_in_either_lane(pair, lane, temperature):
         torch.ones(2)[torch.tensor(1)].item()
     assert probe.n >= 1
     assert reads.n == 0
+
+
+def test_events_are_keyword_only_and_check_themselves():
+    import pytest
+
+    from specviz.engine.events import Accepted, Drafted, TargetToken
+    good = dict(round=1, position=0, token_id=5, piece="a", p=0.3, q=0.5, accept_prob=0.6, u=0.2, rule="ratio", index=0)
+    assert Accepted(**good).p == 0.3
+    with pytest.raises(TypeError):
+        Accepted(1, 0, 5, "a", 0.3, 0.5, 0.6, 0.2, "ratio", 0)          # positional: refused
+    for bad in ({"p": 1.5}, {"q": float("nan")}, {"u": -0.2}, {"position": -1}, {"round": 1.0}, {"lane": "x"},
+                {"t": -1.0}):
+        with pytest.raises(ValueError):
+            Accepted(**{**good, **bad})
+    with pytest.raises(ValueError):
+        Drafted(round=1, token_ids=[1], pieces=["a"], q=[1.2])
+    with pytest.raises(ValueError):
+        TargetToken(index=0, token_id=-3, piece="a", p=0.5)

@@ -11,21 +11,21 @@ from specviz.view.plots import all_figures, what_if
 
 def fixed_trace():
     """Two rounds at k = 3: round 1 accepts all and earns a bonus; round 2 rejects at position 1."""
-    yield Drafted(1, [1, 2, 3], ["a", "b", "c"], [0.9, 0.8, 0.7], t=0.01)
+    yield Drafted(round=1, token_ids=[1, 2, 3], pieces=["a", "b", "c"], q=[0.9, 0.8, 0.7], t=0.01)
     for i, tok in enumerate([1, 2, 3]):
-        yield Accepted(1, i, tok, "abc"[i], 0.9, 0.9, 1.0, 0.5, "ratio", i, t=0.02)
-    yield Bonus(1, 3, 4, "d", 0.5, 3, t=0.02)
-    yield RoundEnd(1, 3, 3, 4, 0.006, 0.014, 0.001, 4, 3, 3, "abcd", 3, True, t=0.02)
-    yield TargetToken(0, 1, "a", 0.9, t=0.01)
-    yield TargetToken(1, 2, "b", 0.9, t=0.02)
-    yield Drafted(2, [5, 6, 7], ["e", "f", "g"], [0.9, 0.8, 0.7], t=0.03)
-    yield Accepted(2, 0, 5, "e", 0.9, 0.9, 1.0, 0.5, "ratio", 4, t=0.04)
-    yield Rejected(2, 1, 6, "f", 0.1, 0.8, 0.125, 0.9, "ratio", 1, t=0.04)
-    yield Resampled(2, 1, 9, "x", 0.6, 0.3, [(9, "x", 0.6)], 5, t=0.04)
-    yield RoundEnd(2, 3, 1, 2, 0.006, 0.014, 0.001, 6, 6, 4, "abcdex", 3, True, t=0.04)
-    yield Done("abcdex", [1, 2, 3, 4, 5, 9], "max_tokens", {}, t=0.04)
-    yield TargetToken(2, 3, "c", 0.9, t=0.03)
-    yield Done("abc", [1, 2, 3], "max_tokens", {}, lane="base", t=0.03)
+        yield Accepted(round=1, position=i, token_id=tok, piece="abc"[i], p=0.9, q=0.9, accept_prob=1.0, u=0.5, rule="ratio", index=i, t=0.02)
+    yield Bonus(round=1, position=3, token_id=4, piece="d", p=0.5, index=3, t=0.02)
+    yield RoundEnd(round=1, drafted=3, accepted=3, emitted=4, draft_s=0.006, verify_s=0.014, bookkeeping_s=0.001, total_tokens=4, total_drafted=3, total_accepted=3, text="abcd", k_next=3, full=True, t=0.02)
+    yield TargetToken(index=0, token_id=1, piece="a", p=0.9, t=0.01)
+    yield TargetToken(index=1, token_id=2, piece="b", p=0.9, t=0.02)
+    yield Drafted(round=2, token_ids=[5, 6, 7], pieces=["e", "f", "g"], q=[0.9, 0.8, 0.7], t=0.03)
+    yield Accepted(round=2, position=0, token_id=5, piece="e", p=0.9, q=0.9, accept_prob=1.0, u=0.5, rule="ratio", index=4, t=0.04)
+    yield Rejected(round=2, position=1, token_id=6, piece="f", p=0.1, q=0.8, accept_prob=0.125, u=0.9, rule="ratio", discarded=1, t=0.04)
+    yield Resampled(round=2, position=1, token_id=9, piece="x", prob=0.6, p=0.3, top_residual=[(9, "x", 0.6)], index=5, t=0.04)
+    yield RoundEnd(round=2, drafted=3, accepted=1, emitted=2, draft_s=0.006, verify_s=0.014, bookkeeping_s=0.001, total_tokens=6, total_drafted=6, total_accepted=4, text="abcdex", k_next=3, full=True, t=0.04)
+    yield Done(text="abcdex", token_ids=[1, 2, 3, 4, 5, 9], stop_reason="max_tokens", stats={}, t=0.04)
+    yield TargetToken(index=2, token_id=3, piece="c", p=0.9, t=0.03)
+    yield Done(text="abc", token_ids=[1, 2, 3], stop_reason="max_tokens", stats={}, lane="base", t=0.03)
 
 
 def folded():

@@ -43,12 +43,12 @@ def parse(markup: str) -> Collector:
 
 
 def events_for(piece: str):
-    yield Drafted(1, [5, 6], [piece, piece], [0.5, 0.4])
-    yield Accepted(1, 0, 5, piece, 0.3, 0.5, 0.6, 0.2, "ratio", 0)
-    yield Rejected(1, 1, 6, piece, 0.1, 0.4, 0.25, 0.9, "ratio", 0)
-    yield Resampled(1, 1, 7, piece, 0.7, 0.5, [(7, piece, 0.7)], 1)
-    yield Bonus(2, 2, 8, piece, 0.9, 2)
-    yield TargetToken(0, 9, piece, 0.4)
+    yield Drafted(round=1, token_ids=[5, 6], pieces=[piece, piece], q=[0.5, 0.4])
+    yield Accepted(round=1, position=0, token_id=5, piece=piece, p=0.3, q=0.5, accept_prob=0.6, u=0.2, rule="ratio", index=0)
+    yield Rejected(round=1, position=1, token_id=6, piece=piece, p=0.1, q=0.4, accept_prob=0.25, u=0.9, rule="ratio", discarded=0)
+    yield Resampled(round=1, position=1, token_id=7, piece=piece, prob=0.7, p=0.5, top_residual=[(7, piece, 0.7)], index=1)
+    yield Bonus(round=2, position=2, token_id=8, piece=piece, p=0.9, index=2)
+    yield TargetToken(index=0, token_id=9, piece=piece, p=0.4)
 
 
 @settings(max_examples=300, deadline=None)
@@ -71,14 +71,14 @@ def test_any_text_is_escaped_and_visible_text_is_preserved(text):
 def test_injection_payloads_stay_text():
     for payload in ['<img src=x onerror=alert(1)>', '"><script>alert(1)</script>', "' onmouseover='alert(1)",
                     "</span><b>x</b>", "&lt;already&gt;", "\ud800broken"]:
-        markup = token_span(Accepted(1, 0, 1, payload, 0.5, 0.5, 1.0, 0.1, "ratio", 0))
+        markup = token_span(Accepted(round=1, position=0, token_id=1, piece=payload, p=0.5, q=0.5, accept_prob=1.0, u=0.1, rule="ratio", index=0))
         assert "<img" not in markup and "<script" not in markup and "<b>" not in markup
         assert markup.count("<span") == 1 and markup.count("</span>") == 1
         assert clean(payload) in markup
 
 
 def test_tooltip_carries_the_numbers():
-    span = token_span(Rejected(3, 1, 6, "x", 0.1, 0.4, 0.25, 0.9, "ratio", 2))
+    span = token_span(Rejected(round=3, position=1, token_id=6, piece="x", p=0.1, q=0.4, accept_prob=0.25, u=0.9, rule="ratio", discarded=2))
     title = html.unescape(re.search(r'title="([^"]*)"', span).group(1))
     assert "p (target) = 0.100" in title and "q (draft) = 0.400" in title
     assert "min(1, p/q) = 0.250" in title and "u = 0.900" in title and "2 later draft(s) discarded" in title
@@ -106,7 +106,7 @@ def test_one_explanation_serves_page_step_mode_and_terminal():
     from specviz.cli.terminal import explanation
     from specviz.engine.explain import sentence, tooltip
     from specviz.view.teaching import _reveal_round
-    event = Rejected(2, 1, 7, "x<y", 0.1, 0.4, 0.25, 0.9, "ratio", 2)
+    event = Rejected(round=2, position=1, token_id=7, piece="x<y", p=0.1, q=0.4, accept_prob=0.25, u=0.9, rule="ratio", discarded=2)
     assert clean(tooltip(event)) in token_span(event)
     assert "min(1, p/q) = 0.250" in sentence(event) and "u = 0.900" in sentence(event)
     assert explanation(event) == f"  round 2: {sentence(event, quote=lambda p: repr(p))}\n"

@@ -6,15 +6,50 @@ that lane's own compute clock in seconds when the event was made. Token events c
 text `piece` they add to the output (incrementally decoded, so the pieces concatenate to
 the final text). Probabilities follow the convention in acceptance.py: p = target, q = draft.
 `to_dict` gives a plain JSON-able dict; everything a view shows can be rebuilt from these.
+Events are keyword-only and check their invariants when made (`_SelfChecking`), as h11's do.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import math
+from dataclasses import asdict, dataclass, field, fields
 from typing import Literal, Union
 
+PROBABILITIES = ("p", "q", "accept_prob", "u", "prob")     # each in [0, 1] where present (None: not drawn)
+COUNTS = ("round", "position", "index", "token_id", "discarded", "drafted", "accepted", "emitted",
+          "total_tokens", "total_drafted", "total_accepted", "k_next")   # each a whole number >= 0
+PROB_SLACK = 1e-3     # half-precision softmax may round a probability a hair past 1
 
-@dataclass(frozen=True)
-class Drafted:
+
+def _is_probability(x) -> bool:
+    return isinstance(x, (int, float)) and not math.isnan(x) and -PROB_SLACK <= x <= 1 + PROB_SLACK
+
+
+class _SelfChecking:
+    """Every event checks its invariants when made: probabilities in [0, 1], counts and positions
+    whole and >= 0, the lane one of the two, clocks >= 0. A broken event fails where it is built."""
+
+    def __post_init__(self):
+        names = {f.name for f in fields(self)}
+        for name in PROBABILITIES:
+            value = getattr(self, name, None)
+            if name in names and value is not None:
+                values = value if isinstance(value, (list, tuple)) else [value]
+                if not all(_is_probability(x) for x in values):
+                    raise ValueError(f"{type(self).__name__}.{name} must be a probability in [0, 1], not {value!r}")
+        for name in COUNTS:
+            value = getattr(self, name, 0)
+            if name in names and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{type(self).__name__}.{name} must be a whole number >= 0, not {value!r}")
+        for name in ("t", "draft_s", "verify_s", "bookkeeping_s"):
+            value = getattr(self, name, 0.0)
+            if name in names and not (isinstance(value, (int, float)) and value >= 0):
+                raise ValueError(f"{type(self).__name__}.{name} must be seconds >= 0, not {value!r}")
+        if self.lane not in ("spec", "base"):
+            raise ValueError(f"{type(self).__name__}.lane must be 'spec' or 'base', not {self.lane!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Drafted(_SelfChecking):
     """Emitted when the drafter has proposed this round's tokens (before verification)."""
     round: int
     token_ids: list[int]
@@ -25,8 +60,8 @@ class Drafted:
     kind: Literal["drafted"] = "drafted"
 
 
-@dataclass(frozen=True)
-class Accepted:
+@dataclass(frozen=True, kw_only=True)
+class Accepted(_SelfChecking):
     """Emitted when a drafted token passes verification and becomes output."""
     round: int
     position: int                  # index of the token within the round's drafts (0-based)
@@ -36,15 +71,18 @@ class Accepted:
     q: float
     accept_prob: float             # min(1, p/q); greedy: 1.0 (argmax match)
     u: float | None                # the uniform draw that decided it; None for greedy
-    rule: Literal["ratio", "argmax", "forced"]  # forced: benchmarking-only fixed acceptance (not lossless)
+    # "ratio" / "argmax": the exact rule (sampling / greedy); "forced": benchmarking-only fixed
+    # acceptance (not lossless); anything else: the name of the non-default rule that judged it
+    # (engine/rules.py, e.g. "typical(epsilon=0.09,delta=0.3)"; accept_prob is that rule's).
+    rule: str
     index: int                     # index of the token in the generated output
     lane: str = "spec"
     t: float = 0.0
     kind: Literal["accepted"] = "accepted"
 
 
-@dataclass(frozen=True)
-class Rejected:
+@dataclass(frozen=True, kw_only=True)
+class Rejected(_SelfChecking):
     """Emitted for the first drafted token that fails verification; later drafts are discarded."""
     round: int
     position: int
@@ -54,15 +92,15 @@ class Rejected:
     q: float
     accept_prob: float             # min(1, p/q); greedy: 0.0 (not the argmax)
     u: float | None
-    rule: Literal["ratio", "argmax", "forced"]  # forced: benchmarking-only fixed acceptance (not lossless)
+    rule: str                      # as in Accepted
     discarded: int                 # drafts after this one in the round, thrown away unverified
     lane: str = "spec"
     t: float = 0.0
     kind: Literal["rejected"] = "rejected"
 
 
-@dataclass(frozen=True)
-class Resampled:
+@dataclass(frozen=True, kw_only=True)
+class Resampled(_SelfChecking):
     """Emitted when the target's correction replaces a rejected draft token."""
     round: int
     position: int
@@ -77,8 +115,8 @@ class Resampled:
     kind: Literal["resampled"] = "resampled"
 
 
-@dataclass(frozen=True)
-class Bonus:
+@dataclass(frozen=True, kw_only=True)
+class Bonus(_SelfChecking):
     """Emitted when every draft was accepted and the target adds one token of its own for free."""
     round: int
     position: int
@@ -91,8 +129,8 @@ class Bonus:
     kind: Literal["bonus"] = "bonus"
 
 
-@dataclass(frozen=True)
-class TargetToken:
+@dataclass(frozen=True, kw_only=True)
+class TargetToken(_SelfChecking):
     """Emitted for each token of plain (target-only) decoding."""
     index: int
     token_id: int
@@ -103,8 +141,8 @@ class TargetToken:
     kind: Literal["target_token"] = "target_token"
 
 
-@dataclass(frozen=True)
-class RoundEnd:
+@dataclass(frozen=True, kw_only=True)
+class RoundEnd(_SelfChecking):
     """Emitted when a speculative round is finished, with its costs and the running totals."""
     round: int
     drafted: int
@@ -124,8 +162,8 @@ class RoundEnd:
     kind: Literal["round_end"] = "round_end"
 
 
-@dataclass(frozen=True)
-class Done:
+@dataclass(frozen=True, kw_only=True)
+class Done(_SelfChecking):
     """Emitted last, once: the full output, why it stopped and the run's summary."""
     text: str                      # the streamed pieces joined (a character left unfinished at the very end is dropped)
     token_ids: list[int]

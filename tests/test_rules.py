@@ -115,3 +115,57 @@ def test_names_parse_and_fail_clearly():
                 "typical(epsilon=nan)", None, 3]:
         with pytest.raises(ConfigError):
             get_rule(bad)
+
+
+# --- through the engine, with the tiny models of conftest.py --------------------------------------
+
+def verdicts(events):
+    return [e for e in events if e.kind in ("accepted", "rejected")]
+
+
+def test_the_engine_names_a_non_default_rule_everywhere(pair):
+    from specviz.engine.config import SpecConfig
+    from specviz.engine.speculative import speculate
+    from specviz.engine.token_kinds import acceptance_by_kind
+    from tests.conftest import PROMPTS
+
+    events = list(speculate(pair, PROMPTS[0], SpecConfig(k=3, temperature=1.0, max_new_tokens=24, seed=1, rule="typical")))
+    name = "typical(epsilon=0.09,delta=0.3)"
+    assert verdicts(events) and all(e.rule == name and e.accept_prob in (0.0, 1.0) for e in verdicts(events))
+    done = events[-1]
+    assert done.stats["rule"] == name and done.stats["rule_lossless"] is False
+    rows = acceptance_by_kind(events, pair.tokenizer)
+    assert sum(r["judged"] for r in rows) == len(verdicts(events))
+    assert sum(r["accepted"] for r in rows) == sum(e.kind == "accepted" for e in events)
+
+    matched = list(speculate(pair, PROMPTS[1], SpecConfig(k=3, temperature=1.0, max_new_tokens=16, rule="sample_match")))
+    assert all(e.rule == "sample_match" and e.accept_prob == pytest.approx(e.p, abs=1e-6) for e in verdicts(matched))
+    assert matched[-1].stats["rule"] == "sample_match" and matched[-1].stats["rule_lossless"] is True
+
+    mixed = list(speculate(pair, PROMPTS[2], SpecConfig(k=3, temperature=1.0, max_new_tokens=16, rule="ensemble(w=0.25)")))
+    for e in verdicts(mixed):
+        assert e.rule == "ensemble(w=0.25)"
+        assert e.accept_prob == pytest.approx(min(1.0, (0.25 * e.p + 0.75 * e.q) / e.q), abs=1e-5)
+
+
+def test_the_exact_rule_stays_the_default(pair):
+    from specviz.engine.config import SpecConfig
+    from specviz.engine.speculative import speculate
+    from tests.conftest import PROMPTS
+
+    assert SpecConfig().rule == "exact"
+    events = list(speculate(pair, PROMPTS[0], SpecConfig(k=3, temperature=1.0, max_new_tokens=12)))
+    assert all(e.rule == "ratio" for e in verdicts(events))
+    assert events[-1].stats["rule"] == "exact" and events[-1].stats["rule_lossless"] is True
+    greedy = list(speculate(pair, PROMPTS[0], SpecConfig(k=3, max_new_tokens=12)))
+    assert all(e.rule == "argmax" for e in verdicts(greedy))
+
+
+def test_config_checks_the_rule():
+    from specviz.engine.config import SpecConfig
+
+    assert SpecConfig(temperature=1.0, rule="ensemble").rule == "ensemble(w=0.5)"
+    for bad in [dict(temperature=1.0, rule="nope"), dict(temperature=0.0, rule="typical"),
+                dict(temperature=1.0, rule="typical", forced_acceptance=0.5), dict(temperature=1.0, rule=None)]:
+        with pytest.raises(ConfigError):
+            SpecConfig(**bad)

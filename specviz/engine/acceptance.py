@@ -78,10 +78,19 @@ def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Ten
         next_dist = p                                 # correction/bonus: argmax of p_{n+1}
         candidates = choose(target_logits, p, cfg, gen)
     else:
-        accept_prob = ratio_accept_prob(p_x, q_x)         # min(1, p/q)
+        if cfg.rule == "exact":
+            accept_prob = ratio_accept_prob(p_x, q_x)     # min(1, p/q)
+            correction = residual(p[:k], q_probs)
+        else:
+            # Another rule, named in cfg (engine/rules.py; most are lossy): its own keep probability
+            # and correction; imported here since rules.py builds on this module's functions.
+            from .rules import get_rule
+            rule = get_rule(cfg.rule)
+            accept_prob = rule.accept_prob(p[:k], q_probs, drafts)
+            correction = rule.correction(p[:k], q_probs, drafts)
         u = torch.rand(k, generator=gen, device=drafts.device)
         ok = u < accept_prob
-        next_dist = torch.cat([residual(p[:k], q_probs), p[k:]])  # row i < k: residual; row k: p_{k+1} for the bonus
+        next_dist = torch.cat([correction, p[k:]])   # row i < k: residual (or the rule's correction); row k: p_{k+1}
         candidates = choose(target_logits, next_dist, cfg, gen)  # one draw per row, used: row n
     # n = number of leading accepts (the first rejection ends the round). It stays on the device:
     # indexing with a tensor would be an implicit .item(), i.e. a device-to-host sync on CUDA.

@@ -37,6 +37,11 @@ class SpecConfig:
     # min(1, p/q), to time the engine at a chosen acceptance rate on random-weight models.
     # Never offered in the app. None = the exact rule.
     forced_acceptance: float | None = None
+    # The acceptance rule (engine/rules.py): "exact" = min(1, p/q) with the residual, the only
+    # default. Others ("sample_match", "greedy_match", "typical(...)", "ensemble(w=...)") exist to
+    # show what they trade; most are lossy, and each is named in every verdict and in Done.stats.
+    # Stored in canonical form with its parameters; other rules need temperature > 0.
+    rule: str = "exact"
     # Execution, not sampling: a static KV cache with compiled decode steps (CUDA graphs on
     # CUDA), for both lanes alike. Compiles on first use of each shape. See static_model.py.
     fast: bool = False
@@ -76,9 +81,20 @@ class SpecConfig:
             raise ConfigError("cuda_graphs must be true, false or unset (automatic)")
         if self.forced_acceptance is not None:
             _check_float("forced_acceptance", self.forced_acceptance, 0.0, 1.0)
+        self._check_rule()
         for s in self.stop_strings:
             if not isinstance(s, str) or not s:
                 raise ConfigError("stop strings must be non-empty text")
+
+    def _check_rule(self) -> None:
+        from .rules import get_rule     # here, not at the top: rules.py imports acceptance.py, which imports this
+        rule = get_rule(self.rule)
+        object.__setattr__(self, "rule", rule.name)
+        if rule.name != "exact" and self.greedy:
+            raise ConfigError(f"the {rule.name} rule compares sampled distributions: it needs temperature > 0 "
+                              f"(at temperature 0 the exact rule already is the argmax match)")
+        if rule.name != "exact" and self.forced_acceptance is not None:
+            raise ConfigError("forced_acceptance replaces the acceptance rule: leave rule at exact")
 
     def to_dict(self) -> dict:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}

@@ -19,7 +19,8 @@ from .timing import LaneClock
 
 
 def run_lane(out: Output, cancel, lane: str, clock: LaneClock, tally: LaneTally,
-             step: Callable[[LaneClock], list[Event]], target, drafter=None) -> Iterator[Event]:
+             step: Callable[[LaneClock], list[Event]], target, drafter=None,
+             extra_stats: dict | None = None) -> Iterator[Event]:
     try:
         while out.stop_reason is None and out.remaining > 0:
             if cancel is not None and cancel.is_set():
@@ -35,6 +36,6 @@ def run_lane(out: Output, cancel, lane: str, clock: LaneClock, tally: LaneTally,
             drafter.release()
     tally.elapsed_s = clock.total
     stats = summary(tally, target_forwards=target.forwards, draft_forwards=drafter.forwards if drafter else 0,
-                    **path_stats(target, getattr(drafter, "lm", None)))
+                    **path_stats(target, getattr(drafter, "lm", None)), **(extra_stats or {}))
     yield Done(text=out.text, token_ids=out.generated, stop_reason=out.stop_reason or "max_tokens",
                stats=stats, lane=lane, t=clock.total)

@@ -33,6 +33,7 @@ parses it; `Rule.name` is the canonical form that configs, events and Done.stats
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -163,7 +164,14 @@ _NAME = re.compile(r"^\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")
 
 def get_rule(name: str) -> Rule:
     """The rule a name stands for: a family, optionally with parameters, e.g. "ensemble(w=0.3)"."""
-    m = _NAME.match(name) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        raise ConfigError(f"rule must be a name such as 'exact', not {name!r}")
+    return _parse(name)
+
+
+@functools.lru_cache(maxsize=64)      # the engine asks once a round
+def _parse(name: str) -> Rule:
+    m = _NAME.match(name)
     if not m or m.group(1) not in FAMILIES:
         raise ConfigError(f"rule must be one of {', '.join(FAMILIES)} (parameters as in 'ensemble(w=0.3)'), not {name!r}")
     family, args = m.group(1), (m.group(2) or "").strip()

@@ -25,6 +25,7 @@ from .lane import run_lane
 from .measures import LaneTally
 from .output import Output, encode_prompt
 from .pair import ModelPair
+from .rules import get_rule
 from .sampling import make_generator
 from .timing import LaneClock, PhaseMarks
 
@@ -49,7 +50,10 @@ def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> It
     target = cached_model(pair.target, pair.vocab_size, cfg.fast, positions,
                           keep_hidden=getattr(drafter, "reads_target_features", False), graphs=cfg.cuda_graphs)
     rounds = Rounds(pair, out, target, drafter, cfg, gen, lane)
-    yield from run_lane(out, cancel, lane, LaneClock(pair.device), rounds.tally, rounds.step, target, drafter)
+    named = {"rule": "forced" if cfg.forced_acceptance is not None else cfg.rule,
+             "rule_lossless": cfg.forced_acceptance is None and get_rule(cfg.rule).lossless}
+    yield from run_lane(out, cancel, lane, LaneClock(pair.device), rounds.tally, rounds.step, target, drafter,
+                        extra_stats=named)
 
 
 class Rounds:
@@ -61,7 +65,9 @@ class Rounds:
         self.cfg, self.gen, self.lane = cfg, gen, lane
         self.k = cfg.k
         self.tally = LaneTally()
-        self.rule = "forced" if cfg.forced_acceptance is not None else "argmax" if cfg.greedy else "ratio"
+        # The verdicts' label: the exact rule keeps its "ratio" / "argmax"; any other rule its own name.
+        self.rule = ("forced" if cfg.forced_acceptance is not None else "argmax" if cfg.greedy
+                     else "ratio" if cfg.rule == "exact" else cfg.rule)
 
     @torch.inference_mode()
     def step(self, clock: LaneClock) -> list[Event]:

@@ -16,6 +16,7 @@ on a CPU the tests run the very same buffers and bookkeeping (graph_model.py).
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Protocol
@@ -47,24 +48,28 @@ class _Graph:
 
 class CudaCapturer:
     """torch.cuda.CUDAGraph over the step; the graphs of one cache share one memory pool (they
-    never run at the same time, and each output is copied out before the next replay)."""
+    never run at the same time, and each output is copied out before the next replay).
+    Capture mode "thread_local": another visitor's lane decoding (and synchronizing) in another
+    thread meanwhile does not invalidate the capture; captures themselves take turns (a lock)."""
     name = "CUDA graphs"
     WARMUP = 2                          # eager runs on a side stream first (lazy kernel and cuBLAS setup)
+    LOCK = threading.Lock()
 
     def __init__(self, device: torch.device):
         self.device = device
         self.pool = torch.cuda.graph_pool_handle()
 
     def capture(self, step: Step) -> Replay:
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
-            for _ in range(self.WARMUP):
-                step()
-        torch.cuda.current_stream(self.device).wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool):
-            output = step()
+        with self.LOCK:
+            side = torch.cuda.Stream(self.device)
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(side):
+                for _ in range(self.WARMUP):
+                    step()
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
+                output = step()
         return _Graph(graph, output)
 
 

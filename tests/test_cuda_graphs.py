@@ -134,6 +134,26 @@ def test_graph_set_bookkeeping():
     assert graphs.captures == 2 and graphs.capture_s >= 0
 
 
+def test_a_failed_capture_decodes_on_eagerly_and_says_so(pair):
+    class Failing(EagerCapturer):
+        name = "CUDA graphs"
+
+        def capture(self, step):
+            raise RuntimeError("operation not permitted when stream is capturing")
+    graph_model.POOL.forget(pair.target)        # a fresh cache, so that it gets this capturer
+    lm = graph_model.GraphCachedModel(pair.target, pair.vocab_size, positions=64, capturer=Failing())
+    eager = CachedModel(pair.target, pair.vocab_size)
+    try:
+        ids = torch.tensor(ids_of(pair, PROMPTS[0]))
+        for tokens, keep in ((ids, 1), (torch.tensor([5]), 1), (torch.tensor([6, 7]), 2)):
+            assert torch.allclose(lm.feed(tokens, keep), eager.feed(tokens, keep), atol=1e-5)
+        assert lm.decode_path.startswith("eager (graph capture failed: RuntimeError: operation not permitted")
+        assert lm.captures == 0
+    finally:
+        lm.release()
+        graph_model.POOL.forget(pair.target)    # later tests capture with the eager capturer again
+
+
 def test_crop_moves_only_the_length(pair):
     lm = graph_model.GraphCachedModel(pair.target, pair.vocab_size, positions=64)
     eager = CachedModel(pair.target, pair.vocab_size)

@@ -113,6 +113,7 @@ class GraphSet:
     captures: int = 0
     capture_s: float = 0.0
     valid: bool = True
+    failed: str | None = None           # why a capture failed (then every step runs eagerly)
 
     def buffers_for(self, key: Hashable, make_buffers: Callable[[Hashable], object]):
         if not self.valid:
@@ -123,16 +124,30 @@ class GraphSet:
 
     def run(self, key: Hashable, step: Step) -> torch.Tensor:
         """Replay key's graph, capturing it from `step` first if it has none. The caller has
-        filled key's buffers already (a capture computes the step too: warm-up is a real run)."""
+        filled key's buffers already (a capture computes the step too: warm-up is a real run).
+        If a capture fails, this set runs every step eagerly from then on (same buffers, same
+        results, launch-bound again) and `path` says why."""
+        if self.failed is not None:
+            return step()
         replay = self.replays.get(key)
         if replay is None:
             start = time.perf_counter()
-            replay = self.capturer.capture(step)
+            try:
+                replay = self.capturer.capture(step)
+            except Exception as exc:           # noqa: BLE001 - any capture failure: decode on, eagerly
+                self.failed = f"{type(exc).__name__}: {str(exc)[:200]}"
+                return step()
+            finally:
+                _sync(self.device)
+                self.capture_s += time.perf_counter() - start
             self.replays[key] = replay
             self.captures += 1
-            _sync(self.device)
-            self.capture_s += time.perf_counter() - start
         return replay.run()
+
+    @property
+    def path(self) -> str:
+        """The decode path's name for the stats."""
+        return self.capturer.name if self.failed is None else f"eager (graph capture failed: {self.failed})"
 
     def invalidate(self) -> None:
         self.replays.clear()

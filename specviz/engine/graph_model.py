@@ -145,7 +145,9 @@ POOL = BundlePool()
 
 
 class GraphCachedModel:
-    """ModelWithCache over a pooled static cache; decode steps replayed as captured graphs."""
+    """ModelWithCache over a pooled static cache; decode steps replayed as captured graphs.
+    `capturer` (default: CUDA graphs on CUDA, eager elsewhere) applies to a new cache only: a
+    pooled one keeps its own, with the graphs it captured."""
 
     def __init__(self, model, vocab_size: int, positions: int, capturer: Capturer | None = None):
         self.model, self.vocab_size = model, vocab_size
@@ -154,7 +156,6 @@ class GraphCachedModel:
         self.bundle = POOL.acquire(model, (self.capacity, vocab_size),
                                    lambda: _Bundle(model, vocab_size, self.capacity, capturer or capturer_for(self.device)))
         self.graphs = self.bundle.graphs
-        self.decode_path = self.graphs.capturer.name
         self._captures0, self._capture_s0 = self.graphs.captures, self.graphs.capture_s
         self._length = 0
         self.forwards = 0
@@ -162,6 +163,10 @@ class GraphCachedModel:
     @property
     def length(self) -> int:
         return self._length
+
+    @property
+    def decode_path(self) -> str:
+        return self.graphs.path
 
     @property
     def captures(self) -> int:

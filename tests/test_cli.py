@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.getcwd()}
 
 
@@ -46,3 +48,53 @@ def test_bad_arguments_exit_nonzero_without_traceback(tiny_dirs):
         r = cli(*args)
         assert r.returncode != 0
         assert "Traceback" not in r.stderr and r.stderr.strip()
+
+
+@pytest.fixture
+def smollm2_fetched():
+    """SmolLM2 in the cache (CI fetches it: SPECVIZ_REQUIRE_REAL_PAIR=1), else the test is skipped."""
+    from specviz.models.fetch import SMOLLM2, fetch, fetched
+    if fetched(SMOLLM2.hub_id) is None:
+        if os.environ.get("SPECVIZ_REQUIRE_REAL_PAIR") != "1":
+            pytest.skip("SmolLM2 is not fetched: run `python -m specviz fetch`")
+        fetch(SMOLLM2)
+
+
+def _bench_json(tmp_path, *args):
+    prompts = tmp_path / "p.json"
+    prompts.write_text(json.dumps([{"kind": "code", "text": "def add(a, b):"}]))
+    r = cli("bench", *args, "--prompts", str(prompts), "--max-new-tokens", "6", "--repeats", "1", "--json")
+    return r, (json.loads(r.stdout) if r.returncode == 0 else None)
+
+
+def test_bench_applies_the_preset(tmp_path):
+    # The bundled preset: its pair and its k (4), where `bench` used to take neither from --preset.
+    r, result = _bench_json(tmp_path, "--preset", "bundled")
+    assert r.returncode == 0, r.stderr
+    assert result["models"]["target"].endswith("models/target") and [row["k"] for row in result["rows"]] == [4]
+    r, result = _bench_json(tmp_path, "--preset", "bundled", "--k", "2")
+    assert [row["k"] for row in result["rows"]] == [2]            # an explicit --k still wins
+
+
+def test_bench_chat_prompt_on_a_model_without_template_is_one_line(tmp_path):
+    prompts = tmp_path / "chat.json"
+    prompts.write_text(json.dumps([{"kind": "chat", "chat": True, "text": "Hello?"}]))
+    r = cli("bench", "--preset", "bundled", "--prompts", str(prompts), "--max-new-tokens", "4", "--repeats", "1")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "no chat template" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_run_and_bench_apply_the_smollm2_preset(smollm2_fetched, tmp_path):
+    # Its target, its draft and its chat switch reach both subcommands (the prompt goes through the template).
+    r = cli("run", "--preset", "smollm2", "--prompt", "Say hi.", "--max-new-tokens", "4", "--json")
+    assert r.returncode == 0, r.stderr
+    done = json.loads(r.stdout.splitlines()[-1])
+    assert done["kind"] == "done"
+    prompts = tmp_path / "p.json"
+    prompts.write_text(json.dumps([{"kind": "chat", "text": "Say hi."}]))   # no "chat" key: the preset's switch
+    r = cli("bench", "--preset", "smollm2", "--prompts", str(prompts), "--max-new-tokens", "4", "--repeats", "1",
+            "--json")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["models"]["target"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert result["models"]["draft"].endswith("smollm2-draft") and [row["k"] for row in result["rows"]] == [2]

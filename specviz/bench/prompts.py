@@ -53,12 +53,15 @@ def builtin_prompts() -> list[dict]:
             + [{"kind": "free text", "text": t} for t in FREE_TEXT])
 
 
-def load_prompts(path: str | None) -> list[dict]:
+def load_prompts(path: str | None, chat: bool | None = None) -> list[dict]:
+    """The prompts of a file (or the built-in set). A prompt's own "chat" key wins; `chat` (the
+    --chat/--no-chat switch or the preset's) applies to the prompts that do not say."""
     if path is None:
-        return builtin_prompts()
-    raw = Path(path).read_text(encoding="utf-8")
-    if path.endswith(".json"):
-        items = json.loads(raw)
-        return [{"kind": "file", "text": i} if isinstance(i, str)
-                else {"kind": i.get("kind", "file"), "text": i["text"], "chat": bool(i.get("chat"))} for i in items]
-    return [{"kind": "file", "text": t.strip("\n") + "\n"} for t in re.split(r"^---$", raw, flags=re.M) if t.strip()]
+        items = builtin_prompts()
+    elif path.endswith(".json"):
+        items = [{"kind": "file", "text": i} if isinstance(i, str) else {"kind": i.get("kind", "file"), **i}
+                 for i in json.loads(Path(path).read_text(encoding="utf-8"))]
+    else:
+        raw = Path(path).read_text(encoding="utf-8")
+        items = [{"kind": "file", "text": t.strip("\n") + "\n"} for t in re.split(r"^---$", raw, flags=re.M) if t.strip()]
+    return [{"kind": i["kind"], "text": i["text"], "chat": bool(i.get("chat", chat))} for i in items]

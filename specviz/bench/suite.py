@@ -62,7 +62,7 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
                 "(--hf-assistant FOLDER times it with a plain draft)")
             methods = [m for m in methods if m != "hf assisted"]
     methods = methods + FAST_METHODS if fast else methods
-    encoded = [(p["kind"], encode_prompt(pair, chat_ids(pair.tokenizer, p["text"]) if p.get("chat") else p["text"]))
+    encoded = [(p["kind"], encode_prompt(pair, chat_ids(pair.tokenizer, p["text"], pair.target_name) if p.get("chat") else p["text"]))
                for p in prompts]
     rows, first_use = [], {}
     for k in ks:

@@ -4,15 +4,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .run import add_model_args
+from .run import add_model_args, apply_preset
+
+HELDOUT_CHAT_PROMPTS = str(Path(__file__).resolve().parents[2] / "benchmarks" / "heldout-prompts.json")
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="benchmark specviz against plain decoding and transformers, in one process")
     add_model_args(p)
-    p.add_argument("--prompts", default=None, help="JSON list or ----separated text file (default: built-in set)")
+    p.add_argument("--prompts", default=None, help="JSON list or ----separated text file (default: built-in set; "
+                   "with a chat preset, benchmarks/heldout-prompts.json)")
     group = p.add_mutually_exclusive_group()
-    group.add_argument("--k", type=int, default=4, help="drafts per round")
+    group.add_argument("--k", type=int, default=None, help="drafts per round (default 4, or the preset's)")
     group.add_argument("--k-sweep", action="store_true", help="k = 1..8, speculative vs plain only")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-new-tokens", type=int, default=128)
@@ -41,7 +44,9 @@ def run(args) -> int:
 
     if args.repeats < 1:
         raise ConfigError("--repeats must be at least 1")
-    ks = list(range(1, 9)) if args.k_sweep else [args.k]
+    if not args.random_pair:
+        apply_preset(args)                 # --preset fills --target, --draft, --k and --chat, as for `run`
+    ks = list(range(1, 9)) if args.k_sweep else [args.k or 4]
     cfg = SpecConfig(k=ks[0], temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed,
                      drafter=args.drafter, forced_acceptance=args.forced_acceptance)
     if args.random_pair:
@@ -52,7 +57,7 @@ def run(args) -> int:
     else:
         from .run import pair_from
         pair = pair_from(args)
-    prompts = load_prompts(args.prompts)
+    prompts = load_prompts(args.prompts or (HELDOUT_CHAT_PROMPTS if args.chat else None), chat=args.chat)
     assistant = None
     if args.hf_assistant:
         from ..models.loading import load_draft_for

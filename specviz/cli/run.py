@@ -69,10 +69,8 @@ def prompt_from(args, pair):
         return args.prompt
     if not args.prompt.strip():
         raise ConfigError("the prompt is empty")
-    if not getattr(pair.tokenizer, "chat_template", None):
-        raise ConfigError(f"{pair.target_name} has no chat template: run without --chat")
     from ..models.chat import chat_ids
-    return chat_ids(pair.tokenizer, args.prompt)
+    return chat_ids(pair.tokenizer, args.prompt, pair.target_name)
 
 
 def config_from(args):

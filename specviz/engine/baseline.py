@@ -19,7 +19,7 @@ from .measures import LaneTally
 from .output import Output, encode_prompt
 from .pair import ModelPair
 from .sampling import choose, make_generator, warp
-from .timing import LaneClock
+from .timing import LaneClock, PhaseMarks
 
 
 def decode_baseline(pair: ModelPair, prompt: str | list[int], config: SpecConfig | None = None,
@@ -46,11 +46,16 @@ def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> It
 
 @torch.inference_mode()
 def _step(out: Output, target: ModelWithCache, cfg: SpecConfig, gen, lane: str, clock: LaneClock) -> TargetToken:
+    phases = PhaseMarks(target.device)                            # target pass | sampling, no extra sync
     logits = target.feed(uncached(target, out.ids), keep=1)     # (1, V)
+    phases.mark()
     probs = warp(logits, cfg)
     token = choose(logits, probs, cfg, gen)                       # (1,)
     p = probs[0].gather(0, token)                                 # (1,) its probability, on the device
     token_id, p = torch.cat([token.double(), p.double()]).tolist()   # one host read
+    phases.mark()
+    target_s, sample_s = phases.seconds()
     token_id = int(token_id)
     piece = out.append(token_id)
-    return TargetToken(index=out.n_generated - 1, token_id=token_id, piece=piece, p=p, lane=lane, t=clock.read())
+    return TargetToken(index=out.n_generated - 1, token_id=token_id, piece=piece, p=p, target_s=target_s,
+                       sample_s=sample_s, lane=lane, t=clock.read())

@@ -136,6 +136,8 @@ class TargetToken(_SelfChecking):
     token_id: int
     piece: str
     p: float
+    target_s: float = 0.0          # seconds in this token's target pass (device time on CUDA)
+    sample_s: float = 0.0          # seconds warping, sampling and reading the token back
     lane: str = "base"
     t: float = 0.0
     kind: Literal["target_token"] = "target_token"
@@ -149,7 +151,9 @@ class RoundEnd(_SelfChecking):
     accepted: int
     emitted: int                   # tokens added to the output this round
     draft_s: float                 # seconds drafting (device-synchronized)
-    verify_s: float                # seconds in the target pass, acceptance and sampling
+    verify_s: float                # seconds in the target pass, acceptance and sampling (= target_s + accept_s)
+    target_s: float = 0.0          # of which the target's forward pass over the uncached tokens and the drafts
+    accept_s: float = 0.0          # of which acceptance, the correction or bonus draw, and the one host read
     bookkeeping_s: float           # seconds cropping caches, detokenizing and building events
     total_tokens: int
     total_drafted: int

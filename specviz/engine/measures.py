@@ -50,6 +50,8 @@ class LaneTally:
     full_round_tokens: int = 0
     draft_s: float = 0.0          # seconds drafting, summed over rounds
     verify_s: float = 0.0         # seconds in target passes with acceptance, summed over rounds
+    target_s: float = 0.0         # seconds in target forward passes (verify passes, or plain steps)
+    accept_s: float = 0.0         # seconds in acceptance and sampling (speculative), sampling (plain)
     elapsed_s: float = 0.0        # the lane's clock at its latest event
 
     def add(self, event) -> None:
@@ -60,11 +62,16 @@ class LaneTally:
             self.accepted += 1
         elif kind == "rejected":
             self.rejected += 1
+        elif kind == "target_token":
+            self.target_s += event.target_s
+            self.accept_s += event.sample_s
         elif kind == "round_end":
             self.rounds += 1
             self.drafted += event.drafted
             self.draft_s += event.draft_s
             self.verify_s += event.verify_s
+            self.target_s += event.target_s
+            self.accept_s += event.accept_s
             if event.full:
                 self.full_rounds += 1
                 self.full_round_tokens += event.emitted
@@ -72,8 +79,8 @@ class LaneTally:
 
     @classmethod
     def from_stats(cls, stats: dict) -> "LaneTally":
-        """The tally a `Done.stats` dict was made from."""
-        return cls(**{f.name: stats[f.name] for f in fields(cls)})
+        """The tally a `Done.stats` dict was made from (a field an older trace lacks keeps its default)."""
+        return cls(**{f.name: stats.get(f.name, f.default) for f in fields(cls)})
 
 
 def pool(tallies) -> LaneTally:

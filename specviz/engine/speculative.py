@@ -73,7 +73,7 @@ class Rounds:
     def step(self, clock: LaneClock) -> list[Event]:
         out, cfg, lane = self.out, self.cfg, self.lane
         r = self.tally.rounds + 1
-        phases = PhaseMarks(self.pair.device)     # draft | verify | bookkeeping, with no extra device sync
+        phases = PhaseMarks(self.pair.device)     # draft | target pass | acceptance | bookkeeping, no extra sync
         before = len(out.ids)
         # A round emits at most k + 1 tokens: draft no more than the lane may still add, minus the bonus.
         planned = min(self.k, out.remaining - 1)
@@ -87,6 +87,7 @@ class Rounds:
         #    row i is the target's distribution for draft i, row m the one after all drafts.
         fed_from = self.target.length
         logits = self.target.feed(torch.cat([uncached(self.target, out.ids), proposal.tokens]), keep=m + 1)
+        phases.mark()
 
         # 3. Accept/reject; draw the correction or the bonus. One device-to-host read.
         v = verify(proposal.tokens, proposal.q, logits, cfg, self.gen)
@@ -131,10 +132,11 @@ class Rounds:
         if cfg.adaptive_k and m == planned > 0:
             self.k = min(self.k + 1, cfg.k_max) if v.n_accepted == m else max(self.k - 1, cfg.k_min)
         phases.mark()
-        draft_s, verify_s, bookkeeping_s = phases.seconds()
+        draft_s, target_s, accept_s, bookkeeping_s = phases.seconds()
         for event in events:
             self.tally.add(event)
-        end = RoundEnd(round=r, drafted=m, accepted=accepted, emitted=emitted, draft_s=draft_s, verify_s=verify_s,
+        end = RoundEnd(round=r, drafted=m, accepted=accepted, emitted=emitted, draft_s=draft_s, verify_s=target_s + accept_s,
+                       target_s=target_s, accept_s=accept_s,
                        bookkeeping_s=bookkeeping_s, total_tokens=self.tally.tokens,
                        total_drafted=self.tally.drafted + m, total_accepted=self.tally.accepted, text=out.text,
                        k_next=self.k,

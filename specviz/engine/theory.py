@@ -35,3 +35,25 @@ def accepted_pmf(a: float, k: int) -> list[float]:
 def best_k(a: float, c: float, v: float, k_max: int = 16) -> int:
     """The k in 1..k_max with the highest expected speedup (v taken as the same for every k)."""
     return max(range(1, k_max + 1), key=lambda k: expected_speedup(a, k, c, v))
+
+
+def break_even_acceptance(k: float, c: float, v: float) -> float | None:
+    """The acceptance rate at which speculation neither gains nor loses: E(a, k) = k c + v.
+
+    E rises from 1 (a = 0) to k + 1 (a -> 1), so the equation has one root when 1 < k c + v < k + 1;
+    at or below 1 every a pays (0.0 is returned), at or above k + 1 none does (None). Solved by
+    bisection (E is increasing in a); k may be a mean over rounds, hence a float.
+    """
+    cost = k * c + v
+    if cost <= 1.0:
+        return 0.0
+    if cost >= k + 1:
+        return None
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if expected_tokens_per_round(mid, k) < cost:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2

@@ -1,0 +1,116 @@
+"""Why faster, why slower: one race's time ledger and the sentence that names its main cause.
+
+Each lane's clock is split into what it spent its seconds on (measured per round by the
+lanes' phase marks, timing.py), and the race's figures are set against the break-even point
+of speculative decoding on this machine:
+
+    speculative lane   draft steps | target passes (verify) | acceptance and sampling | everything else
+    plain lane                       target passes           | sampling                | everything else
+
+"Everything else" is the lane's clock minus its measured phases: cache crops, detokenizing,
+building events. With a the acceptance rate, k the drafts per round, c a draft step and v a
+verify pass, both in plain steps (measures.py), a round costs k c + v plain steps and yields
+E(a, k) = (1 - a^(k+1)) / (1 - a) tokens on average (theory.py). Speculation pays when
+E(a, k) > k c + v: the break-even acceptance is the a where the two are equal.
+
+The verdict never calls a loss a win: below 1.0x the ledger says "slower" and names the cause
+(the draft guessed too rarely for what a round costs here, or time went outside the passes).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from . import measures as m
+from .theory import break_even_acceptance, expected_speedup
+
+EVEN_BAND = 0.03      # speedups within 3% of 1.0 are reported as "about even" (run-to-run noise)
+
+
+@dataclass(frozen=True)
+class LaneLedger:
+    """Seconds one lane spent, by phase (every field in seconds but the counts)."""
+    total_s: float
+    draft_s: float           # draft model steps (0 in the plain lane)
+    target_s: float          # target forward passes: verify passes, or plain steps
+    accept_s: float          # acceptance and sampling (speculative), sampling (plain)
+    other_s: float           # the rest of the lane's clock
+    tokens: int
+    target_passes: int
+
+
+@dataclass(frozen=True)
+class Ledger:
+    spec: LaneLedger
+    plain: LaneLedger
+    k: float                       # drafts per round actually made (mean; the setting unless cut short)
+    a: float | None                # acceptance rate, accepted / judged
+    tau: float | None              # tokens per target pass in the speculative lane
+    c: float | None                # one draft step, in plain steps
+    v: float | None                # one verify pass (with acceptance), in plain steps
+    speedup: float | None          # measured: speculative tok/s over plain tok/s
+    theory: float | None           # E(a, k) / (k c + v) with these a, c and v
+    break_even_a: float | None     # speculation pays above this a here (None: at no a, with this k, c, v)
+    verdict: str                   # "faster", "about even", "slower" or "unmeasured"
+    cause: str                     # one plain sentence: why
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def lane_ledger(t: m.LaneTally) -> LaneLedger:
+    measured = t.draft_s + t.target_s + t.accept_s
+    return LaneLedger(total_s=t.elapsed_s, draft_s=t.draft_s, target_s=t.target_s, accept_s=t.accept_s,
+                      other_s=max(0.0, t.elapsed_s - measured), tokens=t.tokens,
+                      target_passes=t.rounds if t.rounds else t.tokens)   # the plain lane: one pass a token
+
+
+def build(spec: m.LaneTally, plain: m.LaneTally) -> Ledger:
+    """The ledger of a finished race (or of a benchmark's pooled tallies)."""
+    a, c, v = m.acceptance_rate(spec), m.cost_ratio(spec, plain), m.verify_ratio(spec, plain)
+    k = spec.drafted / spec.rounds if spec.rounds else 0.0
+    speedup = m.lane_speedup(spec, plain)
+    theory = expected_speedup(a, k, c, v) if None not in (a, c, v) and k > 0 else None
+    even = break_even_acceptance(k, c, v) if None not in (c, v) and k > 0 else None
+    tau = m.mean_acceptance_length(spec)
+    spec_l, plain_l = lane_ledger(spec), lane_ledger(plain)
+    verdict = _verdict(speedup)
+    cause = _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec_l)
+    return Ledger(spec=spec_l, plain=plain_l, k=k, a=a, tau=tau, c=c, v=v, speedup=speedup, theory=theory,
+                  break_even_a=even, verdict=verdict, cause=cause)
+
+
+def _verdict(speedup: float | None) -> str:
+    if speedup is None:
+        return "unmeasured"
+    if speedup >= 1 + EVEN_BAND:
+        return "faster"
+    if speedup > 1 - EVEN_BAND:
+        return "about even"
+    return "slower"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) -> str:
+    if verdict == "unmeasured" or None in (a, c, v):
+        return "Not enough of a race to tell: no draft was judged, or one lane made no tokens."
+    price = f"a round of k = {k:.3g} drafts cost {k * c + v:.2f} plain steps ({k:.3g} × c = {k * c:.2f} drafting, " \
+            f"v = {v:.2f} verifying)"
+    other = spec.other_s / spec.total_s if spec.total_s else 0.0
+    if verdict == "faster":
+        return (f"Faster: the draft guessed {_pct(a)} right, so each target pass gave {tau:.2f} tokens while "
+                f"{price}; here speculation pays above a = {even:.2f}." if tau is not None and even is not None else
+                f"Faster: the draft guessed {_pct(a)} right and {price}.")
+    # Slower or even: name the biggest reason.
+    if even is None:
+        return (f"{verdict.capitalize()}: {price}, more than the {k + 1:.3g} tokens a round can ever yield, so no "
+                f"acceptance rate pays at this k: try a smaller k.")
+    if a < even:
+        return (f"{verdict.capitalize()}: the draft guessed only {_pct(a)} right and {price}; on this machine "
+                f"speculation pays above a = {even:.2f}.")
+    # The acceptance clears the break-even, yet the race did not gain: time went elsewhere.
+    return (f"{verdict.capitalize()}: the draft guessed {_pct(a)} right, above the break-even a = {even:.2f}, "
+            f"and the formula predicts {theory:.2f}x, but {_pct(other)} of the speculative lane's time went outside "
+            f"the model passes (detokenizing, cache crops, events) or to a busy machine.")

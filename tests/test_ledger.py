@@ -1,0 +1,107 @@
+"""The race's time ledger: phases add up to each lane's clock, the break-even acceptance solves
+E(a, k) = k c + v, a loss is never called a win and its sentence names the measured cause;
+the engine's own runs fill every phase; the calibration picks the k the formula prefers."""
+from __future__ import annotations
+
+import pytest
+
+from specviz.engine import race
+from specviz.engine.calibrate import MachineCosts, measure_costs, pick_k
+from specviz.engine.config import SpecConfig
+from specviz.engine.ledger import build
+from specviz.engine.measures import LaneTally
+from specviz.engine.theory import break_even_acceptance, expected_speedup, expected_tokens_per_round
+
+
+@pytest.mark.parametrize("k,c,v", [(1, 0.1, 1.2), (2, 0.1, 1.8), (3, 0.09, 1.28), (5, 0.05, 1.1), (2.5, 0.2, 1.3)])
+def test_break_even_solves_the_formula(k, c, v):
+    a = break_even_acceptance(k, c, v)
+    assert 0 < a < 1
+    assert expected_tokens_per_round(a, k) == pytest.approx(k * c + v, abs=1e-9)
+    assert expected_speedup(a, k, c, v) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_break_even_closed_forms_and_edges():
+    assert break_even_acceptance(1, 0.1, 1.2) == pytest.approx(0.3)          # 1 + a = c + v
+    assert break_even_acceptance(2, 0.1, 1.8) == pytest.approx((5 ** 0.5 - 1) / 2)   # 1 + a + a^2 = 2
+    assert break_even_acceptance(4, 0.0, 1.0) == 0.0                           # a free round always pays
+    assert break_even_acceptance(2, 0.5, 2.2) is None                          # 3.2 plain steps > 3 tokens
+
+
+def tallies(a_accepted=6, rejected=4, rounds=5, tokens=11, spec_s=1.0, plain_tokens=11, plain_s=1.1):
+    spec = LaneTally(rounds=rounds, drafted=2 * rounds, accepted=a_accepted, rejected=rejected, tokens=tokens,
+                     draft_s=0.1, verify_s=0.7, target_s=0.6, accept_s=0.1, elapsed_s=spec_s)
+    plain = LaneTally(tokens=plain_tokens, target_s=0.9, accept_s=0.1, elapsed_s=plain_s)
+    return spec, plain
+
+
+def test_phases_add_up_to_each_clock():
+    led = build(*tallies())
+    for lane in (led.spec, led.plain):
+        assert lane.draft_s + lane.target_s + lane.accept_s + lane.other_s == pytest.approx(lane.total_s)
+    assert led.spec.other_s == pytest.approx(1.0 - 0.1 - 0.6 - 0.1)
+    assert led.plain.target_passes == 11 and led.spec.target_passes == 5
+    assert led.k == 2 and led.a == pytest.approx(0.6) and led.tau == pytest.approx(11 / 5)
+
+
+def test_a_loss_is_called_a_loss_and_names_low_acceptance():
+    # a = 0.3 at k = 2; plain 0.1 s a token; a round: 2 drafts of 0.01 s and a 0.19 s verify pass.
+    spec = LaneTally(rounds=10, drafted=20, accepted=3, rejected=7, tokens=13, draft_s=0.2, verify_s=1.9,
+                     target_s=1.8, accept_s=0.1, elapsed_s=2.2)
+    plain = LaneTally(tokens=13, target_s=1.2, accept_s=0.05, elapsed_s=1.3)
+    led = build(spec, plain)
+    assert led.speedup < 1 and led.verdict == "slower"
+    assert led.c == pytest.approx(0.2 / 20 / 0.1) and led.v == pytest.approx(1.9 / 10 / 0.1)
+    even = break_even_acceptance(2, led.c, led.v)
+    assert led.break_even_a == pytest.approx(even)
+    assert "only 30%" in led.cause and f"a = {even:.2f}" in led.cause and "Faster" not in led.cause
+
+
+def test_a_win_says_faster_and_the_threshold():
+    spec, plain = tallies(spec_s=0.5)
+    led = build(spec, plain)
+    assert led.verdict == "faster" and led.cause.startswith("Faster")
+    assert f"{led.break_even_a:.2f}" in led.cause
+
+
+def test_no_acceptance_pays_when_a_round_costs_more_than_it_can_yield():
+    spec = LaneTally(rounds=4, drafted=4, accepted=4, rejected=0, tokens=8, draft_s=0.4, verify_s=0.9,
+                     target_s=0.8, accept_s=0.1, elapsed_s=1.4)
+    plain = LaneTally(tokens=8, target_s=0.7, elapsed_s=0.8)
+    led = build(spec, plain)           # k = 1: c = 1, v = 2.25 -> 3.25 plain steps a round, at most 2 tokens
+    assert led.break_even_a is None and "no acceptance rate pays" in led.cause
+
+
+def test_nothing_judged_or_nothing_made():
+    led = build(LaneTally(tokens=3, elapsed_s=0.1), LaneTally(tokens=3, elapsed_s=0.1))
+    assert led.verdict == "about even" and led.a is None and led.cause.startswith("Not enough")
+    led = build(LaneTally(tokens=0, elapsed_s=0.1), LaneTally(tokens=3, elapsed_s=0.1))
+    assert led.verdict == "unmeasured" and led.speedup is None
+
+
+def test_a_real_race_fills_every_phase(pair):
+    cfg = SpecConfig(k=3, max_new_tokens=24)
+    done = {e.lane: e for e in race(pair, "def add(a, b):", cfg) if e.kind == "done"}
+    spec, plain = (LaneTally.from_stats(done[lane].stats) for lane in ("spec", "base"))
+    assert spec.draft_s > 0 and spec.target_s > 0 and spec.accept_s > 0
+    assert spec.verify_s == pytest.approx(spec.target_s + spec.accept_s)
+    assert plain.target_s > 0 and plain.accept_s > 0 and plain.draft_s == 0
+    led = build(spec, plain)
+    assert 0 <= led.spec.other_s < led.spec.total_s and 0 <= led.plain.other_s < led.plain.total_s
+    assert led.verdict in ("faster", "about even", "slower") and led.cause
+
+
+def test_pick_k_follows_the_formula():
+    # v rises steeply after k = 3 (an invented CPU): the best k is where E / (k c + v_k) peaks.
+    costs = MachineCosts(plain_s=1.0, draft_s=0.1, pass_s={1: 1.0, 2: 1.1, 3: 1.15, 4: 1.2, 5: 2.0, 6: 2.2})
+    best = pick_k(0.7, costs, (1, 5))
+    scores = {k: expected_speedup(0.7, k, 0.1, costs.v(k)) for k in range(1, 6)}
+    assert best == max(scores, key=scores.get) == 3
+    assert pick_k(0.99, MachineCosts(1.0, 0.0, {n: 1.0 for n in range(1, 8)}), (1, 6)) == 6
+
+
+def test_measure_costs_on_a_real_pair(pair):
+    costs = measure_costs(pair, k_max=3, repeats=2)
+    assert set(costs.pass_s) == {1, 2, 3, 4} and costs.plain_s > 0 and costs.draft_s > 0
+    assert costs.c > 0 and all(costs.v(k) > 0 for k in (1, 2, 3))
+    assert set(costs.to_dict()["v"]) == {1, 2, 3}

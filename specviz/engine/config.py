@@ -2,6 +2,9 @@
 
 The same config drives the speculative loop and the plain baseline, so a race compares
 like with like. Temperature 0 means greedy decoding (argmax, verification by argmax match).
+A temperature between 0 and MIN_TEMPERATURE is refused (one line naming the field): dividing
+logits by 1e-39 overflows float32 to inf and softmax then gives NaN; below 1e-3 sampling is
+greedy in all but name anyway, so ask for 0.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from ..errors import ConfigError
 DRAFTERS = ("model", "prompt_lookup")
 K_RANGE = (1, 32)
 MAX_NEW_TOKENS_RANGE = (1, 8192)
+MIN_TEMPERATURE = 1e-3            # smallest non-zero temperature (and draft_temperature); 0 = greedy
 
 
 @dataclass(frozen=True)
@@ -61,9 +65,9 @@ class SpecConfig:
         _check_int("k_max", self.k_max, *K_RANGE)
         if self.k_min > self.k_max:
             raise ConfigError(f"k_min ({self.k_min}) must not exceed k_max ({self.k_max})")
-        _check_float("temperature", self.temperature, 0.0, 5.0)
+        _check_temperature("temperature", self.temperature)
         if self.draft_temperature is not None:
-            _check_float("draft_temperature", self.draft_temperature, 0.0, 5.0)
+            _check_temperature("draft_temperature", self.draft_temperature)
         _check_int("top_k", self.top_k, 0, 10_000_000)
         _check_float("top_p", self.top_p, 0.0, 1.0)
         if self.top_p <= 0:
@@ -112,3 +116,9 @@ def _check_float(name: str, value, lo: float, hi: float) -> None:
         raise ConfigError(f"{name} must be a number, not {value!r}")
     if not lo <= value <= hi:
         raise ConfigError(f"{name} must be between {lo} and {hi}, not {value}")
+
+
+def _check_temperature(name: str, value) -> None:
+    _check_float(name, value, 0.0, 5.0)
+    if 0 < value < MIN_TEMPERATURE:
+        raise ConfigError(f"{name} must be 0 (greedy) or at least {MIN_TEMPERATURE:g}, not {value:g}")

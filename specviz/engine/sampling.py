@@ -30,7 +30,9 @@ def warp(logits: torch.Tensor, cfg: SpecConfig) -> torch.Tensor:
         sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
         sorted_probs = torch.softmax(sorted_logits, dim=-1)
         mass_above = sorted_probs.cumsum(-1) - sorted_probs
-        sorted_logits = sorted_logits.masked_fill(mass_above >= cfg.top_p, float("-inf"))
+        drop = mass_above >= cfg.top_p
+        drop[..., 0] = False      # the most likely token always stays (a top_p that underflows float32 is 0)
+        sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
         logits = torch.full_like(logits, float("-inf")).scatter(-1, order, sorted_logits)
     return torch.softmax(logits, dim=-1)
 

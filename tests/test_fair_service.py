@@ -31,3 +31,154 @@ def test_a_tiny_top_p_keeps_the_most_likely_token():
         assert torch.isfinite(probs).all() and probs[0, 0] == 1.0
     probs = warp(torch.tensor([[80.0, -80.0, 0.0]]), SpecConfig(temperature=MIN_TEMPERATURE, top_p=1e-300))
     assert torch.isfinite(probs).all() and probs[0, 0] == 1.0
+
+
+# --- 1, 2: long jobs run in slices and yield the slot --------------------------------------
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from specviz.app.slots import FairSlots, Stopped, sliced  # noqa: E402
+
+
+def test_slots_go_to_the_longest_waiter():
+    slots = FairSlots(1)
+    assert slots.acquire()
+    order = []
+
+    def wait(name):
+        slots.acquire()
+        order.append(name)
+        slots.release()
+    threads = []
+    for name in "abc":
+        threads.append(threading.Thread(target=wait, args=(name,)))
+        threads[-1].start()
+        time.sleep(0.1)
+    slots.release()
+    for t in threads:
+        t.join(5)
+    assert order == ["a", "b", "c"]
+
+
+def test_a_sliced_job_lets_a_waiter_in_between_slices_and_stops():
+    slots = FairSlots(1)
+    log, stop = [], threading.Event()
+
+    def long_job():
+        for i in range(10_000):
+            time.sleep(0.01)
+            yield i
+    def run_long():
+        try:
+            for i in sliced(slots, long_job(), stop.is_set, slice_s=0.05):
+                log.append("long")
+        except Stopped:
+            log.append("stopped")
+    runner = threading.Thread(target=run_long)
+    runner.start()
+    time.sleep(0.2)
+    short = list(sliced(slots, iter(range(3)), slice_s=0.05))     # waits one slice at most
+    log.append("short")
+    assert short == [0, 1, 2] and runner.is_alive()
+    stop.set()
+    runner.join(2)
+    assert not runner.is_alive() and log[-1] == "stopped" and "short" in log
+    assert not slots.busy()                                       # every slot came back
+
+
+# --- the app's long jobs, on the tiny pair ------------------------------------------------
+from specviz.app.api import generate  # noqa: E402
+from specviz.app.profile import Limits  # noqa: E402
+from specviz.app.state import AppState  # noqa: E402
+from specviz.models.presets import Preset  # noqa: E402
+from specviz.view.teaching import run_lossless, step_round  # noqa: E402
+
+FORM = dict(prompt="import os\n", preset="tiny", custom_target="", custom_draft="", drafter="model", k=4,
+            adaptive=False, temperature=1.0, top_k=0, top_p=1.0, max_new=64, seed=0, stops="")
+
+
+def tiny_app(tiny_dirs, **limits) -> AppState:
+    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("import os\n",))
+    app = AppState(presets={"tiny": preset}, limits=Limits(**limits), device="cpu", slice_s=0.1)
+    app.pair(preset)
+    return app
+
+
+def _in_thread(gen, sink: list):
+    def drain():
+        try:
+            for item in gen:
+                sink.append(item)
+        except Exception as err:            # noqa: BLE001 (the test reads it)
+            sink.append(err)
+    t = threading.Thread(target=drain, daemon=True)
+    t.start()
+    return t
+
+
+def _wait_for(check, timeout=30.0):
+    end = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.02)
+
+
+def test_a_long_lossless_check_lets_others_decode_and_honours_stop(tiny_dirs):
+    app = tiny_app(tiny_dirs)
+    updates: list = []
+    check = _in_thread(run_lossless(app, 2000, **FORM), updates)
+    _wait_for(lambda: any(isinstance(u[-1], threading.Event) for u in updates if isinstance(u, tuple)))
+    t0 = time.monotonic()
+    out = generate(app, "def f(x):\n", "tiny", max_new_tokens=16)       # another visitor, meanwhile
+    assert out["stop_reason"] in ("max_tokens", "eos") and time.monotonic() - t0 < 5
+    assert check.is_alive()                                              # the check was still running
+    cancel = next(u[-1] for u in updates if isinstance(u, tuple) and isinstance(u[-1], threading.Event))
+    cancel.set()                                                         # Stop
+    check.join(5)
+    assert not check.is_alive()
+    assert "Stopped after" in updates[-1][0] and "2000" not in updates[-1][0]
+    assert not app.decoders_busy()
+
+
+def test_the_lossless_check_refuses_more_work_than_its_budget_in_one_line(tiny_dirs):
+    app = tiny_app(tiny_dirs, lossless_token_budget=10_000)
+    last = list(run_lossless(app, 2000, **{**FORM, "prompt": "import os\nimport sys\n" * 3}))[-1]
+    assert "status-error" in last[0] and "at most" in last[0] and "samples" in last[0]
+    assert "<br>" not in last[0]
+
+
+def test_generate_and_step_end_when_the_visitor_is_gone(tiny_dirs):
+    from specviz.app.slots import Stopped
+    app = tiny_app(tiny_dirs)
+    calls = []
+    def gone():
+        calls.append(1)
+        return len(calls) > 3
+    with pytest.raises(Stopped):
+        generate(app, "def f(x):\n", "tiny", max_new_tokens=200, stop=gone)
+    assert not app.decoders_busy()
+    pane, explain, state = step_round(app, None, **{**FORM, "temperature": 0.0}, stop=lambda: True)
+    assert state is None and "stopped" in explain.lower()
+
+
+def test_workshop_runs_go_in_slices_and_end_when_the_visitor_is_gone(tiny_dirs):
+    from specviz.app.slots import Stopped
+    from specviz.view import workshop
+    app = tiny_app(tiny_dirs)
+    app.presets["bundled"] = app.presets["tiny"]           # the exercises' "fast" pair
+    done = threading.Event()
+    endless = iter(lambda: time.sleep(0.02), 1)            # another visitor's endless job, in slices
+    def hold():
+        with pytest.raises(Stopped):
+            for _ in app.sliced(endless, done.is_set):
+                pass
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    t0 = time.monotonic()
+    assert workshop.race_stats(app, "bundled", max_new_tokens=16).tokens["spec"][-1] > 0
+    assert time.monotonic() - t0 < 20                      # it got its turns
+    with app.job(lambda: True), pytest.raises(Stopped):     # the visitor left
+        workshop.race_stats(app, "bundled", max_new_tokens=16)
+    done.set()
+    holder.join(2)
+    assert not holder.is_alive() and not app.decoders_busy()

@@ -59,7 +59,7 @@ def _run_s(app: str, key: str, ids: list[int], config: dict) -> int:
     return int(FIRST_CALL_S + RUN_S_PER_TOKEN * config.get("max_new_tokens", 128))
 
 
-def _lossless_s(app: str, key: str, ids: list[int], config: dict, samples: int) -> int:
+def _lossless_s(app: str, key: str, ids: list[int], config: dict, samples: int, report_every: int = 25) -> int:
     return int(FIRST_CALL_S + LOSSLESS_S_PER_SAMPLE * samples)
 
 
@@ -76,7 +76,17 @@ def run_records(app: str, key: str, ids: list[int], config: dict) -> list[dict]:
     return [to_dict(event) for event in speculate(_pair(app, key), ids, _config(config))]
 
 
+@gpu(duration=_run_s)
+def run_stream(app: str, key: str, ids: list[int], config: dict) -> Iterator[dict]:
+    """One speculative run's events, as records, one by one (so the caller can run it in slices
+    and stop it: closing this generator stops the run within one round)."""
+    for event in speculate(_pair(app, key), ids, _config(config)):
+        yield to_dict(event)
+
+
 @gpu(duration=_lossless_s)
-def lossless_results(app: str, key: str, ids: list[int], config: dict, samples: int) -> Iterator[LosslessResult]:
-    """The lossless check's growing tallies (its distributions are already on the CPU)."""
-    yield from lossless_check(_pair(app, key), ids, _config(config), samples)
+def lossless_results(app: str, key: str, ids: list[int], config: dict, samples: int,
+                     report_every: int = 25) -> Iterator[LosslessResult]:
+    """The lossless check's growing tallies (its distributions are already on the CPU), every
+    `report_every` samples: 1 lets the caller run it in slices and stop it after any sample."""
+    yield from lossless_check(_pair(app, key), ids, _config(config), samples, report_every)

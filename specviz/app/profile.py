@@ -19,7 +19,8 @@ from ..models.presets import ASSETS, Preset
 TIERS = ("cpu", "gpu", "zerogpu")
 PROFILE_PATH = Path(__file__).resolve().parent.parent.parent / "spaces.yaml"
 LIMIT_KEYS = {"max_prompt_tokens": (1, 100_000), "max_new_tokens": (1, 8192), "queue_size": (1, 10_000),
-              "concurrency_per_device": (1, 64), "max_loaded_pairs": (1, 16)}
+              "concurrency_per_device": (1, 64), "max_loaded_pairs": (1, 16),
+              "lossless_token_budget": (1_000, 100_000_000), "jobs_per_session": (1, 100)}
 
 
 class ProfileError(SpecvizError):
@@ -34,6 +35,10 @@ class Limits:
     queue_size: int = 32
     concurrency_per_device: int = 1
     max_loaded_pairs: int = 2
+    # The lossless check re-reads the prompt for every sample: samples x prompt tokens at most
+    # (2000 samples of a 970-token prompt took 1.8 h of 2-core CPU; 200k tokens is ~10 min at worst).
+    lossless_token_budget: int = 200_000
+    jobs_per_session: int = 2      # decoding requests one session may have waiting or running at once
 
 
 @dataclass(frozen=True)

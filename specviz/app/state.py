@@ -13,8 +13,11 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from typing import Callable, Iterator, TypeVar
+
 from ..engine.pair import ModelPair
 from ..errors import ConfigError
+from .slots import SLICE_S, FairSlots, never, sliced
 from .profile import Limits, Profile
 from .pair_cache import PairCache
 from ..models.fetch import FETCHABLE, BackgroundFetch, fetch_hint, fetched
@@ -22,6 +25,7 @@ from ..models.loading import HUB_ID, load_pair
 from ..models.presets import DEFAULT_PRESETS, Preset
 
 CUSTOM = "custom"
+T = TypeVar("T")
 
 
 @dataclass
@@ -37,27 +41,45 @@ class AppState:
     custom: dict[str, Preset] = field(default_factory=dict)
     fetches: dict[str, BackgroundFetch] = field(default_factory=dict)   # hub id -> its fetch, started at start
     _custom_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _decoders: threading.Semaphore | None = field(default=None, repr=False)
+    slice_s: float = SLICE_S        # slot time a job may use before the next waiting job's turn
+    _decoders: FairSlots | None = field(default=None, repr=False)
+    _job: threading.local = field(default_factory=threading.local, repr=False)   # this thread's job's stop check
 
     def __post_init__(self):
         if self.cache is None:
             keep = self.limits.max_loaded_pairs
             self.cache = PairCache(max(keep, len(self.presets)) if self.on_zerogpu else keep)
-        self._decoders = threading.BoundedSemaphore(self.limits.concurrency_per_device)
+        self._decoders = FairSlots(self.limits.concurrency_per_device)
 
     def decoders_busy(self) -> bool:
-        """Would `decoding()` wait right now? (for a "waiting" line in the page)"""
-        if self._decoders.acquire(blocking=False):
-            self._decoders.release()
-            return False
-        return True
+        """Would decoding wait right now? (for a "waiting" line in the page)"""
+        return self._decoders.busy()
+
+    @contextmanager
+    def job(self, stop: Callable[[], bool]):
+        """Within this block, `sliced` in this thread also stops when `stop()` is true (a handler
+        passes its visitor's check down to logic that knows nothing of requests, as the workshop's)."""
+        previous = getattr(self._job, "stop", None)
+        self._job.stop = stop
+        try:
+            yield
+        finally:
+            self._job.stop = previous
+
+    def sliced(self, items: Iterator[T], stop: Callable[[], bool] | None = None,
+               wait_stop: Callable[[], bool] | None = None) -> Iterator[T]:
+        """Run a decoding job (an iterator) in slices of the device's slots (app/slots.py): others
+        interleave between slices; Stopped is raised once `stop()` (default: the check set by `job`,
+        else never) is true (Stop, visitor gone).
+
+        Loading a pair happens before, outside any slot, so a visitor whose pair is still loading
+        never holds up the others."""
+        stop = stop or getattr(self._job, "stop", None) or never
+        return sliced(self._decoders, items, stop, wait_stop, self.slice_s)
 
     @contextmanager
     def decoding(self):
-        """Hold one of the device's decoding slots (concurrency_per_device) while decoding.
-
-        Loading a pair happens before, outside any slot, so a visitor whose pair is still loading
-        never holds up the others (Gradio's own queue bounds how many requests wait)."""
+        """Hold one decoding slot for a whole block (short, unsliceable work only)."""
         self._decoders.acquire()
         try:
             yield

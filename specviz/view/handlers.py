@@ -30,6 +30,8 @@ from .race_view import RaceView
 from ..app.machine_load import OtherLoad, disturbed
 from .render import clean
 from ..app.request import Prepared, RunRequest, prepare, settle
+from ..app.slots import Stopped
+from .visitor import visitor_gone
 
 PANE_EVERY_S, PLOTS_EVERY_S = 0.08, 1.0
 N_OUTPUTS = 12   # status, strip, spec meter, spec pane, base meter, base pane, 4 plots, download, cancel
@@ -60,20 +62,26 @@ def run_race(app: AppState, *form, **named):
     view = RaceView(cfg.k)
     if app.decoders_busy():
         yield _only("Waiting for the device: another race is running …", cancel=cancel)
-    with app.decoding():
-        yield (status_html("Racing …"), view.strip(), view.meter("spec"), "", view.meter("base"), "",
-               *([gr.skip()] * 4), gr.DownloadButton(interactive=False), cancel)
-        others = OtherLoad()
-        try:
-            yield from _stream(view, events)
-        except torch.OutOfMemoryError:
-            yield _only("The device ran out of memory: try fewer new tokens or a smaller pair.", "error")
+    # The race runs in slices of the decoding slot (app/slots.py): other visitors' jobs interleave
+    # (each lane's clock counts only its own compute); Stop while waiting, or the visitor gone, ends it.
+    gone = visitor_gone()
+    yield (status_html("Racing …"), view.strip(), view.meter("spec"), "", view.meter("base"), "",
+           *([gr.skip()] * 4), gr.DownloadButton(interactive=False), cancel)
+    others = OtherLoad()
+    try:
+        yield from _stream(view, app.sliced(events, gone, lambda: gone() or cancel.is_set()))
+    except Stopped:
+        if gone():
             return
-        except SpecvizError as err:
-            yield _only(str(err), "error")
-            return
-        finally:
-            events.close()
+        cancel.set()
+    except torch.OutOfMemoryError:
+        yield _only("The device ran out of memory: try fewer new tokens or a smaller pair.", "error")
+        return
+    except SpecvizError as err:
+        yield _only(str(err), "error")
+        return
+    finally:
+        events.close()
     stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
     dtype = str(next(run.pair.target.parameters()).dtype)
     summary = "Stopped." if stopped else _summary(view, others.share(), cfg.greedy, dtype)

@@ -6,6 +6,8 @@ decision using the round's real numbers.
 """
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import replace
 
 import gradio as gr
@@ -13,7 +15,8 @@ import gradio as gr
 from ..engine.events import from_dict
 from ..engine.explain import sentence
 from ..errors import SpecvizError
-from ..app import gpu_calls
+from ..app import gpu_calls, zerogpu
+from ..app.slots import Stopped
 from ..app.state import AppState
 from ..engine import theory
 from .handlers import status_html
@@ -21,9 +24,11 @@ from .plots import lossless_bars, what_if
 from .render import clean, draft_chips, fragment
 from ..app.request import RunRequest, prepare, settle
 from ..app.settings import as_float, as_int
+from .visitor import visitor_gone
 
 STEP_MAX_TOKENS = 64           # step mode decodes at most this many tokens (dozens of clicks)
 MIN_SAMPLES, MAX_SAMPLES = 50, 2000   # the lossless check's samples (the slider's range)
+LOSSLESS_EVERY_S = 0.5         # the lossless check's result is redrawn at most this often
 MAX_COST_RATIO = 1.0           # the what-if calculator's c (the slider's range)
 
 
@@ -31,21 +36,25 @@ def _tok(piece: str) -> str:
     return f"<code>{clean(repr(piece))}</code>"
 
 
-def step_round(app: AppState, state, *form, **named):
+def step_round(app: AppState, state, *form, stop=None, **named):
     """Next round of step mode. Outputs: step pane, explanation, state.
 
     The first click decodes the whole run (up to STEP_MAX_TOKENS) in one call to the decoding
     function and keeps its event records in the state; each click then reveals one round. So
     no click holds the decoding slot for longer than that one run, nothing waits between
     clicks, the state is plain data (nothing to close on "Start over"), and on ZeroGPU the
-    run happens on the GPU worker. The page reveals the verdicts one by one (CSS), not the server."""
+    run happens on the GPU worker. The page reveals the verdicts one by one (CSS), not the server.
+    The run goes in slices of the decoding slot and ends early when the visitor is gone (`stop`)."""
     if not state or state.get("finished"):
+        stop = stop or visitor_gone()
         try:
             req = RunRequest.from_form(*form, **named)
             _, cfg = settle(app, req)
             run = prepare(app, req, max_new=min(cfg.max_new_tokens, STEP_MAX_TOKENS))
-            with app.decoding():
-                records = gpu_calls.run_records(gpu_calls.handle(app), run.preset.key, run.ids, run.config.to_dict())
+            stream = gpu_calls.run_stream(gpu_calls.handle(app), run.preset.key, run.ids, run.config.to_dict())
+            records = list(app.sliced(stream, stop))
+        except Stopped:
+            return gr.skip(), status_html("Stopped: click “Next round” to start again.", "done"), None
         except SpecvizError as err:
             return gr.skip(), status_html(str(err), "error"), None
         state = {"records": records, "next": 0, "html": "", "finished": False}
@@ -88,24 +97,48 @@ def reset_steps():
     return "", "<p class='explain'>Click “Next round” to start.</p>", None
 
 
-def run_lossless(app: AppState, samples, *form, **named):
-    """The lossless check. Inputs: samples, then the form (FORM_FIELDS order). Outputs: result HTML, plot."""
+def run_lossless(app: AppState, samples, *form, stop=None, **named):
+    """The lossless check. Inputs: samples, then the form (FORM_FIELDS order). Outputs: result HTML,
+    plot, this check's cancel flag (the Stop button sets it).
+
+    It runs in slices of the decoding slot (other visitors decode in between), one sample at a time
+    (25 across ZeroGPU's boundary), so Stop or a departed visitor ends it after the current sample;
+    samples x prompt tokens may not exceed the server's lossless_token_budget."""
+    cancel, result = threading.Event(), None
+    gone = stop or visitor_gone()
     try:
         n = as_int("samples", samples)
         if not MIN_SAMPLES <= n <= MAX_SAMPLES:
-            raise SpecvizError(f"samples must be between {MIN_SAMPLES} and {MAX_SAMPLES}")
+            raise SpecvizError(f"samples must be between {MIN_SAMPLES} and {MAX_SAMPLES}, not {n}")
         req = replace(RunRequest.from_form(*form, **named), adaptive=False, stops="")
         run = prepare(app, req, max_new=2)
-        with app.decoding():
-            for result in gpu_calls.lossless_results(gpu_calls.handle(app), run.preset.key, run.ids, run.config.to_dict(), n):
-                yield _lossless_summary(result), lossless_bars(result, run.pair.tokenizer)
+        budget = app.limits.lossless_token_budget
+        if n * len(run.ids) > budget:
+            raise SpecvizError(f"samples × prompt tokens may be at most {budget:,} here: with this "
+                               f"{len(run.ids):,}-token prompt, use at most {budget // len(run.ids):,} samples")
+        yield status_html("Waiting for the device …" if app.decoders_busy() else "Sampling …"), gr.skip(), cancel
+        every = 25 if (app.via_records or zerogpu.ON_ZEROGPU) else 1
+        results = gpu_calls.lossless_results(gpu_calls.handle(app), run.preset.key, run.ids,
+                                             run.config.to_dict(), n, every)
+        shown = 0.0
+        for result in app.sliced(results, lambda: cancel.is_set() or gone()):
+            if time.monotonic() - shown >= LOSSLESS_EVERY_S and result.samples < n:
+                shown = time.monotonic()
+                yield _lossless_summary(result), lossless_bars(result, run.pair.tokenizer), gr.skip()
+        yield _lossless_summary(result), lossless_bars(result, run.pair.tokenizer), None
+    except Stopped:
+        if result is None:
+            yield status_html("Stopped.", "done"), gr.skip(), None
+        else:
+            yield (_lossless_summary(result, note=f"Stopped after {result.samples} samples."),
+                   lossless_bars(result, run.pair.tokenizer), None)
     except SpecvizError as err:
-        yield status_html(str(err), "error"), gr.skip()
+        yield status_html(str(err), "error"), gr.skip(), None
 
 
-def _lossless_summary(r) -> str:
+def _lossless_summary(r, note: str = "") -> str:
     draft = r.tv_draft()
-    parts = [f"<b>{r.samples}</b> samples at temperature {r.temperature:g}.",
+    parts = [f"<b>{r.samples}</b> samples at temperature {r.temperature:g}." + (f" {clean(note)}" if note else ""),
              f"Distance (total variation) between speculative output and the target: <b>{r.tv_to_target():.3f}</b>; "
              f"sampling noise alone gives about {r.tv_noise():.3f}.",
              f"Chi-square test against the target's exact probabilities: p-value {r.p_value():.3f}."]

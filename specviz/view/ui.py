@@ -148,7 +148,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         step.click(partial(step_round, app), [step_state, *form], [step_pane, step_explain, step_state],
                    api_name="step", show_progress="hidden", **decode)
         step_reset.click(reset_steps, None, [step_pane, step_explain, step_state], api_name=False)
-        lossless_btn.click(partial(run_lossless, app), [samples, *form], [lossless_result, lossless_plot],
+        lossless_btn.click(partial(run_lossless, app), [samples, *form], [lossless_result, lossless_plot, cancel],
                            api_name="lossless", **decode)
         gr.api(generate_endpoint(app), api_name="generate", **decode)
         for control in (wi_a, wi_c, wi_k):

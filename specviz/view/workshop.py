@@ -65,9 +65,8 @@ def race_stats(app: AppState, key: str, prompt: str | None = None, **settings) -
     cfg = SpecConfig(**{"k": app.preset(key).k, "max_new_tokens": 64, **settings})
     ids = _ids(app, key, prompt)
     stats = RunStats(cfg.k)
-    with app.decoding():
-        for record in gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict()):
-            stats.add(from_dict(record))
+    for record in app.sliced(gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict())):
+        stats.add(from_dict(record))
     return stats
 
 
@@ -116,8 +115,7 @@ def lossless(app: AppState) -> Outcome:
     key = pick(app, "fast")
     ids = _ids(app, key)
     cfg = SpecConfig(k=app.preset(key).k, temperature=1.0, max_new_tokens=2)
-    with app.decoding():
-        result = list(gpu_calls.lossless_results(gpu_calls.handle(app), key, ids, cfg.to_dict(), 300))[-1]
+    result = list(app.sliced(gpu_calls.lossless_results(gpu_calls.handle(app), key, ids, cfg.to_dict(), 300, 1)))[-1]
     to_p, to_q = result.tv_to_target(), result.tv_draft()
     closer = "the target's p" if to_q is None or to_p < to_q else "the draft's q"
     return Outcome(closer, f"{closer}: distance {to_p:.3f} to p" + ("" if to_q is None else f", {to_q:.3f} to q"),
@@ -145,8 +143,7 @@ def best_k(app: AppState) -> Outcome:
     ids = _ids(app, key)
     for k in SWEEP_KS:
         cfg = SpecConfig(k=k, max_new_tokens=48)
-        with app.decoding():
-            sweep.add_race(k, list(gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict())))
+        sweep.add_race(k, list(app.sliced(gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict()))))
     best, predicted = sweep.best_measured(), sweep.best_theory()
     return Outcome(best, f"k = {best} (theory: k = {predicted})",
                    f"Larger k wins more tokens per target pass, but each extra draft step costs c = {sweep.c:.2f} "

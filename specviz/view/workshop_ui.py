@@ -12,6 +12,8 @@ from functools import partial
 import gradio as gr
 
 from ..errors import SpecvizError
+from ..app.slots import Stopped
+from .visitor import visitor_gone
 from ..app.state import AppState
 from .render import clean
 from .workshop import BY_KEY, EXERCISES
@@ -84,7 +86,11 @@ def run(app: AppState, key, number, choice, progress):
         return
     yield '<div class="status">Running it, measured live …</div>', None, progress, gr.skip()
     try:
-        outcome = ex.run(app)
+        with app.job(visitor_gone()):          # its decoding goes in slices and ends if the visitor leaves
+            outcome = ex.run(app)
+    except Stopped:
+        yield '<div class="status status-done">Stopped.</div>', gr.skip(), progress, gr.skip()
+        return
     except SpecvizError as err:
         yield f'<div class="status status-error">{clean(str(err))}</div>', gr.skip(), progress, gr.skip()
         return

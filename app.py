@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from specviz.app.cpu_threads import decode_threads
     from specviz.app.profile import load_profile
     from specviz.app.state import AppState
+    from specviz.view.fair_queue import queue_demo
     from specviz.view.ui import build_demo, launch_options
 
     try:
@@ -60,8 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         except SpecvizError as err:
             print(f"specviz cannot start: {err}", file=sys.stderr)
             return 2
-    demo = build_demo(app)
-    demo.queue(max_size=profile.limits.queue_size, default_concurrency_limit=profile.limits.concurrency_per_device)
+    demo = queue_demo(build_demo(app), profile.limits)      # per-session cap, retry estimate (view/fair_queue.py)
     print(f"specviz: profile {profile.tier}, {len(profile.presets)} model pairs, "
           f"{torch.get_num_threads()} CPU thread(s) for decoding, "
           f"serving on http://{args.host}:{args.port}", flush=True)

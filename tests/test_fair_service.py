@@ -182,3 +182,77 @@ def test_workshop_runs_go_in_slices_and_end_when_the_visitor_is_gone(tiny_dirs):
     done.set()
     holder.join(2)
     assert not holder.is_alive() and not app.decoders_busy()
+
+
+# --- 2, 3: the queue is shared fairly; a failing load is remembered --------------------------
+def test_a_failed_load_is_remembered_for_a_while_and_answered_at_once():
+    from specviz.app.pair_cache import PairCache
+    now = [100.0]
+    cache = PairCache(2, remember_failures_s=60, clock=lambda: now[0])
+    calls = []
+
+    def failing():
+        calls.append(1)
+        raise OSError("offline: could not reach the hub")
+    for _ in range(3):
+        with pytest.raises(OSError, match="offline"):
+            cache.get("hub", failing)
+    assert calls == [1]                       # tried once, then answered from memory
+    now[0] += 61
+    assert cache.get("hub", lambda: "loaded") == "loaded"
+
+
+def test_the_app_remembers_failed_loads(tiny_dirs):
+    app = tiny_app(tiny_dirs)
+    assert app.cache.remember_failures_s > 0
+
+
+def _join(url, fn_index, session, data):
+    import httpx
+    body = {"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None, "trigger_id": None}
+    return httpx.post(f"{url}/gradio_api/queue/join", json=body, timeout=10)
+
+
+def test_one_session_cannot_fill_the_queue(tiny_dirs):
+    from specviz.view.serve import serve
+    app = tiny_app(tiny_dirs, queue_size=6, jobs_per_session=2)
+    demo, url = serve(app)
+    try:
+        fn = next(i for i, f in demo.fns.items() if f.api_name == "generate")
+        args = ["def f(x):\n", "tiny", 4, 0.0, 0, 1.0, 64, 0, "model", False]
+        codes = [_join(url, fn, "flooder", args) for _ in range(6)]
+        assert [r.status_code for r in codes[:2]] == [200, 200]
+        refused = codes[2:]
+        assert all(r.status_code in (429, 503) for r in refused)
+        assert "at most 2" in refused[0].json()["detail"]
+        assert _join(url, fn, "someone-else", args).status_code == 200   # everyone else still gets in
+    finally:
+        demo.close()
+
+
+def test_a_loading_pair_holds_up_no_one_on_a_loaded_pair(tiny_dirs, monkeypatch):
+    from gradio_client import Client
+    from specviz.view.serve import serve
+    app = tiny_app(tiny_dirs, queue_size=2)
+    app.presets["slow"] = Preset("slow", "slow", "owner/slow-target", None, 4, ("x",))
+    release, load = threading.Event(), app._load
+
+    def slow_load(preset):
+        if preset.key == "slow":
+            release.wait(60)
+            raise OSError("offline")
+        return load(preset)
+    monkeypatch.setattr(app, "_load", slow_load)
+    demo, url = serve(app)
+    try:
+        args = ["def f(x):\n", "slow", 4, 0.0, 0, 1.0, 8, 0, "model", False]
+        for session in ("a", "b"):                               # two visitors wait on the loading pair
+            assert _join(url, next(i for i, f in demo.fns.items() if f.api_name == "generate"), session,
+                         args).status_code == 200
+        time.sleep(0.5)
+        job = Client(url, verbose=False).submit("def f(x):\n", "tiny", 4, 0.0, 0, 1.0, 8, 0, "model", False,
+                                                api_name="/generate")
+        assert job.result(timeout=20)["stop_reason"] in ("max_tokens", "eos")   # not stuck behind the loads
+    finally:
+        release.set()
+        demo.close()

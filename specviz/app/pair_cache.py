@@ -5,10 +5,15 @@ Two users asking for the same pair that is not loaded yet load it once (the seco
 the first's result, or its error); users of pairs already loaded are answered at once. The least
 recently used pair is dropped when a new one arrives and the bound is reached. The engine
 never writes to a model, so one loaded pair can serve every session at once.
+
+A failed load is remembered for `remember_failures_s` seconds (the app uses 60): a hub pair that
+takes 45 s to fail offline then fails at once for the next visitors instead of being tried again
+by each of them.
 """
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from typing import Callable
 
@@ -25,10 +30,14 @@ class _Loading:
 
 
 class PairCache:
-    def __init__(self, max_pairs: int = 2):
+    def __init__(self, max_pairs: int = 2, remember_failures_s: float = 0.0,
+                 clock: Callable[[], float] = time.monotonic):
         self.max_pairs = max_pairs
+        self.remember_failures_s = remember_failures_s
+        self._clock = clock
         self._pairs: OrderedDict[str, ModelPair] = OrderedDict()
         self._loading: dict[str, _Loading] = {}
+        self._failed: dict[str, tuple[float, BaseException]] = {}    # key -> (when, error)
         self._lock = threading.Lock()
 
     def cached(self, key: str) -> bool:
@@ -43,6 +52,10 @@ class PairCache:
             if key in self._pairs:
                 self._pairs.move_to_end(key)
                 return self._pairs[key]
+            failed = self._failed.get(key)
+            if failed is not None and self._clock() - failed[0] < self.remember_failures_s:
+                raise failed[1]
+            self._failed.pop(key, None)
             pending = self._loading.get(key)
             owner = pending is None
             if owner:
@@ -57,6 +70,8 @@ class PairCache:
         except BaseException as err:
             with self._lock:
                 del self._loading[key]
+                if self.remember_failures_s > 0 and isinstance(err, Exception):
+                    self._failed[key] = (self._clock(), err)
             pending.error = err
             pending.done.set()
             raise

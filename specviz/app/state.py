@@ -26,6 +26,7 @@ from ..models.presets import DEFAULT_PRESETS, Preset
 
 CUSTOM = "custom"
 T = TypeVar("T")
+FAILED_LOAD_MEMORY_S = 60.0    # a pair that failed to load fails at once for this long (then is tried again)
 
 
 @dataclass
@@ -48,7 +49,8 @@ class AppState:
     def __post_init__(self):
         if self.cache is None:
             keep = self.limits.max_loaded_pairs
-            self.cache = PairCache(max(keep, len(self.presets)) if self.on_zerogpu else keep)
+            self.cache = PairCache(max(keep, len(self.presets)) if self.on_zerogpu else keep,
+                                   remember_failures_s=FAILED_LOAD_MEMORY_S)
         self._decoders = FairSlots(self.limits.concurrency_per_device)
 
     def decoders_busy(self) -> bool:

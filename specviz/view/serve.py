@@ -4,6 +4,7 @@ from __future__ import annotations
 import socket
 
 from ..app.state import AppState
+from .fair_queue import queue_demo
 from .ui import build_demo, launch_options
 
 
@@ -16,7 +17,7 @@ def free_port() -> int:
 def serve(app: AppState):
     """Launch without blocking; returns (demo, url). Call demo.close() when done."""
     demo = build_demo(app)
-    demo.queue(max_size=app.limits.queue_size, default_concurrency_limit=app.limits.concurrency_per_device)
+    queue_demo(demo, app.limits)
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
     return demo, f"http://127.0.0.1:{port}"

@@ -40,9 +40,11 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
     app = app or AppState()
     gpu_calls.handle(app)       # registered before ZeroGPU forks its worker, as the decoding functions find it
     first = app.default_preset()
-    # Gradio's queue bounds the requests in progress; the decoding itself is bounded by the app's
-    # own slots (AppState.decoding), so a request whose pair is still loading holds no slot.
-    decode = {"concurrency_id": "decode", "concurrency_limit": app.limits.queue_size}
+    # No Gradio limit on the decoding group: the decoding itself is bounded by the app's own slots
+    # (AppState.sliced), so a request whose pair is still loading holds up no one (a group limit
+    # let 32 offline hub loads block a loaded pair). Requests in flight are bounded by Gradio's
+    # worker threads, its queue size and view/fair_queue.py's per-session cap.
+    decode = {"concurrency_id": "decode", "concurrency_limit": None}
     with gr.Blocks(title="specviz: speculative decoding, visualized") as demo:
         gr.HTML(INTRO, elem_id="title")
         with gr.Row(equal_height=False):

@@ -57,7 +57,7 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
     if "hf assisted" in methods and cfg.drafter == "model":
         if hf_assistant is not None:
             pair_for["hf assisted"] = replace(pair, draft=hf_assistant)
-        elif getattr(pair.draft, "reads_target_features", False):
+        elif pair.draft_reads_features:
             log("hf assisted left out: the draft reads the target's hidden states, which generate() cannot give it "
                 "(--hf-assistant FOLDER times it with a plain draft)")
             methods = [m for m in methods if m != "hf assisted"]

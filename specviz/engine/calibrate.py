@@ -76,7 +76,7 @@ def measure_costs(pair: ModelPair, k_max: int, context: int = CONTEXT, repeats: 
     ctx = torch.tensor(ids[:context], dtype=torch.long, device=pair.device)
     plain = _median_pass(pair.target, pair.vocab_size, ctx, 1, repeats)
     draft = None
-    if pair.draft is not None and not getattr(pair.draft, "reads_target_features", False):
+    if pair.draft is not None and not pair.draft_reads_features:
         draft = _median_pass(pair.draft, pair.vocab_size, ctx, 1, repeats)
     passes = {n: _median_pass(pair.target, pair.vocab_size, ctx, n, repeats) for n in range(2, k_max + 2)}
     return MachineCosts(plain_s=plain, draft_s=draft, pass_s={1: plain, **passes}, threads=torch.get_num_threads())

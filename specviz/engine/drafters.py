@@ -1,5 +1,7 @@
 """Drafters: who proposes the round's tokens. As in transformers' candidate generators, a
-drafter is `propose(ids, k)` and `update(n_accepted)`; `release()` ends its run.
+drafter is `propose(ids, k)` and `update(n_accepted)`; `release()` ends its run. Every drafter
+says whether it reads the target's hidden states (`reads_target_features`): the round then
+keeps them on its verify pass and hands them to `update`.
 
 - ModelDrafter: the draft LM samples k tokens one at a time from q (warped like the
   target's p), keeping its own KV cache across rounds. After a round it crops its cache to
@@ -36,6 +38,8 @@ class Proposal:
 
 
 class Drafter(Protocol):
+    reads_target_features: bool         # update() needs the target's final hidden states (a feature draft)
+
     @property
     def forwards(self) -> int: ...      # draft-model forward passes so far (0 without a model)
 
@@ -49,6 +53,8 @@ class Drafter(Protocol):
 
 
 class ModelDrafter:
+    reads_target_features = False
+
     def __init__(self, model, vocab_size: int, cfg: SpecConfig, gen: torch.Generator, positions: int = 0):
         self.lm = cached_model(model, vocab_size, cfg.fast, positions, graphs=cfg.cuda_graphs)
         # Its own sampling settings: the run's, or the run's at the draft's own temperature. The
@@ -82,6 +88,8 @@ class ModelDrafter:
 
 
 class PromptLookupDrafter:
+    reads_target_features = False
+
     def __init__(self, vocab_size: int, device: torch.device, max_ngram: int):
         self.vocab_size, self.device, self.max_ngram = vocab_size, device, max_ngram
         # index[n][ngram] = latest start of that n-gram among those followed by a token.
@@ -181,7 +189,7 @@ class FeatureDrafter:
 
 
 def make_drafter(pair, cfg: SpecConfig, gen: torch.Generator, positions: int) -> Drafter:
-    if cfg.drafter == "model" and getattr(pair.draft, "reads_target_features", False):
+    if cfg.drafter == "model" and pair.draft_reads_features:
         return FeatureDrafter(pair.draft, pair.vocab_size, cfg, gen)
     if cfg.drafter == "model":
         return ModelDrafter(pair.draft, pair.vocab_size, cfg, gen, positions)

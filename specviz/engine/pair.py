@@ -20,3 +20,10 @@ class ModelPair:
     eos_token_ids: frozenset[int] = field(default_factory=frozenset)
     target_name: str = "target"
     draft_name: str = "draft"
+
+    @property
+    def draft_reads_features(self) -> bool:
+        """The draft reads the target's hidden states (EAGLE-style, models/feature_draft.py): it runs
+        as a FeatureDrafter, never on the fast path nor as transformers' assistant. The model class
+        declares it (`reads_target_features = True`); any other model, or no draft, does not."""
+        return bool(getattr(self.draft, "reads_target_features", False))

@@ -54,7 +54,7 @@ class FeatureDraftConfig(BorrowedDraftConfig):
 
 class FeatureDraftForCausalLM(BorrowedDraftForCausalLM):
     config_class = FeatureDraftConfig
-    reads_target_features = True      # the engine (drafters.py) checks this, importing nothing from here
+    reads_target_features = True      # the engine reads it (ModelPair.draft_reads_features), importing nothing from here
 
     def __init__(self, config: FeatureDraftConfig):
         super().__init__(config)

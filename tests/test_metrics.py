@@ -15,7 +15,8 @@ def run_events():
         return E(kind=kind, position=pos, t=0.0)
 
     def end(drafted, emitted):
-        return E(kind="round_end", drafted=drafted, emitted=emitted, draft_s=0.1, verify_s=0.2, full=True, t=1.0)
+        return E(kind="round_end", drafted=drafted, emitted=emitted, draft_s=0.1, verify_s=0.2, target_s=0.15,
+                 accept_s=0.05, full=True, t=1.0)
 
     return [
         verdict("accepted", 0), verdict("accepted", 1), verdict("rejected", 2), E(kind="resampled", t=0.0), end(3, 3),

@@ -256,3 +256,24 @@ def test_a_loading_pair_holds_up_no_one_on_a_loaded_pair(tiny_dirs, monkeypatch)
     finally:
         release.set()
         demo.close()
+
+
+# --- 5: one line for a visitor's mistake ---------------------------------------------------
+def test_a_rejected_generate_value_logs_one_line_and_no_traceback(tiny_dirs, caplog):
+    import gradio as gr
+    from specviz.view.api import generate_endpoint
+    app = tiny_app(tiny_dirs)
+    with caplog.at_level("INFO"), pytest.raises(gr.Error) as err:
+        generate_endpoint(app)("def f():", "tiny", k=99)
+    assert err.value.print_exception is False                  # Gradio prints no traceback for it
+    assert [r.getMessage().count("\n") for r in caplog.records] == [0] and "k must be between" in caplog.text
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(prompt="abc \ud800 def"), "prompt contains"),
+    (dict(seed=10**13), "seed must be between 0 and"),
+])
+def test_odd_values_get_one_line_naming_the_field(tiny_dirs, changes, message):
+    app = tiny_app(tiny_dirs)
+    last = list(run_lossless(app, 50, **{**FORM, **changes}))[-1]
+    assert "status-error" in last[0] and message in last[0] and str(10**13 * 1_000_003)[:8] not in last[0]

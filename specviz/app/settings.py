@@ -15,6 +15,7 @@ from .profile import Limits
 from ..models.chat import chat_ids
 
 MAX_STOP_STRINGS, MAX_STOP_LEN = 4, 64
+MAX_SEED = 2**32 - 1      # the app's seeds (the lossless check derives sample seeds from it: seed x 1,000,003 + i)
 
 
 def as_int(name: str, value) -> int:
@@ -48,6 +49,8 @@ def check_prompt(prompt, max_chars: int) -> str:
         raise ConfigError("the prompt is empty: type some text to continue")
     if len(prompt) > max_chars:
         raise ConfigError(f"the prompt is {len(prompt):,} characters long; this server accepts at most {max_chars:,}")
+    if any("\ud800" <= ch <= "\udfff" for ch in prompt):
+        raise ConfigError("the prompt contains a lone surrogate code point (broken UTF-16): send valid Unicode text")
     return prompt
 
 
@@ -87,7 +90,10 @@ def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens,
         raise ConfigError("adaptive k must be true or false")
     if not isinstance(drafter, str):
         raise ConfigError("drafter must be model or prompt_lookup")
+    seed = as_int("seed", seed)
+    if not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"seed must be between 0 and {MAX_SEED}, not {seed}")
     return SpecConfig(k=k, temperature=as_float("temperature", temperature), top_k=as_int("top-k", top_k),
-                      top_p=as_float("top-p", top_p), max_new_tokens=max_new, seed=as_int("seed", seed),
+                      top_p=as_float("top-p", top_p), max_new_tokens=max_new, seed=seed,
                       drafter=drafter, adaptive_k=adaptive, k_min=limits.k_range[0], k_max=limits.k_range[1],
                       stop_strings=stop_strings(stops))

@@ -1,16 +1,9 @@
 """`python -m specviz run` on small models saved to disk: JSON events, colored text, errors."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.getcwd()}
-
-
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, env=ENV, timeout=300)
+from .helpers import cli
 
 
 def test_run_json_streams_events_and_ends_with_done(tiny_dirs):
@@ -29,6 +22,8 @@ def test_run_with_baseline_reports_speedup(tiny_dirs):
             "--max-new-tokens", "20", "--baseline")
     assert r.returncode == 0, r.stderr
     assert "measured speedup" in r.stdout and "same text" in r.stdout and "\x1b[" in r.stdout
+    # The time ledger: the cause in one sentence, then each lane's phases.
+    assert "why: " in r.stdout and "target passes" in r.stdout and "break-even a here" in r.stdout
 
 
 def test_run_json_baseline_tags_lanes(tiny_dirs):
@@ -37,6 +32,7 @@ def test_run_json_baseline_tags_lanes(tiny_dirs):
     assert r.returncode == 0, r.stderr
     events = [json.loads(line) for line in r.stdout.splitlines()]
     assert {e["lane"] for e in events if e["kind"] == "done"} == {"spec", "base"}
+    assert events[-1]["kind"] == "ledger" and events[-1]["verdict"] in ("faster", "about even", "slower")
 
 
 def test_bad_arguments_exit_nonzero_without_traceback(tiny_dirs):
@@ -48,16 +44,6 @@ def test_bad_arguments_exit_nonzero_without_traceback(tiny_dirs):
         r = cli(*args)
         assert r.returncode != 0
         assert "Traceback" not in r.stderr and r.stderr.strip()
-
-
-@pytest.fixture
-def smollm2_fetched():
-    """SmolLM2 in the cache (CI fetches it: SPECVIZ_REQUIRE_REAL_PAIR=1), else the test is skipped."""
-    from specviz.models.fetch import SMOLLM2, fetch, fetched
-    if fetched(SMOLLM2.hub_id) is None:
-        if os.environ.get("SPECVIZ_REQUIRE_REAL_PAIR") != "1":
-            pytest.skip("SmolLM2 is not fetched: run `python -m specviz fetch`")
-        fetch(SMOLLM2)
 
 
 def _bench_json(tmp_path, *args):
@@ -72,6 +58,8 @@ def test_bench_applies_the_preset(tmp_path):
     r, result = _bench_json(tmp_path, "--preset", "bundled")
     assert r.returncode == 0, r.stderr
     assert result["models"]["target"].endswith("models/target") and [row["k"] for row in result["rows"]] == [4]
+    led = result["rows"][0]["summary"]["ledger"]
+    assert led["spec"]["tokens"] == 6 and led["plain"]["target_passes"] == 6 and led["cause"]
     r, result = _bench_json(tmp_path, "--preset", "bundled", "--k", "2")
     assert [row["k"] for row in result["rows"]] == [2]            # an explicit --k still wins
 

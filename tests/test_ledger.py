@@ -8,7 +8,7 @@ import pytest
 from specviz.engine import race
 from specviz.engine.calibrate import MachineCosts, measure_costs, pick_k
 from specviz.engine.config import SpecConfig
-from specviz.engine.ledger import build
+from specviz.engine.ledger import Ledger, build
 from specviz.engine.measures import LaneTally
 from specviz.engine.theory import break_even_acceptance, expected_speedup, expected_tokens_per_round
 
@@ -60,6 +60,7 @@ def test_a_loss_is_called_a_loss_and_names_low_acceptance():
 def test_a_win_says_faster_and_the_threshold():
     spec, plain = tallies(spec_s=0.5)
     led = build(spec, plain)
+    assert Ledger.from_dict(led.to_dict()) == led
     assert led.verdict == "faster" and led.cause.startswith("Faster")
     assert f"{led.break_even_a:.2f}" in led.cause
 
@@ -105,3 +106,19 @@ def test_measure_costs_on_a_real_pair(pair):
     assert set(costs.pass_s) == {1, 2, 3, 4} and costs.plain_s > 0 and costs.draft_s > 0
     assert costs.c > 0 and all(costs.v(k) > 0 for k in (1, 2, 3))
     assert set(costs.to_dict()["v"]) == {1, 2, 3}
+
+
+def test_about_even_at_the_break_even_and_time_lost_elsewhere():
+    # a = 0.31 at k = 2, c = 0.13, v = 1.14: the formula itself predicts about 1.0x.
+    spec = LaneTally(rounds=46, drafted=92, accepted=20, rejected=44, tokens=64, draft_s=1.2, verify_s=5.3,
+                     target_s=5.2, accept_s=0.1, elapsed_s=6.6)
+    plain = LaneTally(tokens=64, target_s=6.4, elapsed_s=6.45)
+    led = build(spec, plain)
+    assert abs(led.theory - 1) < 0.03
+    assert led.verdict == "about even" and "about the break-even" in led.cause
+    # a = 0.75 predicts a clear gain; a speculative clock twice its passes' time is a loss from elsewhere.
+    spec = LaneTally(rounds=30, drafted=60, accepted=45, rejected=15, tokens=64, draft_s=0.8, verify_s=3.5,
+                     target_s=3.4, accept_s=0.1, elapsed_s=8.6)
+    led = build(spec, plain)
+    assert led.theory > 1.3 and led.verdict == "slower"
+    assert "outside the model passes" in led.cause and f"{led.theory:.2f}x" in led.cause

@@ -1,6 +1,8 @@
 """The benchmark result as a readable table (the same numbers as the JSON)."""
 from __future__ import annotations
 
+from ..engine.ledger import Ledger, text_lines
+
 
 def _f(x, fmt="{:.2f}", none="—") -> str:
     return none if x is None else fmt.format(x)
@@ -52,6 +54,10 @@ def table(result: dict) -> str:
     if len(result["rows"]) > 1:
         lines.append(f"\nbest measured k: {result['best_k']}; theory's best k for the measured a and c: "
                      f"{result.get('theory_best_k', '—')}")
+    for row in result["rows"]:
+        if "ledger" in row["summary"]:
+            lines.append(f"\nk={row['k']}, the prompts' median runs pooled (measured {_f(row['summary']['ledger']['speedup'], '{:.2f}x')}):")
+            lines += text_lines(Ledger.from_dict(row["summary"]["ledger"]))
     b = result["breakdown"]
     lines.append(f"\nround breakdown at k={result['best_k']} ({b['rounds']} rounds, {b['seconds_per_round'] * 1e3:.2f} ms "
                  f"a round): " + ", ".join(f"{k} {v:.1%}" for k, v in b["share"].items())

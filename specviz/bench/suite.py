@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import os
 import platform
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import torch
 
-from ..engine import theory
-from ..engine import SpecConfig, measures
+from ..engine import SpecConfig, ledger, measures, theory
 from ..engine.output import encode_prompt
 from ..engine.pair import ModelPair
 from ..models.chat import chat_ids
@@ -120,6 +119,9 @@ def _prompt_row(kind: str, prompt_tokens: int, runs: dict, k: int, forced: float
            "accepted": s["accepted"], "verified": s["accepted"] + s["rejected"], "rounds": s["rounds"],
            "tokens": s["tokens"], "full_rounds": s["full_rounds"],
            "full_round_tokens": s["full_round_tokens"], "cost_ratio": c, "verify_ratio": v}
+    # The median runs' tallies (counts and phase seconds), pooled over prompts for the ledger.
+    row["tallies"] = {lane: asdict(measures.LaneTally.from_stats(timings[name].stats))
+                      for lane, name in (("spec", "specviz speculative"), ("plain", "specviz plain"))}
     if "specviz speculative (fast)" in runs:
         row["cost_ratio_fast"] = _cost_ratio(runs["specviz speculative (fast)"], runs["specviz plain (fast)"])
         row["verify_ratio_fast"] = _verify_ratio(runs["specviz speculative (fast)"], runs["specviz plain (fast)"])
@@ -157,6 +159,12 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
         if a is not None and c_fast is not None and v_fast is not None and out["fast_speedup"]:
             out["theory_speedup_fast"] = theory.expected_speedup(a, k, c_fast, v_fast)
             out["fast_speedup_over_theory"] = out["fast_speedup"] / out["theory_speedup_fast"]
+    if forced is None:
+        # Why faster or slower, from the prompts' median runs pooled: phases, break-even a, the cause.
+        out["ledger"] = ledger.build(*(measures.pool(measures.LaneTally(**r["tallies"][lane]) for r in rows)
+                                       for lane in ("spec", "plain"))).to_dict()
+    if c is not None and v is not None:
+        out["break_even_acceptance"] = theory.break_even_acceptance(k, c, v)
     if a is not None:
         out["theory_tokens_per_round"] = theory.expected_tokens_per_round(a, k)
         if c is not None and v is not None:

@@ -1,8 +1,9 @@
 """`python -m specviz run`: decode one prompt and print the tokens colored by what happened.
 
-With --json it prints one event per line (the last line is `done`; with --baseline the
-last two lines are the two lanes' `done`). With --baseline the plain target decoding runs
-interleaved with the speculative one (the engine's race) and the measured speedup is shown.
+With --json it prints one event per line (the last line is `done`; with --baseline the two
+lanes' `done` and then one `ledger` line). With --baseline the plain target decoding runs
+interleaved with the speculative one (the engine's race) and the measured speedup is shown
+with its time ledger: where each lane's seconds went and why it gained or lost (engine/ledger.py).
 """
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import argparse
 import json
 import sys
 
-from ..engine.measures import LaneTally, lane_speedup
+from ..engine import ledger
+from ..engine.measures import LaneTally
 
 
 def add_parser(sub) -> None:
@@ -130,7 +132,12 @@ def run(args) -> int:
         if "base" in done:
             print(terminal.summary_line(done["base"].stats, "plain target"))
             spec, base = (LaneTally.from_stats(done[lane].stats) for lane in ("spec", "base"))
-            ratio = lane_speedup(spec, base)
+            led = ledger.build(spec, base)
             same = "same text" if done["spec"].text == done["base"].text else "texts differ (sampling)"
-            print(f"measured speedup: {'-' if ratio is None else f'{ratio:.2f}x'} (tokens/s ratio; {same})")
+            speed = "-" if led.speedup is None else f"{led.speedup:.2f}x"
+            print(f"measured speedup: {speed}, {led.verdict} (tokens/s ratio; {same})")
+            print("\n".join(ledger.text_lines(led)))
+    elif "base" in done:
+        spec, base = (LaneTally.from_stats(done[lane].stats) for lane in ("spec", "base"))
+        print(json.dumps({"kind": "ledger", **ledger.build(spec, base).to_dict()}), flush=True)
     return 0

@@ -59,3 +59,4 @@ def summary_line(stats: dict, label: str) -> str:
             f"{per_round:.2f} tokens per full round" if per_round and rate is not None else "",
             f"{stats['target_forwards']} target passes"]
     return ", ".join(b for b in bits if b)
+

@@ -56,6 +56,11 @@ class Ledger:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Ledger":
+        """The ledger a trace or a benchmark result saved with `to_dict`."""
+        return cls(**{**d, "spec": LaneLedger(**d["spec"]), "plain": LaneLedger(**d["plain"])})
+
 
 def lane_ledger(t: m.LaneTally) -> LaneLedger:
     measured = t.draft_s + t.target_s + t.accept_s
@@ -110,7 +115,31 @@ def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) ->
     if a < even:
         return (f"{verdict.capitalize()}: the draft guessed only {_pct(a)} right and {price}; on this machine "
                 f"speculation pays above a = {even:.2f}.")
-    # The acceptance clears the break-even, yet the race did not gain: time went elsewhere.
+    if theory is not None and theory < 1 + EVEN_BAND:
+        return (f"{verdict.capitalize()}: the draft guessed {_pct(a)} right, about the break-even a = {even:.2f} "
+                f"for this k on this machine, where {price}; the formula predicts {theory:.2f}x.")
+    # The acceptance clears the break-even and the formula predicts a gain, yet the race did not gain.
     return (f"{verdict.capitalize()}: the draft guessed {_pct(a)} right, above the break-even a = {even:.2f}, "
             f"and the formula predicts {theory:.2f}x, but {_pct(other)} of the speculative lane's time went outside "
             f"the model passes (detokenizing, cache crops, events) or to a busy machine.")
+
+
+def text_lines(led: Ledger) -> list[str]:
+    """The ledger as plain lines (the CLI and the benchmark table): the verdict and its cause, then
+    where each lane's seconds went and the figures the verdict rests on."""
+    def lane(name: str, part) -> str:
+        total = part.total_s or 1.0
+        cells = [("draft steps", part.draft_s), ("target passes", part.target_s),
+                 ("acceptance and sampling" if name == "speculative" else "sampling", part.accept_s),
+                 ("everything else", part.other_s)]
+        shown = ", ".join(f"{label} {s:.2f} s ({100 * s / total:.0f}%)" for label, s in cells if label != "draft steps"
+                          or part.draft_s)
+        return f"  {name:<12} {part.total_s:.2f} s for {part.tokens} tokens in {part.target_passes} target passes: {shown}"
+
+    def fmt(x, spec=".2f"):
+        return "-" if x is None else format(x, spec)
+
+    return [f"why: {led.cause}", lane("speculative", led.spec), lane("plain", led.plain),
+            f"  a = {fmt(led.a)} (accepted / judged), tau = {fmt(led.tau)} tokens a pass, k = {led.k:.3g}, "
+            f"c = {fmt(led.c, '.3f')}, v = {fmt(led.v)}; break-even a here = {fmt(led.break_even_a)}; "
+            f"formula E/(k c + v) = {fmt(led.theory)}x, measured {fmt(led.speedup)}x"]

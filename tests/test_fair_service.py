@@ -277,3 +277,15 @@ def test_odd_values_get_one_line_naming_the_field(tiny_dirs, changes, message):
     app = tiny_app(tiny_dirs)
     last = list(run_lossless(app, 50, **{**FORM, **changes}))[-1]
     assert "status-error" in last[0] and message in last[0] and str(10**13 * 1_000_003)[:8] not in last[0]
+
+
+# --- 6: no uploads -------------------------------------------------------------------------
+def test_uploads_are_refused(tiny_dirs):
+    import httpx
+    from specviz.view.serve import serve
+    demo, url = serve(tiny_app(tiny_dirs))
+    try:
+        r = httpx.post(f"{url}/gradio_api/upload", files={"files": ("big.bin", b"x" * 200_000)}, timeout=10)
+        assert r.status_code >= 400
+    finally:
+        demo.close()

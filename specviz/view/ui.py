@@ -33,7 +33,8 @@ def launch_options() -> dict:
     """Theme, stylesheet and the page's script (panes that follow the newest token, step keys);
     Gradio 6 takes them in launch()."""
     return {"theme": gr.themes.Soft(primary_hue="emerald", neutral_hue="slate"),
-            "css_paths": [str(ASSETS / "style.css")], "js": (ASSETS / "page.js").read_text(encoding="utf-8")}
+            "css_paths": [str(ASSETS / "style.css")], "js": (ASSETS / "page.js").read_text(encoding="utf-8"),
+            "max_file_size": 1}      # the page has no upload component: /gradio_api/upload takes nothing (issue 27)
 
 
 def build_demo(app: AppState | None = None) -> gr.Blocks:

@@ -4,9 +4,11 @@ For each prompt, `--repeats` times, alternately: `python -m specviz run --baseli
 page), and the same race clicked in the app in Chromium on this machine, whose measured speedup
 is read from the page's `#speedup` element (data-value). Prints both per prompt (medians of the
 repeats), the medians over prompts and the page/CLI ratio (the app's goal: within 15%). The app
-runs with the threads app.py would give it on this machine (app/cpu_threads.py). Bundled pair, greedy, k = 4, 128 new tokens.
+runs with the threads app.py would give it on this machine (app/cpu_threads.py). Greedy; by default the
+bundled pair at k = 4 with its code prompts; `--preset smollm2` takes the held-out prompt file
+(benchmarks/heldout-prompts.json: each prompt's chat switch as the file says) and the preset's k.
 
-    python scripts/page_parity.py [--prompts 5] [--max-new-tokens 128] [--k 4] [--out FILE.json]
+    python scripts/page_parity.py [--preset bundled|smollm2] [--prompts 5] [--max-new-tokens 128] [--k K] [--out FILE.json]
 """
 import argparse
 import json
@@ -26,15 +28,16 @@ PROMPTS = ["def merge_sort(items):", "def fibonacci(n):",
            "    def __repr__(self):\n        return"]
 
 
-def cli_speedup(prompt: str, k: int, max_new: int) -> float:
+def cli_speedup(prompt: dict, k: int, max_new: int, preset: str) -> float:
     from specviz.engine.events import from_dict
     from specviz.engine.stats import RunStats
-    out = subprocess.run([sys.executable, "-m", "specviz", "run", "--prompt", prompt, "--k", str(k),
+    out = subprocess.run([sys.executable, "-m", "specviz", "run", "--preset", preset, "--prompt", prompt["text"],
+                          "--chat" if prompt["chat"] else "--no-chat", "--k", str(k),
                           "--max-new-tokens", str(max_new), "--baseline", "--json"],
                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
     stats = RunStats(k)
     for line in out.splitlines():
-        if line.startswith("{"):
+        if line.startswith("{") and json.loads(line)["kind"] != "ledger":    # the ledger line is no event
             stats.add(from_dict(json.loads(line)))
     if os.environ.get("PARITY_VERBOSE"):
         print("  CLI lanes tok/s:", {lane: round(stats.lane_rate(lane), 1) for lane in ("spec", "base")},
@@ -48,8 +51,21 @@ def set_number(page, elem_id: str, value) -> None:
     box.press("Enter")
 
 
-def page_speedup(page, prompt: str, k: int, max_new: int) -> tuple[float, str, float | None]:
-    page.fill("#prompt textarea", prompt)
+def set_chat(page, on: bool) -> None:
+    box = page.locator("#chat input[type=checkbox]")
+    if box.is_checked() != on:
+        box.click()
+
+
+def choose_preset(page, label: str) -> None:
+    page.click("#preset input")
+    page.get_by_role("option", name=label).click()
+    page.wait_for_timeout(1500)
+
+
+def page_speedup(page, prompt: dict, k: int, max_new: int) -> tuple[float, str, float | None]:
+    page.fill("#prompt textarea", prompt["text"])
+    set_chat(page, prompt["chat"])
     set_number(page, "k", k)
     set_number(page, "max-new", max_new)
     page.click("#run")
@@ -67,7 +83,8 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--prompts", type=int, default=5)
     parser.add_argument("--max-new-tokens", type=int, default=128)
-    parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--k", type=int, default=None, help="default: the preset's")
+    parser.add_argument("--preset", default="bundled", choices=["bundled", "smollm2"])
     parser.add_argument("--out", default=None)
     parser.add_argument("--repeats", type=int, default=3, help="runs per prompt on each side (medians)")
     parser.add_argument("--threads", type=int, default=None, help="the app's --threads (default: as app.py)")
@@ -84,6 +101,16 @@ def main() -> int:
     from specviz.app.cpu_threads import decode_threads
     torch.set_num_threads(decode_threads("127.0.0.1", args.threads))     # as app.py does for a local browser
     app = AppState.from_profile(load_profile(tier="cpu"), device="cpu")
+    from specviz.models.presets import get_preset
+    preset = get_preset(args.preset)
+    args.k = args.k or preset.k
+    if args.preset == "bundled":
+        prompts = [{"text": t, "chat": False} for t in PROMPTS]
+    else:
+        from specviz.bench.prompts import load_prompts
+        held_out = load_prompts(os.path.join(ROOT, "benchmarks", "heldout-prompts.json"))
+        chat, code = [p for p in held_out if p["kind"] == "chat"], [p for p in held_out if p["kind"] == "code"]
+        prompts = [p for pair in zip(chat, code) for p in pair]       # alternating: half chat, half code
     demo, url = serve(app)
     rows = []
     try:
@@ -92,20 +119,22 @@ def main() -> int:
             page = browser.new_page(viewport={"width": 1400, "height": 1100})
             page.goto(url)
             page.wait_for_selector("#run")
-            page_speedup(page, PROMPTS[0], args.k, 16)          # warm-up: first page load and first race
-            for prompt in PROMPTS[:args.prompts]:
+            if args.preset != "bundled":
+                choose_preset(page, preset.label)
+            page_speedup(page, prompts[0], args.k, 16)          # warm-up: first page load and first race
+            for prompt in prompts[:args.prompts]:
                 clis, pages = [], []
                 for _ in range(args.repeats):         # alternate the two sides: drifts hit both alike
-                    clis.append(cli_speedup(prompt, args.k, args.max_new_tokens))
+                    clis.append(cli_speedup(prompt, args.k, args.max_new_tokens, args.preset))
                     pages.append(page_speedup(page, prompt, args.k, args.max_new_tokens))
                 cli = statistics.median(clis)
                 shown = statistics.median(p[0] for p in pages)
                 others = max((p[2] for p in pages if p[2] is not None), default=None)
                 status = pages[-1][1]
-                rows.append({"prompt": prompt, "cli": cli, "page": shown, "other_programs_cpu_share": others,
+                rows.append({"prompt": prompt["text"], "chat": prompt["chat"], "cli": cli, "page": shown, "other_programs_cpu_share": others,
                              "status": status})
                 busy = "—" if others is None else f"{others:.0%} (most)"
-                print(f"{prompt[:40]!r:44} CLI {cli:.2f}x   page {shown:.2f}x   others' CPU {busy}", flush=True)
+                print(f"{prompt['text'][:40]!r:44} CLI {cli:.2f}x   page {shown:.2f}x   others' CPU {busy}", flush=True)
             browser.close()
     finally:
         demo.close()
@@ -116,7 +145,7 @@ def main() -> int:
           f"({'within' if abs(ratio - 1) <= 0.15 else 'NOT within'} 15%)")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"k": args.k, "max_new_tokens": args.max_new_tokens, "rows": rows, "cli_median": cli_med,
+            json.dump({"preset": args.preset, "k": args.k, "max_new_tokens": args.max_new_tokens, "rows": rows, "cli_median": cli_med,
                        "page_median": page_med, "page_over_cli": ratio, "cores": os.cpu_count(),
                        "date": time.strftime("%Y-%m-%d")}, f, indent=1)
     return 0

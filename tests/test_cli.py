@@ -85,4 +85,6 @@ def test_run_and_bench_apply_the_smollm2_preset(smollm2_fetched, tmp_path):
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["models"]["target"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
-    assert result["models"]["draft"].endswith("smollm2-draft") and [row["k"] for row in result["rows"]] == [2]
+    from specviz.models.presets import get_preset
+    assert result["models"]["draft"].endswith("smollm2-draft")
+    assert [row["k"] for row in result["rows"]] == [get_preset("smollm2").k]

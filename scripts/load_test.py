@@ -5,6 +5,12 @@
 `--switch-to KEY`: the first client asks for that pair instead, which is not loaded yet: the
 others must keep being served while it loads.
 
+`--hostile flood|lossless`: after the normal run, the same clients run again beside one hostile
+client (`flood`: 70 /generate joins from one session, never read; `lossless`: a 2000-sample
+lossless check), and the two runs' p50/p95 are printed side by side (issue 27: the normal
+clients' p95 should stay within 2x). Bounded: the hostile check is cancelled when the normal
+clients are done, and the server closed.
+
 Prints each client's latency, the p50/p95, and whether every client got exactly the output
 its seed gives when run alone. Exits non-zero if any request failed or differed.
 """
@@ -22,9 +28,13 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--switch-to", default=None, help="a preset key the first client switches to")
+    parser.add_argument("--hostile", choices=["flood", "lossless"], default=None,
+                        help="run again beside one hostile client and compare the latencies")
     args = parser.parse_args()
 
-    from specviz.bench.load_client import check_against_solo, percentiles, run_clients
+    import time
+
+    from specviz.bench.load_client import check_against_solo, flood, long_lossless, percentiles, run_clients
     from specviz.app.profile import load_profile
     from specviz.view.serve import serve
     from specviz.models.presets import BUNDLED_EXAMPLES
@@ -37,9 +47,28 @@ def main() -> int:
     if args.switch_to:
         app.preset(args.switch_to)
         keys[0] = args.switch_to
+    prompts = list(BUNDLED_EXAMPLES)
+    hostile_results, hostile_note = None, ""
     try:
-        results = run_clients(url, keys, list(BUNDLED_EXAMPLES), args.clients, args.max_new_tokens,
-                              args.temperature)
+        results = run_clients(url, keys, prompts, args.clients, args.max_new_tokens, args.temperature)
+        if args.hostile:
+            job = None
+            if args.hostile == "flood":
+                out = flood(url)
+                hostile_note = (f"flooder: {out['accepted']} joins accepted, {out['refused']} refused "
+                                f"({out['message']!r})")
+            else:
+                job = long_lossless(url, prompts[0])
+                time.sleep(3)
+            try:
+                start = time.monotonic()
+                hostile_results = run_clients(url, keys, prompts, args.clients, args.max_new_tokens, args.temperature)
+                hostile_note += f" normal clients done in {time.monotonic() - start:.1f} s"
+                if job is not None:
+                    hostile_note = f"2000-sample lossless check still running: {not job.done()};" + hostile_note
+            finally:
+                if job is not None:
+                    job.cancel()
     finally:
         demo.close()
     for r in results:
@@ -51,7 +80,17 @@ def main() -> int:
     p = percentiles([r for r in results if r["preset"] == "bundled"])
     print(f"{len(results)}/{args.clients} completed; bundled-pair clients' latency p50 {p['p50_s']:.2f} s, p95 {p['p95_s']:.2f} s, "
           f"max {p['max_s']:.2f} s; outputs equal to solo runs: {len(results) - len(bad)}/{len(results)}")
-    return 0 if len(results) == args.clients and not bad else 1
+    ok = len(results) == args.clients and not bad
+    if hostile_results is not None:
+        bad_h = check_against_solo(app.pair(app.preset("bundled")), hostile_results, args.max_new_tokens,
+                                   args.temperature)
+        h = percentiles([r for r in hostile_results if r["preset"] == "bundled"])
+        print(f"with a hostile client ({args.hostile}; {hostile_note.strip()}): {len(hostile_results)}/{args.clients} "
+              f"completed; p50 {h['p50_s']:.2f} s, p95 {h['p95_s']:.2f} s (without: p50 {p['p50_s']:.2f} s, p95 "
+              f"{p['p95_s']:.2f} s; p95 ratio {h['p95_s'] / p['p95_s']:.2f}); outputs equal to solo runs: "
+              f"{len(hostile_results) - len(bad_h)}/{len(hostile_results)}")
+        ok = ok and len(hostile_results) == args.clients and not bad_h
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -49,3 +49,33 @@ def percentiles(results: list[dict]) -> dict:
     lat = sorted(r["latency_s"] for r in results)
     return {"p50_s": statistics.median(lat), "p95_s": lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))],
             "max_s": lat[-1]}
+
+
+def flood(url: str, joins: int = 70, session: str = "hostile-flooder") -> dict:
+    """A hostile client: `joins` /generate joins from one session, never reading a result.
+    Returns how many the server accepted and refused (with the first refusal's message)."""
+    import httpx
+    from gradio_client import Client
+    info = Client(url, verbose=False, download_files=False)
+    fn = info._infer_fn_index("/generate", None)
+    args = ["def f(x):\n", "bundled", 4, 0.8, 0, 1.0, 64, 0, "model", False]
+    out = {"accepted": 0, "refused": 0, "message": ""}
+    with httpx.Client(timeout=10) as http:
+        for _ in range(joins):
+            r = http.post(f"{url}/gradio_api/queue/join", json={"data": args, "fn_index": fn, "session_hash": session,
+                                                                "event_data": None, "trigger_id": None})
+            if r.status_code == 200:
+                out["accepted"] += 1
+            else:
+                out["refused"] += 1
+                out["message"] = out["message"] or r.json().get("detail", "")
+    return out
+
+
+def long_lossless(url: str, prompt: str, samples: int = 2000):
+    """A hostile client: a 2000-sample lossless check on the bundled pair. Returns its gradio_client Job
+    (cancel it when done)."""
+    from gradio_client import Client
+    client = Client(url, verbose=False, download_files=False)
+    return client.submit(samples, prompt, "bundled", "", "", "model", 4, False, 1.0, 0, 1.0, 64, 0, "", False,
+                         api_name="/lossless")

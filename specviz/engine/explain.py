@@ -7,6 +7,24 @@ q = draft probability, accept with min(1, p/q), resample from norm(max(0, p - q)
 """
 from __future__ import annotations
 
+from .detokenize import visible
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """'1 draft', '3 drafts', 'no drafts': a count with its noun in the right form."""
+    word = one if n == 1 else (many or one + "s")
+    return f"{'no' if n == 0 else n} {word}"
+
+
+def shown(piece: str) -> str:
+    """A token as the page and the terminal quote it: its visible form between quotes."""
+    return f"'{visible(piece)}'"
+
+
+def _after(discarded: int) -> str:
+    return ("the draft after it is discarded" if discarded == 1 else
+            "no drafts came after it" if discarded == 0 else f"the {discarded} drafts after it are discarded")
+
 
 def _num(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
@@ -26,10 +44,10 @@ def tooltip(event) -> str:
         else:
             op = "<" if kind == "accepted" else "≥"
             why = f"min(1, p/q) = {_num(event.accept_prob)}   u = {_num(event.u)} {op} {_num(event.accept_prob)}"
-        tail = f"\n{event.discarded} later draft(s) discarded" if kind == "rejected" else ""
+        tail = f"\n{plural(event.discarded, 'later draft')} discarded" if kind == "rejected" else ""
         return f"{kind} · {head}\n{nums}\n{why}{tail}"
     if kind == "resampled":
-        top = ", ".join(f"{piece!r} {prob:.2f}" for _, piece, prob in event.top_residual)
+        top = ", ".join(f"{shown(piece)} {prob:.2f}" for _, piece, prob in event.top_residual)
         return (f"resampled · {head}\nthe target's correction, drawn from norm(max(0, p − q))\n"
                 f"probability there = {_num(event.prob)}   p (target) = {_num(event.p)}\nresidual top: {top}")
     if kind == "bonus" and event.position == 0:
@@ -39,7 +57,7 @@ def tooltip(event) -> str:
     return kind
 
 
-def sentence(event, quote=repr) -> str:
+def sentence(event, quote=shown) -> str:
     """One sentence on why this verdict happened, with the real numbers; `quote` shows a token
     (step mode passes one that escapes it as HTML code, the terminal one that hides control characters)."""
     k = event.kind
@@ -49,12 +67,12 @@ def sentence(event, quote=repr) -> str:
             if k == "accepted":
                 return f"{who} is also the target's most likely next token (p = {event.p:.3f}): accepted."
             return (f"{who} is not the target's most likely next token (it gives it p = {event.p:.3f}): rejected, "
-                    f"and the {event.discarded} draft(s) after it are discarded.")
+                    f"and {_after(event.discarded)}.")
         base = (f"{who}: the target gives it p = {event.p:.3f}, the draft gave q = {event.q:.3f}, so it is kept "
                 f"with probability min(1, p/q) = {event.accept_prob:.3f}; the draw u = {event.u:.3f} is ")
         if k == "accepted":
             return base + "below that: accepted."
-        return base + f"not below that: rejected, and the {event.discarded} draft(s) after it are discarded."
+        return base + f"not below that: rejected, and {_after(event.discarded)}."
     if k == "resampled":
         if event.top_residual and abs(event.prob - event.p) < 1e-9:
             return f"The target puts its own top choice {quote(event.piece)} (p = {event.p:.3f}) in its place."

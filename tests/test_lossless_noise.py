@@ -1,0 +1,36 @@
+"""The lossless check's noise figure is the exact expected total variation at every sample count
+(De Moivre's mean absolute deviation), never above 1; its verdict reads as one line."""
+import pytest
+import torch
+
+from specviz.engine.lossless import expected_tv_noise
+
+
+@pytest.mark.parametrize("vocab", [3, 50])
+@pytest.mark.parametrize("n", [1, 2, 5, 25, 300])
+def test_noise_matches_simulation_at_small_counts(vocab, n):
+    torch.manual_seed(vocab * 1000 + n)
+    p = torch.distributions.Dirichlet(torch.full((vocab,), 0.3)).sample().double()
+    freq = torch.distributions.Multinomial(n, probs=p).sample((20_000,)) / n
+    simulated = 0.5 * (freq - p).abs().sum(-1).mean().item()
+    assert expected_tv_noise(p, n) == pytest.approx(simulated, abs=0.01)
+
+
+@pytest.mark.parametrize("n", [1, 25, 50, 2000])
+def test_noise_never_exceeds_one_over_a_large_vocabulary(n):
+    """The issue's case: 25 samples over a 49k vocabulary gave 'noise alone gives about 1.432'."""
+    torch.manual_seed(0)
+    p = torch.softmax(torch.randn(49_152, dtype=torch.float64) * 2, 0)
+    assert 0.0 < expected_tv_noise(p, n) <= 1.0
+
+
+def test_noise_of_a_certain_token_is_zero():
+    p = torch.zeros(10, dtype=torch.float64)
+    p[3] = 1.0
+    assert expected_tv_noise(p, 7) == 0.0
+
+
+def test_verdict_is_one_plain_line():
+    from specviz.view.teaching import lossless_verdict
+    assert lossless_verdict(0.43).startswith("Verdict: consistent with the target's distribution: p = 0.430")
+    assert "not consistent" in lossless_verdict(1e-5)

@@ -26,9 +26,81 @@
   scan();
   setInterval(scan, 1000);
 
+  // Token and figure details: one popover for every element with a data-tip (render.py writes it,
+  // escaped; it is shown as text, never as HTML). Hover shows it while the pointer stays; a click,
+  // a tap or Enter/Space on the focused element pins it; Escape, a second tap or a click elsewhere
+  // closes it. One at a time.
+  const pop = document.createElement("div");
+  pop.id = "tip-pop";
+  pop.className = "tip-pop";
+  pop.setAttribute("role", "tooltip");
+  pop.hidden = true;
+  document.body.appendChild(pop);
+  let owner = null, pinned = false;
+  const place = (el) => {
+    const r = el.getBoundingClientRect(), w = pop.offsetWidth, h = pop.offsetHeight;
+    let left = Math.min(Math.max(4, r.left), window.innerWidth - w - 4);
+    let top = r.bottom + 6;
+    if (top + h > window.innerHeight - 4) top = Math.max(4, r.top - h - 6);
+    pop.style.left = left + "px";
+    pop.style.top = top + "px";
+  };
+  const open = (el, pin) => {
+    if (owner && owner !== el) owner.removeAttribute("aria-describedby");
+    owner = el;
+    pinned = pin;
+    pop.textContent = el.dataset.tip;
+    pop.hidden = false;
+    el.setAttribute("aria-describedby", "tip-pop");
+    place(el);
+  };
+  const close = () => {
+    if (owner) owner.removeAttribute("aria-describedby");
+    owner = null;
+    pinned = false;
+    pop.hidden = true;
+  };
+  const tipOf = (node) => (node && node.closest ? node.closest("[data-tip]") : null);
+  document.addEventListener("mouseover", (event) => {
+    const el = tipOf(event.target);
+    if (el && !pinned) open(el, false);
+  });
+  document.addEventListener("mouseout", (event) => {
+    const el = tipOf(event.target);
+    if (el && el === owner && !pinned && !el.contains(event.relatedTarget)) close();
+  });
+  document.addEventListener("click", (event) => {
+    const el = tipOf(event.target);
+    if (!el) { if (!(event.target.closest && event.target.closest("#tip-pop"))) close(); return; }
+    if (el === owner && pinned) close(); else open(el, true);     // a second tap closes
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && owner) { const el = owner; close(); el.focus && el.focus(); return; }
+    const el = tipOf(event.target);
+    if (!el || event.target !== el || (event.key !== "Enter" && event.key !== " ")) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    if (el === owner && pinned) close(); else open(el, true);
+  }, true);
+  window.addEventListener("scroll", () => { if (owner) { if (owner.isConnected) place(owner); else close(); } }, true);
+
+  // Narrow screens: less margin (style.css), and the settings fold away, so the prompt, Run and the
+  // race come first.
+  const narrow = () => document.body.classList.toggle("narrow", window.innerWidth < 640);
+  narrow();
+  window.addEventListener("resize", narrow);
+  if (window.innerWidth < 640) {
+    const fold = () => {
+      const head = document.querySelector("#settings > button, #settings .label-wrap");
+      if (!head) { setTimeout(fold, 200); return; }
+      if (head.classList.contains("open") || head.getAttribute("aria-expanded") === "true") head.click();
+    };
+    fold();
+  }
+
   // Step mode from the keyboard: the right arrow or the space bar is "Next round" (not while typing).
   document.addEventListener("keydown", (event) => {
-    if (event.target.closest && event.target.closest("input, textarea, select, button, [contenteditable]")) return;
+    if (event.target.closest && event.target.closest("input, textarea, select, button, [contenteditable], [data-tip]")) return;
     if (event.key !== "ArrowRight" && event.key !== " ") return;
     const step = document.querySelector("#step");
     if (!step || step.offsetParent === null) return;      // the step tab is not showing

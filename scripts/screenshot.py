@@ -1,7 +1,11 @@
 """Screenshot of the app racing on its default pair (assets/screenshot.png), as in the README: SmolLM2
 when it is fetched, else the bundled pair.
 
-    python scripts/screenshot.py [--out assets/screenshot.png] [--dark] [--width 1440] [--max-new-tokens 96]
+    python scripts/screenshot.py [--out assets/screenshot.png] [--dark] [--width 1440] [--height 1500]
+                                 [--first-screen] [--tip] [--max-new-tokens 96]
+
+--first-screen keeps only what the viewport shows (what a class sees without scrolling); --tip opens
+one token's details popover, as a tap would.
 """
 import argparse
 import os
@@ -17,6 +21,9 @@ def main() -> int:
     parser.add_argument("--out", default="assets/screenshot.png")
     parser.add_argument("--dark", action="store_true")
     parser.add_argument("--width", type=int, default=1440, help="viewport width in CSS pixels (e.g. 1400, 1024, 390)")
+    parser.add_argument("--height", type=int, default=1500, help="viewport height in CSS pixels")
+    parser.add_argument("--first-screen", action="store_true", help="the viewport only, not the full page")
+    parser.add_argument("--tip", action="store_true", help="open a token's details popover")
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--prompt", default="class Stack:\n    \"\"\"A last-in, first-out stack.\"\"\"\n\n    def __init__(self):")
     args = parser.parse_args()
@@ -36,7 +43,8 @@ def main() -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium",
                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-            page = browser.new_page(viewport={"width": args.width, "height": 1500}, device_scale_factor=1)
+            page = browser.new_page(viewport={"width": args.width, "height": args.height}, device_scale_factor=1,
+                                    has_touch=True)
             page.goto(url + ("/?__theme=dark" if args.dark else ""))
             page.wait_for_selector("#run")
             page.fill("#prompt textarea", args.prompt)
@@ -47,9 +55,13 @@ def main() -> int:
             page.wait_for_selector("#status .status-done, #status .status-error", state="detached", timeout=15_000)
             page.wait_for_selector("#status .status-done", timeout=120_000)
             time.sleep(2)       # the last round's reveal animation
-            # No hover: tooltips are native `title`s, which a screenshot does not show, and hovering a token
-            # scrolls its pane to it, away from the newest token the pane follows.
-            page.screenshot(path=args.out, full_page=True)
+            if args.tip:     # the last rejected draft (else the last token): its popover, as a tap opens it
+                tokens = page.locator("#spec-pane [data-kind=rejected]")
+                token = tokens.last if tokens.count() else page.locator("#spec-pane [data-kind]").last
+                token.focus()
+                page.keyboard.press("Enter")
+                time.sleep(0.3)
+            page.screenshot(path=args.out, full_page=not args.first_screen)
             browser.close()
     finally:
         demo.close()

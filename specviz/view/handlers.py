@@ -9,6 +9,7 @@ Stop sets this run's own cancel flag; the engine then ends both lanes within one
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
 import threading
 import time
@@ -28,13 +29,15 @@ from ..app.state import AppState
 from .plots import all_figures
 from .race_view import RaceView
 from ..app.machine_load import OtherLoad, disturbed
+from .ledger_view import VERDICTS, build as build_ledger, ledger_html, verdict_class
 from .render import clean
 from ..app.request import Prepared, RunRequest, prepare, settle
 from ..app.slots import Stopped
 from .visitor import visitor_gone
 
+log = logging.getLogger(__name__)
 PANE_EVERY_S, PLOTS_EVERY_S = 0.08, 1.0
-N_OUTPUTS = 12   # status, strip, spec meter, spec pane, base meter, base pane, 4 plots, download, cancel
+N_OUTPUTS = 13   # status, strip, spec meter, spec pane, base meter, base pane, 4 plots, download, cancel, ledger
 
 
 def status_html(text: str, kind: str = "info") -> str:
@@ -42,11 +45,22 @@ def status_html(text: str, kind: str = "info") -> str:
 
 
 def _only(status: str, kind: str = "info", cancel=None):
-    return (status_html(status, kind),) + (gr.skip(),) * (N_OUTPUTS - 2) + (cancel if cancel else gr.skip(),)
+    return (status_html(status, kind),) + (gr.skip(),) * (N_OUTPUTS - 3) + (cancel if cancel else gr.skip(), gr.skip())
 
 
 def run_race(app: AppState, *form, **named):
-    """The race tab: form values in FORM_FIELDS order (or by name) -> streamed page updates."""
+    """The race tab: form values in FORM_FIELDS order (or by name) -> streamed page updates.
+
+    Whatever goes wrong ends in a one-line message in the status: never a bare toast that leaves
+    "Starting …" or "Racing …" on screen."""
+    try:
+        yield from _race(app, *form, **named)
+    except Exception as err:          # noqa: BLE001 - the page must say something, whatever failed
+        log.exception("race failed")
+        yield _only(f"The race failed: {err.__class__.__name__}: {err}", "error")
+
+
+def _race(app: AppState, *form, **named):
     cancel = threading.Event()
     try:
         req = RunRequest.from_form(*form, **named)
@@ -66,7 +80,7 @@ def run_race(app: AppState, *form, **named):
     # (each lane's clock counts only its own compute); Stop while waiting, or the visitor gone, ends it.
     gone = visitor_gone()
     yield (status_html("Racing …"), view.strip(), view.meter("spec"), "", view.meter("base"), "",
-           *([gr.skip()] * 4), gr.DownloadButton(interactive=False), cancel)
+           *([gr.skip()] * 4), gr.DownloadButton(interactive=False), cancel, "")
     others = OtherLoad()
     try:
         yield from _stream(view, app.sliced(events, gone, lambda: gone() or cancel.is_set()))
@@ -84,11 +98,13 @@ def run_race(app: AppState, *form, **named):
         events.close()
     stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
     dtype = str(next(run.pair.target.parameters()).dtype)
-    summary = "Stopped." if stopped else _summary(view, others.share(), cfg.greedy, dtype)
-    yield (status_html(summary, "done") if stopped else summary, view.strip(), view.meter("spec"), view.pane("spec"), view.meter("base"),
+    led = build_ledger(view.stats)
+    summary = (status_html("Stopped.", "done status-stopped") if stopped
+               else _summary(view, led, others.share(), cfg.greedy, dtype))
+    yield (summary, view.strip(), view.meter("spec"), view.pane("spec"), view.meter("base"),
            view.pane("base"), *all_figures(view.stats),
            gr.DownloadButton(value=_save_trace(view, req.prompt, cfg, run.preset.key, run.pair), interactive=True),
-           None)
+           None, ledger_html(led, stopped=stopped))
 
 
 def _stream(view: RaceView, events: Iterator[Event]):
@@ -102,7 +118,7 @@ def _stream(view: RaceView, events: Iterator[Event]):
             last_plots = now if now - last_plots >= PLOTS_EVERY_S else last_plots
             last_pane = now
             yield (gr.skip(), view.strip(), view.meter("spec"), view.pane("spec"), view.meter("base"),
-                   view.pane("base"), *plots, gr.skip(), gr.skip())
+                   view.pane("base"), *plots, gr.skip(), gr.skip(), gr.skip())
 
 
 def event_stream(app: AppState, run: Prepared, cancel: threading.Event) -> Iterator[Event]:
@@ -126,13 +142,16 @@ def _until_cancelled(records: Iterator[dict], cancel: threading.Event) -> Iterat
         records.close()
 
 
-def _summary(view: RaceView, others: float | None, greedy: bool, dtype: str) -> str:
-    """The finished race's status line (HTML): the speedup, and why the lanes' texts differ when
-    they do (chance when sampling; rounding in bf16/fp16, greedy being exact only in fp32), and
-    whether other programs took the CPU meanwhile."""
+def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str) -> str:
+    """The finished race's status line (HTML), styled by the ledger's verdict (a loss is never shown
+    as a success): the speedup, and why the lanes' texts differ when they do (chance when sampling;
+    rounding in bf16/fp16, greedy being exact only in fp32), and whether other programs took the CPU
+    meanwhile."""
     speed = view.stats.measured_speedup()
     texts = view.stats.texts
-    text = "Finished." if speed is None else f"Finished: speculative decoding ran {speed:.2f}× the plain rate."
+    glyph, label = VERDICTS.get(led.verdict, VERDICTS["unmeasured"])
+    text = (f"{glyph} {label}: the race finished." if speed is None
+            else f"{glyph} {label}: speculative decoding ran {speed:.2f}× the plain rate.")
     if texts.get("spec") != texts.get("base"):
         if not greedy:
             text += " (The lanes' texts differ: sampled runs differ by chance, each still follows the target.)"
@@ -146,12 +165,13 @@ def _summary(view: RaceView, others: float | None, greedy: bool, dtype: str) -> 
         text += (f" Other programs used {others:.0%} of this machine's CPU during the race, so both lanes were "
                  f"slowed unevenly: run it again on a quieter machine for a fair figure.")
     share = "" if others is None else f' data-other-load="{others:.3f}"'
-    return f'<div class="status status-done" id="race-summary"{share}>{clean(text)}</div>'
+    return (f'<div class="status status-done {verdict_class(led.verdict)}" id="race-summary" '
+            f'data-verdict="{clean(led.verdict)}"{share}>{clean(text)}</div>')
 
 
 def starting():
-    """Run was clicked: clear the previous race from view at once."""
-    return status_html("Starting …"), "", "", "", ""
+    """Run was clicked: clear the previous race from view at once (its ledger too)."""
+    return status_html("Starting …"), "", "", "", "", ""
 
 
 def stop_run(cancel) -> None:

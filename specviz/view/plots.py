@@ -7,6 +7,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from ..engine import theory
+from ..engine.detokenize import token_text, visible
 from ..engine.stats import RunStats
 
 SPEC, BASE, THEORY = "#1b7f5b", "#5b6b7f", "#d9822b"
@@ -95,18 +96,30 @@ def what_if(a: float, c: float, v: float, k_max: int = 12) -> go.Figure:
     speed = [theory.expected_speedup(a, k, c, v) for k in ks]
     fig.add_scatter(x=ks, y=speed, name="speedup", mode="lines+markers", line=dict(color=SPEC, width=3))
     best = theory.best_k(a, c, v, k_max)
-    fig.add_scatter(x=[best], y=[speed[best - 1]], name=f"best k = {best}", mode="markers",
-                    marker=dict(color=THEORY, size=14, symbol="star"))
+    if speed[best - 1] > 1.0:     # a star only where speculation pays; else say that no k does
+        fig.add_scatter(x=[best], y=[speed[best - 1]], name=f"best k = {best}", mode="markers",
+                        marker=dict(color=THEORY, size=14, symbol="star"))
+    else:
+        fig.add_annotation(x=0.5, y=0.98, xref="paper", yref="paper", showarrow=False,
+                           text="no k pays here: every speedup is below 1, plain decoding wins")
     fig.add_hline(y=1.0, line_dash="dot", line_color="#999")
     fig.update_layout(height=320)
     return fig
+
+
+def token_labels(tokenizer, ids) -> list[str]:
+    """Axis labels for tokens: each one's visible form (engine/detokenize), shortened; a label that
+    two tokens would share gets the token id, so different tokens never share a bar."""
+    shown = [visible(token_text(tokenizer, i)) for i in ids]
+    shown = [s if len(s) <= 14 else s[:13] + "…" for s in shown]
+    return [f"{s} #{i}" if not s or shown.count(s) > 1 else s for s, i in zip(shown, ids)]
 
 
 def lossless_bars(result, tokenizer, top: int = 12) -> go.Figure:
     """Top tokens by target probability: exact p, the draft's q, and what speculation produced."""
     n = max(1, result.samples)
     ids = sorted(range(result.p.numel()), key=lambda i: -float(result.p[i]))[:top]
-    labels = [repr(tokenizer.decode([i]))[1:-1][:14] or f"#{i}" for i in ids]
+    labels = token_labels(tokenizer, ids)
     fig = _fig(f"Next token: {result.samples} speculative samples vs. the target", "token", "probability")
     fig.add_bar(x=labels, y=[float(result.p[i]) for i in ids], name="target p (exact)", marker_color=BASE)
     if result.q is not None:
@@ -114,4 +127,5 @@ def lossless_bars(result, tokenizer, top: int = 12) -> go.Figure:
     fig.add_bar(x=labels, y=[result.counts.get(i, 0) / n for i in ids], name="speculative output (observed)",
                 marker_color=SPEC)
     fig.update_layout(barmode="group", height=320)
+    fig.update_xaxes(type="category")
     return fig

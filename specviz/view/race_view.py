@@ -5,6 +5,7 @@ Pane HTML only grows by appended fragments while streaming.
 """
 from __future__ import annotations
 
+from ..engine import measures
 from ..engine.events import to_dict
 from ..engine.stats import RunStats
 from .render import clean, fragment
@@ -18,10 +19,13 @@ class RaceView:
         self.stats = RunStats(k)
         self.parts: dict[str, list[str]] = {"spec": [], "base": []}
         self.trace: list[dict] = []
+        self.positions = measures.PositionTally()     # the speculative lane's judged/accepted per position
 
     def add(self, event) -> None:
         self.trace.append(to_dict(event))
         self.stats.add(event)
+        if event.lane == "spec":
+            self.positions.add(event)
         piece = fragment(event)
         if piece:
             self.parts[event.lane].append(piece)
@@ -34,8 +38,13 @@ class RaceView:
         t, n = s.times[lane][-1], s.tokens[lane][-1]
         rate = s.lane_rate(lane)
         name = "Speculative decoding" if lane == "spec" else "Plain target decoding"
-        state = f'<span class="finished">✓ {STOP_WORDS.get(s.stop_reasons[lane], "done")}</span>' \
-            if lane in s.stop_reasons else '<span class="running">running</span>'
+        reason = s.stop_reasons.get(lane)
+        if reason is None:
+            state = '<span class="running">running</span>'
+        elif reason == "cancelled":     # a stopped lane is not a success: no check mark, no green
+            state = '<span class="finished lane-stopped">■ stopped</span>'
+        else:
+            state = f'<span class="finished">✓ {STOP_WORDS.get(reason, "done")}</span>'
         extra = ""
         if lane == "spec" and s.rounds:
             extra = f"<span>{len(s.rounds)} rounds</span>"
@@ -43,24 +52,45 @@ class RaceView:
                 f"<span>{n} tokens</span><span>{'—' if rate is None else f'{rate:.1f}'} tok/s</span>{extra}</div>")
 
     def strip(self) -> str:
-        s = self.stats
-        a, per_round, th, c, v = s.acceptance_rate, s.tokens_per_round, s.theory(), s.cost_ratio(), s.verify_ratio()
+        """The stats strip: each figure with its counts, and a one-line definition (data-tip, shown on
+        hover, tap and focus) that names it as docs/metrics.md does."""
+        s, t = self.stats, self.stats.tallies["spec"]
+        a, a_d, tau = measures.acceptance_rate(t), measures.draft_acceptance_rate(t), measures.mean_acceptance_length(t)
+        th, c, v = s.theory(), s.cost_ratio(), s.verify_ratio()
         speed = s.measured_speedup()
-        passes_spec = len(s.rounds)
-        passes_base = s.tokens["base"][-1]
+        cond = measures.conditional_acceptance(self.positions.judged, self.positions.accepted)
+        by_pos = " ".join(f"{i + 1}:{x:.2f}" for i, x in list(cond.items())[:8]) or "—"
+        fmt = lambda x: "—" if x is None else f"{x:.2f}"      # noqa: E731
         cells = [
-            ("acceptance rate", "—" if a is None else f"{a:.2f}", "accepted / verified drafts"),
-            ("tokens per round", "—" if per_round is None else f"{per_round:.2f}",
-             "theory " + (f"{th['tokens_per_round']:.2f}" if "tokens_per_round" in th else "—") + " = (1−aᵏ⁺¹)/(1−a)"),
-            ("target passes", f"{passes_spec} vs {passes_base}", "speculative vs plain"),
-            ("measured speedup", "—" if speed is None else f"{speed:.2f}×", "tokens/s, each lane on its own clock"),
+            ("acceptance rate", fmt(a), f"a = {t.accepted} / {t.accepted + t.rejected} judged",
+             "a = accepted / judged drafts: of the drafts the target checked, the share it kept (drafts after a "
+             "rejection are never judged). docs/metrics.md: acceptance rate a."),
+            ("draft acceptance", fmt(a_d), f"a_d = {t.accepted} / {t.drafted} drafted",
+             "a_d = accepted / drafted: every draft counts, so those discarded after a rejection count against it "
+             "(vLLM's draft acceptance rate). docs/metrics.md: draft acceptance a_d."),
+            ("tokens per pass", fmt(tau), f"tau = {t.tokens} / {t.rounds} passes; theory E = "
+             + (f"{th['tokens_per_round']:.2f}" if "tokens_per_round" in th else "—"),
+             "tau = tokens written / target passes, between 1 and k + 1 (Spec-Bench's mean accepted tokens, "
+             "vLLM's mean acceptance length); theory E = (1 - a^(k+1)) / (1 - a). docs/metrics.md: mean "
+             "acceptance length tau."),
+            ("accepted by position", by_pos, "c_i = accepted_i / judged_i",
+             "c_i = accepted at draft position i / judged at i: the chance the i-th draft of a round is kept, "
+             "given all before it were (vLLM's per-position rate is unconditional). docs/metrics.md: "
+             "conditional acceptance c_i."),
+            ("target passes", f"{len(s.rounds)} vs {s.tokens['base'][-1]}", "speculative vs plain",
+             "Target forward passes: one per round in the speculative lane, one per token in the plain lane."),
+            ("measured speedup", "—" if speed is None else f"{speed:.2f}×", "tokens/s, each lane on its own clock",
+             "speedup = speculative tokens/s over plain tokens/s, each lane timed on its own clock. "
+             "docs/metrics.md: speedup."),
             ("theory speedup", f"{th['speedup']:.2f}×" if "speedup" in th else "—",
-             f"E / (k·c + v): c = {c:.3f} per draft, v = {v:.2f} per verify pass" if c and v
-             else "from a, cost ratio c and verify ratio v"),
+             f"E / (k·c + v): c = {c:.3f}, v = {v:.2f}" if c and v else "from a, c and v",
+             "S = E / (k·c + v): c = one draft step and v = one verify pass, both in plain target steps, as "
+             "measured in this race. docs/metrics.md: theory speedup."),
         ]
         # The measured speedup also as data: id "speedup", data-value = the number (scripts, tests).
         ids = {"measured speedup": f' id="speedup" data-value="{"" if speed is None else f"{speed:.4f}"}"'}
         return '<div class="strip">' + "".join(
-            f'<div class="cell"><div class="label">{clean(label)}</div>'
+            f'<div class="cell" tabindex="0" data-tip="{clean(label + ": " + tip)}">'
+            f'<div class="label">{clean(label)}</div>'
             f'<div class="value"{ids.get(label, "")}>{clean(value)}</div>'
-            f'<div class="note">{clean(note)}</div></div>' for label, value, note in cells) + "</div>"
+            f'<div class="note">{clean(note)}</div></div>' for label, value, note, tip in cells) + "</div>"

@@ -2,15 +2,23 @@
 
 `gr.HTML` does not sanitize, and tokens are model output: every text goes through
 `html.escape` (quotes too, for attributes), CSS classes and data-kind values come only
-from the fixed tables below, and tooltips live in escaped `title` attributes. Fragments
-are only ever appended, so a pane's HTML while streaming always extends the previous
-value (Gradio then sends a small diff). Rejected drafts are not output: they are shown
-struck through, with their whitespace made visible, followed by the target's correction.
+from the fixed tables below, and a token's details live in an escaped `data-tip` attribute
+that assets/page.js shows in a popover (hover, click, tap, Enter/Space on the focused token).
+Fragments are only ever appended, so a pane's HTML while streaming always extends the
+previous value (Gradio then sends a small diff).
+
+Whitespace is drawn by engine/detokenize.visible, the one mapping used everywhere: output
+tokens keep their real characters (the pane's text is the output text, and copies as such)
+with the visible glyph laid over them (`.ws` spans, data-show); rejected drafts and drafted
+chips are not output, so they show the glyphs alone. A draft holding part of a multi-byte
+character reads as its bytes (<0xE2>).
 """
 from __future__ import annotations
 
 import html
+import re
 
+from ..engine.detokenize import visible
 from ..engine.explain import tooltip
 
 KINDS = {  # event kind -> (data-kind, CSS class)
@@ -20,7 +28,7 @@ KINDS = {  # event kind -> (data-kind, CSS class)
     "bonus": ("bonus", "tok tok-bonus"),
     "target_token": ("target", "tok tok-target"),
 }
-VISIBLE_WHITESPACE = str.maketrans({" ": "·", "\n": "↵", "\t": "→"})
+_INVISIBLE = re.compile(r"[^\S\n]+|\n|[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]+")
 
 
 def clean(text: str) -> str:
@@ -29,28 +37,70 @@ def clean(text: str) -> str:
     return html.escape(text, quote=True)
 
 
+def marked(text: str) -> str:
+    """Output text as pane HTML: the real characters, each whitespace or control run wrapped in a
+    `.ws` span whose data-show holds its visible form (CSS draws it over them)."""
+    out, at = [], 0
+    for m in _INVISIBLE.finditer(text):
+        out.append(clean(text[at:m.start()]))
+        run = m.group()
+        nl = " nl" if run == "\n" else ""
+        out.append(f'<span class="ws{nl}" data-show="{clean(visible(run))}">{clean(run)}</span>')
+        at = m.end()
+    out.append(clean(text[at:]))
+    return "".join(out)
+
+
+def tip(event) -> str:
+    """The popover's text: the token as drawn, its id, then engine/explain.py's explanation."""
+    if not hasattr(event, "token_id"):
+        head = ""
+    elif event.piece or event.kind == "rejected":
+        head = f"'{visible(event.piece)}'  token #{int(event.token_id)}"
+    else:   # an output token that ends inside a character: the character shows with the next token
+        head = f"part of a character (shown whole with the next token)  token #{int(event.token_id)}"
+    return (head + "\n" if head else "") + tooltip(event)
+
+
 def token_span(event) -> str:
     data_kind, css = KINDS[event.kind]
-    text = event.piece.translate(VISIBLE_WHITESPACE) if event.kind == "rejected" else event.piece
+    text = clean(visible(event.piece)) if event.kind == "rejected" else marked(event.piece)
     round_attr = f' data-round="{int(event.round)}"' if hasattr(event, "round") else ""
-    return (f'<span class="{css}" data-kind="{data_kind}"{round_attr} '
-            f'title="{clean(tooltip(event))}">{clean(text)}</span>')
+    return (f'<span class="{css}" data-kind="{data_kind}"{round_attr} tabindex="0" '
+            f'data-tip="{clean(tip(event))}">{text}</span>')
 
 
 def fragment(event) -> str:
     """The HTML one event appends to its lane's pane ("" for events that show nothing)."""
     if event.kind == "drafted":
-        return f'<span class="round-mark" data-round="{int(event.round)}" title="round {int(event.round)}"></span>'
+        return f'<span class="round-mark" data-round="{int(event.round)}"></span>'
     if event.kind in KINDS:
         return token_span(event)
     return ""
 
 
+def _chip_tip(piece: str, token_id: int, q: float) -> str:
+    return f"'{visible(piece)}'  token #{int(token_id)}\ndrafted, not judged yet\nq (draft) = {q:.3f}"
+
+
 def draft_chips(event) -> str:
     """The drafted tokens of one round as pending chips (step mode), escaped."""
-    chips = "".join(f'<span class="tok tok-pending" data-kind="drafted" title="q = {q:.3f}">'
-                    f"{clean(p.translate(VISIBLE_WHITESPACE))}</span>" for p, q in zip(event.pieces, event.q))
+    chips = "".join(f'<span class="tok tok-pending" data-kind="drafted" tabindex="0" '
+                    f'data-tip="{clean(_chip_tip(p, i, q))}">{clean(visible(p))}</span>'
+                    for p, i, q in zip(event.pieces, event.token_ids, event.q))
     return f'<span class="round-mark" data-round="{int(event.round)}"></span>{chips}'
+
+
+PANE_HINTS = {
+    "spec": "Press “Run the race”: the speculative lane's tokens appear here, colored by verdict.",
+    "base": "Plain decoding of the same prompt appears here, one target pass per token.",
+    "step": "Click “Next round” to decode the prompt and reveal it one round at a time.",
+}
+
+
+def hint(which: str) -> str:
+    """What an empty pane says (fixed text, no model output)."""
+    return f'<p class="pane-hint">{clean(PANE_HINTS[which])}</p>'
 
 
 LEGEND = (
@@ -59,6 +109,8 @@ LEGEND = (
     '<span class="tok tok-rejected">rejected</span> draft token thrown away '
     '<span class="tok tok-resampled">resampled</span> the target\'s correction '
     '<span class="tok tok-bonus">bonus</span> extra target token after a full round '
-    '<span class="round-mark"></span> round boundary · hover a token for its numbers'
+    '<span class="round-mark"></span> round boundary · '
+    '<span class="ws-key">· space ⏎ newline → tab &lt;0xE2&gt; part of a character</span> · '
+    'hover, tap or focus a token for its numbers'
     "</div>"
 )

@@ -35,6 +35,7 @@ class SweepPoint:
 class Sweep:
     points: list[SweepPoint] = field(default_factory=list)
     tallies: list[measures.LaneTally] = field(default_factory=list)   # each race's speculative lane
+    plain_rates: list[float] = field(default_factory=list)           # each race's plain tokens/s
 
     def add_race(self, k: int, records: list[dict]) -> SweepPoint:
         stats = RunStats(k)
@@ -45,7 +46,27 @@ class Sweep:
                            measures.cost_ratio(spec, base), measures.verify_ratio(spec, base))
         self.points.append(point)
         self.tallies.append(spec)
+        plain = measures.rate(base.tokens, base.elapsed_s)
+        if plain:
+            self.plain_rates.append(plain)
         return point
+
+    def noise(self) -> float:
+        """The sweep's own timing noise, relative: every race decodes the same prompt plainly, so the
+        spread of those plain rates (2 standard deviations over their mean) is how much a speedup can
+        move by chance on this machine now; never below ledger.EVEN_BAND (3%)."""
+        from ..engine.ledger import EVEN_BAND
+        rates = self.plain_rates
+        if len(rates) < 2:
+            return EVEN_BAND
+        return max(EVEN_BAND, 2 * statistics.stdev(rates) / statistics.mean(rates))
+
+    def within_noise(self) -> list[int]:
+        """The ks whose measured speedup is within the sweep's noise of the best one."""
+        if not self.points:
+            return []
+        top = max(p.speedup for p in self.points)
+        return sorted(p.k for p in self.points if p.speedup >= top * (1 - self.noise()))
 
     @property
     def a(self) -> float | None:

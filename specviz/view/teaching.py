@@ -13,7 +13,8 @@ from dataclasses import replace
 import gradio as gr
 
 from ..engine.events import from_dict
-from ..engine.explain import sentence
+from ..engine.detokenize import visible
+from ..engine.explain import plural, sentence
 from ..errors import SpecvizError
 from ..app import gpu_calls, zerogpu
 from ..app.slots import Stopped
@@ -33,7 +34,8 @@ MAX_COST_RATIO = 1.0           # the what-if calculator's c (the slider's range)
 
 
 def _tok(piece: str) -> str:
-    return f"<code>{clean(repr(piece))}</code>"
+    """A token in step mode's sentences: its visible form (engine/detokenize.visible), as code."""
+    return f"<code class=\"tokcode\">{clean(visible(piece))}</code>"
 
 
 def step_round(app: AppState, state, *form, stop=None, **named):
@@ -72,13 +74,13 @@ def _reveal_round(state: dict):
                      f"target's hidden states has none before the target's first pass; or only one token is left "
                      f"to write), and the target runs one forward pass:</p>")
         elif event.kind == "drafted":
-            chips = (f'<p class="explain">Round {event.round}: the draft proposes {len(event.token_ids)} token(s) '
+            chips = (f'<p class="explain">Round {event.round}: the draft proposes {plural(len(event.token_ids), "token")} '
                      f'{draft_chips(event)} and the target checks them all in one forward pass:</p>')
         elif event.kind in ("accepted", "rejected", "resampled", "bonus"):
             verdicts.append(f'<li style="--i: {len(verdicts)}">{sentence(event, quote=_tok)}</li>')
         elif event.kind == "round_end":
             note = (f'<p class="explain reveal" style="--i: {len(verdicts)}">Round {event.round}: {event.accepted} of '
-                    f"{event.drafted} drafts accepted, {event.emitted} token(s) added for one target pass. "
+                    f"{event.drafted} drafts accepted, {plural(event.emitted, 'token')} added for one target pass. "
                     f"Click “Next round” (or press the right arrow).</p>")
             pane_new += fragment(event)
             shown = state["html"] + f'<span class="new-round">{pane_new}</span>'    # only this round animates
@@ -124,19 +126,31 @@ def run_lossless(app: AppState, samples, *form, stop=None, **named):
         for result in app.sliced(results, lambda: cancel.is_set() or gone()):
             if time.monotonic() - shown >= LOSSLESS_EVERY_S and result.samples < n:
                 shown = time.monotonic()
-                yield _lossless_summary(result), lossless_bars(result, run.pair.tokenizer), gr.skip()
+                yield _lossless_summary(result, final=False), lossless_bars(result, run.pair.tokenizer), gr.skip()
         yield _lossless_summary(result), lossless_bars(result, run.pair.tokenizer), None
     except Stopped:
         if result is None:
             yield status_html("Stopped.", "done"), gr.skip(), None
         else:
-            yield (_lossless_summary(result, note=f"Stopped after {result.samples} samples."),
+            yield (_lossless_summary(result, final=False, note=f"Stopped after {result.samples} samples."),
                    lossless_bars(result, run.pair.tokenizer), None)
     except SpecvizError as err:
         yield status_html(str(err), "error"), gr.skip(), None
 
 
-def _lossless_summary(r, note: str = "") -> str:
+ALPHA = 0.01    # the lossless verdict's significance level
+
+
+def lossless_verdict(p_value: float) -> str:
+    """The check's one-line conclusion from the chi-square p-value."""
+    if p_value >= ALPHA:
+        return (f"Verdict: consistent with the target's distribution: p = {p_value:.3f} (a p-value below "
+                f"{ALPHA:g} would say otherwise).")
+    return (f"Verdict: not consistent with the target's distribution: p = {p_value:.3g}, below {ALPHA:g}. "
+            f"Run it again with another seed: if it repeats, please report it.")
+
+
+def _lossless_summary(r, final: bool = True, note: str = "") -> str:
     draft = r.tv_draft()
     parts = [f"<b>{r.samples}</b> samples at temperature {r.temperature:g}." + (f" {clean(note)}" if note else ""),
              f"Distance (total variation) between speculative output and the target: <b>{r.tv_to_target():.3f}</b>; "
@@ -145,11 +159,14 @@ def _lossless_summary(r, note: str = "") -> str:
     if draft is not None:
         parts.append(f"For contrast, the draft's own distribution is {draft:.3f} away from the target's: "
                      f"the proposals follow q, yet the output follows p.")
+    if final:
+        parts.append(f'<b class="lossless-verdict">{clean(lossless_verdict(r.p_value()))}</b>')
     return '<div class="lossless">' + "<br>".join(parts) + "</div>"
 
 
-def what_if_plot(acceptance, cost_ratio, k_max):
+def what_if_plot(acceptance, cost_ratio, k_max, verify_ratio=theory.GPU_IDEAL_V):
+    """The what-if calculator: a, c and v as set (v = 1 is the GPU-ideal case, and the title says so)."""
     a = min(max(as_float("acceptance rate", acceptance), 0.0), 0.99)
     c = min(max(as_float("cost ratio", cost_ratio), 0.0), MAX_COST_RATIO)
-    # The calculator has no v of its own: it draws the GPU-ideal case, and its title says so.
-    return what_if(a, c, theory.GPU_IDEAL_V, min(max(as_int("k max", k_max), 2), 32))
+    v = min(max(as_float("verify ratio", verify_ratio), 0.1), 10.0)
+    return what_if(a, c, v, min(max(as_int("k max", k_max), 2), 32))

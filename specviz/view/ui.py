@@ -18,7 +18,7 @@ from ..app import gpu_calls
 from .api import generate_endpoint
 from ..app.state import CUSTOM, AppState
 from .handlers import run_race, starting, stop_run
-from .render import LEGEND, clean
+from .render import LEGEND, clean, hint
 from ..app.request import FORM_FIELDS
 from .teaching import reset_steps, run_lossless, step_round, what_if_plot
 from .workshop_ui import build_workshop_tab
@@ -48,55 +48,58 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
     decode = {"concurrency_id": "decode", "concurrency_limit": None}
     with gr.Blocks(title="specviz: speculative decoding, visualized") as demo:
         gr.HTML(INTRO, elem_id="title")
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=1, min_width=280):
+        with gr.Row(equal_height=False, elem_id="main-row"):
+            # The controls: prompt and Run/Stop first (on screen at 1366x768), the settings below
+            # them in a section that folds away on a phone (assets/page.js), so the race comes next.
+            with gr.Column(scale=1, min_width=280, elem_id="controls"):
                 prompt = gr.Textbox(label="Prompt", value=first.examples[0] if first.examples else "",
-                                    lines=5, max_lines=14, elem_id="prompt",
-                                    info="Tip: end mid-line or after a colon. A prompt ending in a newline "
-                                         "makes a small code model start a new top-level line.")
-                examples = gr.Examples([[e] for e in first.examples], inputs=[prompt], label="Examples")
-                choices = [(p.label, p.key) for p in app.presets.values()]
-                if app.allow_custom_models:
-                    choices.append(("your own hub models (type their ids below)", CUSTOM))
-                preset = gr.Dropdown(choices, value=first.key, label="Model pair", elem_id="preset")
-                fetch_line = gr.HTML(_fetch_html(app), elem_id="fetch-status")
-                with gr.Row(visible=app.allow_custom_models):
-                    custom_target = gr.Textbox(label="target hub id", placeholder="owner/name", elem_id="custom-target")
-                    custom_draft = gr.Textbox(label="draft hub id", placeholder="owner/name", elem_id="custom-draft")
-                chat = gr.Checkbox(first.chat, label="chat template (wrap the prompt as a user message)",
-                                   interactive=first.chat, elem_id="chat")
-                drafter = gr.Radio([("draft model", "model"), ("prompt lookup", "prompt_lookup")], value="model",
-                                   label="Drafter", elem_id="drafter")
-                with gr.Row():
-                    k = gr.Slider(app.limits.k_range[0], app.limits.k_range[1], value=first.k, step=1,
-                                  label="k (drafts per round)", elem_id="k")
-                    adaptive = gr.Checkbox(False, label="adaptive k", elem_id="adaptive")
-                temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
-                with gr.Row():
-                    top_k = gr.Slider(0, 200, value=0, step=1, label="top-k (0 = off)", elem_id="top-k")
-                    top_p = gr.Slider(0.05, 1, value=1, step=0.01, label="top-p", elem_id="top-p")
-                with gr.Row():
-                    max_new = gr.Slider(8, app.max_new_tokens, value=min(128, app.max_new_tokens), step=8,
-                                        label="max new tokens", elem_id="max-new")
-                    seed = gr.Number(0, precision=0, label="seed", elem_id="seed", minimum=0)
-                stops = gr.Textbox(label="stop strings (one per line, optional)", lines=1, max_lines=4,
-                                   elem_id="stop-strings")
-                with gr.Row():
-                    run = gr.Button("Run the race", variant="primary", elem_id="run")
-                    stop = gr.Button("Stop", variant="stop", elem_id="stop")
-            with gr.Column(scale=3):
+                                    lines=4, max_lines=14, elem_id="prompt",
+                                    placeholder="Tip: end mid-line or after a colon.")
+                with gr.Row(elem_id="run-row"):
+                    run = gr.Button("Run the race", variant="primary", elem_id="run", min_width=120)
+                    stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=80)
+                with gr.Accordion("Settings: pair, drafter, k, sampling", open=True, elem_id="settings"):
+                    examples = gr.Examples([[e] for e in first.examples], inputs=[prompt], label="Examples")
+                    choices = [(p.label, p.key) for p in app.presets.values()]
+                    if app.allow_custom_models:
+                        choices.append(("your own hub models (type their ids below)", CUSTOM))
+                    preset = gr.Dropdown(choices, value=first.key, label="Model pair", elem_id="preset")
+                    fetch_line = gr.HTML(_fetch_html(app), elem_id="fetch-status")
+                    with gr.Row(visible=app.allow_custom_models):
+                        custom_target = gr.Textbox(label="target hub id", placeholder="owner/name", elem_id="custom-target")
+                        custom_draft = gr.Textbox(label="draft hub id", placeholder="owner/name", elem_id="custom-draft")
+                    chat = gr.Checkbox(first.chat, label="chat template (wrap the prompt as a user message)",
+                                       interactive=first.chat, elem_id="chat")
+                    drafter = gr.Radio([("draft model", "model"), ("prompt lookup", "prompt_lookup")], value="model",
+                                       label="Drafter", elem_id="drafter")
+                    with gr.Row():
+                        k = gr.Slider(app.limits.k_range[0], app.limits.k_range[1], value=first.k, step=1,
+                                      label="k (drafts per round)", elem_id="k")
+                        adaptive = gr.Checkbox(False, label="adaptive k", elem_id="adaptive")
+                    temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
+                    with gr.Row():
+                        top_k = gr.Slider(0, 200, value=0, step=1, label="top-k (0 = off)", elem_id="top-k")
+                        top_p = gr.Slider(0.05, 1, value=1, step=0.01, label="top-p", elem_id="top-p")
+                    with gr.Row():
+                        max_new = gr.Slider(8, app.max_new_tokens, value=min(128, app.max_new_tokens), step=8,
+                                            label="max new tokens", elem_id="max-new")
+                        seed = gr.Number(0, precision=0, label="seed", elem_id="seed")   # checked by the request, in words
+                    stops = gr.Textbox(label="stop strings (one per line, optional)", lines=1, max_lines=4,
+                                       elem_id="stop-strings")
+            with gr.Column(scale=3, elem_id="results"):
                 status = gr.HTML(elem_id="status")
-                with gr.Tabs():
-                    with gr.Tab("Race", id="race"):
-                        strip = gr.HTML(elem_id="stats")
-                        with gr.Row(equal_height=True):
-                            with gr.Column():
+                with gr.Tabs(elem_id="tabs"):
+                    with gr.Tab("Race", id="race") as race_tab:
+                        with gr.Row(equal_height=True, elem_id="panes"):
+                            with gr.Column(min_width=240):
                                 spec_meter = gr.HTML(elem_id="spec-meter")
-                                spec_pane = gr.HTML(elem_id="spec-pane", elem_classes=["token-pane"])
-                            with gr.Column():
+                                spec_pane = gr.HTML(hint("spec"), elem_id="spec-pane", elem_classes=["token-pane"])
+                            with gr.Column(min_width=240):
                                 base_meter = gr.HTML(elem_id="base-meter")
-                                base_pane = gr.HTML(elem_id="base-pane", elem_classes=["token-pane"])
+                                base_pane = gr.HTML(hint("base"), elem_id="base-pane", elem_classes=["token-pane"])
                         gr.HTML(LEGEND, elem_id="legend")
+                        strip = gr.HTML(elem_id="stats")
+                        ledger = gr.HTML(elem_id="ledger")
                         with gr.Row():
                             plot_acc = gr.Plot(elem_id="plot-acceptance", show_label=False)
                             plot_race = gr.Plot(elem_id="plot-race", show_label=False)
@@ -104,29 +107,33 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                             plot_hist = gr.Plot(elem_id="plot-hist", show_label=False)
                             plot_pos = gr.Plot(elem_id="plot-position", show_label=False)
                         download = gr.DownloadButton("Download trace (JSON)", interactive=False, elem_id="download-trace")
-                    with gr.Tab("Step by step", id="step"):
+                    with gr.Tab("Step mode", id="step") as step_tab:
                         gr.Markdown("One round per click: first the draft's guesses, then each verdict, explained.")
                         with gr.Row():
                             step = gr.Button("Next round", variant="primary", elem_id="step")
                             step_reset = gr.Button("Start over", elem_id="step-reset")
-                        step_pane = gr.HTML(elem_id="step-pane", elem_classes=["token-pane"])
+                        step_pane = gr.HTML(hint("step"), elem_id="step-pane", elem_classes=["token-pane"])
                         step_explain = gr.HTML("<p class='explain'>Click “Next round” to start.</p>", elem_id="step-explain")
-                    with gr.Tab("Is it lossless?", id="lossless"):
+                    with gr.Tab("Lossless?", id="lossless") as lossless_tab:
                         gr.Markdown("Sample the next token many times **through speculative decoding** and compare "
                                     "with the target's exact probabilities. Uses the settings on the left "
                                     "(temperature 0 is replaced by 1: greedy output is a single token).")
                         with gr.Row():
                             samples = gr.Slider(50, 2000, value=300, step=50, label="samples", elem_id="lossless-samples")
                             lossless_btn = gr.Button("Run the check", variant="primary", elem_id="lossless-run")
-                        lossless_result = gr.HTML(elem_id="lossless-result")
+                        lossless_result = gr.HTML("<p class='pane-hint'>Press “Run the check”: the counts appear "
+                                                  "here beside the target's exact probabilities.</p>",
+                                                  elem_id="lossless-result")
                         lossless_plot = gr.Plot(elem_id="plot-lossless", show_label=False)
-                    with gr.Tab("Workshop", id="workshop"):
+                    with gr.Tab("Workshop", id="workshop") as workshop_tab:
                         build_workshop_tab(app, decode)
-                    with gr.Tab("How it works", id="explain"):
+                    with gr.Tab("Explain", id="explain") as explain_tab:
                         gr.Markdown(EXPLAIN)
                         with gr.Row():
                             wi_a = gr.Slider(0, 0.99, value=0.75, step=0.01, label="acceptance rate a", elem_id="whatif-a")
                             wi_c = gr.Slider(0, 1, value=0.1, step=0.01, label="cost ratio c (draft / target)", elem_id="whatif-c")
+                            wi_v = gr.Slider(0.5, 3, value=1.0, step=0.05, label="verify ratio v (1 = GPU-ideal)",
+                                             elem_id="whatif-v")
                             wi_k = gr.Slider(2, 32, value=12, step=1, label="largest k shown", elem_id="whatif-k")
                         wi_plot = gr.Plot(elem_id="plot-whatif", show_label=False)
         cancel = gr.State(None)
@@ -138,25 +145,33 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                     "top_p": top_p, "max_new": max_new, "seed": seed, "stops": stops, "chat": chat}
         form = [controls[name] for name in FORM_FIELDS]      # the order RunRequest.from_form reads
         # Instant feedback first (and no stale "done" from the previous run), then the race.
-        racing = run.click(starting, None, [status, spec_pane, base_pane, spec_meter, base_meter], api_name=False,
+        racing = run.click(starting, None, [status, spec_pane, base_pane, spec_meter, base_meter, ledger], api_name=False,
                            concurrency_limit=None, concurrency_id="ui", show_progress="hidden").then(
                            partial(run_race, app), form,
                            [status, strip, spec_meter, spec_pane, base_meter, base_pane,
-                            plot_acc, plot_race, plot_hist, plot_pos, download, cancel],
+                            plot_acc, plot_race, plot_hist, plot_pos, download, cancel, ledger],
                            api_name="race", show_progress="hidden", **decode)
         # Stop has its own unlimited group, so it is never queued behind the run it stops. On
         # ZeroGPU the run lives in another process: there Stop also cancels the event itself.
         stop.click(stop_run, [cancel], None, api_name="stop", concurrency_limit=None, concurrency_id="stop",
                    cancels=[racing] if zerogpu.ON_ZEROGPU else None)
+        # Every click counts (trigger_mode "multiple"), handled one at a time in order: a click is a
+        # reveal of data already decoded, except the first, which decodes up to 64 tokens.
         step.click(partial(step_round, app), [step_state, *form], [step_pane, step_explain, step_state],
-                   api_name="step", show_progress="hidden", **decode)
+                   api_name="step", show_progress="hidden", trigger_mode="multiple",
+                   concurrency_id="step", concurrency_limit=1)
         step_reset.click(reset_steps, None, [step_pane, step_explain, step_state], api_name=False)
         lossless_btn.click(partial(run_lossless, app), [samples, *form], [lossless_result, lossless_plot, cancel],
                            api_name="lossless", **decode)
         gr.api(generate_endpoint(app), api_name="generate", **decode)
-        for control in (wi_a, wi_c, wi_k):
-            control.change(what_if_plot, [wi_a, wi_c, wi_k], wi_plot, api_name=False, show_progress="hidden")
-        demo.load(what_if_plot, [wi_a, wi_c, wi_k], wi_plot, api_name=False)
+        for control in (wi_a, wi_c, wi_v, wi_k):
+            control.change(what_if_plot, [wi_a, wi_c, wi_k, wi_v], wi_plot, api_name=False, show_progress="hidden")
+        demo.load(what_if_plot, [wi_a, wi_c, wi_k, wi_v], wi_plot, api_name=False)
+        # The workshop's exercises choose their own pair and settings: the settings column is hidden
+        # while its tab is open (in the page only, no request), and comes back with any other tab.
+        for tab in (race_tab, step_tab, lossless_tab, explain_tab):
+            tab.select(None, None, None, api_name=False, js="() => { document.body.classList.remove('ws-open'); }")
+        workshop_tab.select(None, None, None, api_name=False, js="() => { document.body.classList.add('ws-open'); }")
         if app.fetches:      # a background fetch: its progress in the page until it ends
             ticker = gr.Timer(2.0, active=app.fetching())
             ticker.tick(partial(_fetch_tick, app), None, [fetch_line, ticker], api_name=False, show_progress="hidden")

@@ -27,6 +27,11 @@ def _labels(progress: dict) -> list[tuple[str, str]]:
 
 
 def _verdict(prediction, value) -> str:
+    if isinstance(value, list):       # a choice among several right answers (ks within the noise)
+        if prediction in value:
+            return "right, within the measured noise" if len(value) > 1 else "right"
+        return "not this time: " + ("k = " + value[0] if len(value) == 1 else
+                                    "k = " + ", ".join(value) + " are within noise of each other")
     if isinstance(value, str):
         return "right" if prediction == value else "not this time"
     if not value:
@@ -69,7 +74,7 @@ def show(key, progress):
             gr.Textbox(value=str(done["prediction"]) if done and not ex.choices else "", visible=not ex.choices),
             gr.Radio(choices=list(ex.choices), value=done["prediction"] if done and ex.choices else None,
                      visible=bool(ex.choices)),
-            result, None)
+            result, gr.Plot(value=None, visible=False))
 
 
 def run(app: AppState, key, number, choice, progress):
@@ -84,7 +89,7 @@ def run(app: AppState, key, number, choice, progress):
         yield ('<div class="status status-error">Commit to a prediction first (a number for this one): that is '
                'the point of the exercise.</div>'), gr.skip(), progress, gr.skip()
         return
-    yield '<div class="status">Running it, measured live …</div>', None, progress, gr.skip()
+    yield '<div class="status">Running it, measured live …</div>', gr.Plot(value=None, visible=False), progress, gr.skip()
     try:
         with app.job(visitor_gone()):          # its decoding goes in slices and ends if the visitor leaves
             outcome = ex.run(app)
@@ -96,13 +101,15 @@ def run(app: AppState, key, number, choice, progress):
         return
     progress[ex.key] = {"prediction": prediction, "shown": outcome.shown, "value": outcome.value,
                         "why": outcome.why, "verdict": _verdict(prediction, outcome.value)}
-    yield result_html(progress[ex.key]), outcome.figure, progress, gr.Radio(choices=_labels(progress), value=ex.key)
+    yield (result_html(progress[ex.key]), gr.Plot(value=outcome.figure, visible=outcome.figure is not None), progress,
+           gr.Radio(choices=_labels(progress), value=ex.key))
 
 
 def build_workshop_tab(app: AppState, decode: dict) -> None:
     """The tab's components and listeners (call inside a gr.Tab)."""
     gr.Markdown("Nine short exercises for a class or on your own. Each one runs real models on this machine "
-                "and measures; predict before you look. The lesson plan is in `docs/workshop.md`.")
+                "and measures; predict before you look. Each exercise picks its own pair and settings (the "
+                "settings column is hidden meanwhile). The lesson plan is in `docs/workshop.md`.")
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
             pick = gr.Radio(_labels({}), value=EXERCISES[0].key, label="Exercises", elem_id="ws-pick")
@@ -116,7 +123,7 @@ def build_workshop_tab(app: AppState, decode: dict) -> None:
                                   elem_id="ws-choice")
             go = gr.Button("Lock in my prediction and run", variant="primary", elem_id="ws-run")
             result = gr.HTML(elem_id="ws-result")
-            plot = gr.Plot(elem_id="ws-plot", show_label=False)
+            plot = gr.Plot(elem_id="ws-plot", show_label=False, visible=False)
     progress = gr.State({})
     pick.change(show, [pick, progress], [question, number, choice, result, plot], api_name=False,
                 show_progress="hidden")

@@ -1,0 +1,95 @@
+"""A finished race's "why faster / why slower" box: engine/ledger.py's Ledger as escaped HTML.
+
+The verdict is styled by what it is, from a fixed table (faster: green ▲; about even: grey ≈;
+slower: red ▼; unmeasured: grey ?; stopped: grey ■), so a loss never looks like a success. Below
+it the ledger's cause sentence, each lane's clock as a stacked bar (draft steps, target passes,
+acceptance and sampling, everything else) with the seconds written out, and the measured a, c, v
+beside the break-even a for this machine and k. Every number comes from the Ledger; nothing
+here computes a figure.
+"""
+from __future__ import annotations
+
+from ..engine import ledger as ledger_mod
+from ..engine.measures import LaneTally
+from .render import clean
+
+VERDICTS = {  # verdict -> (glyph, label); the CSS class is verdict-<key with spaces as dashes>
+    "faster": ("▲", "Faster"),
+    "about even": ("≈", "About even"),
+    "slower": ("▼", "Slower"),
+    "unmeasured": ("?", "Unmeasured"),
+    "stopped": ("■", "Stopped"),
+}
+PHASES = (  # field -> (label, css class)
+    ("draft_s", "draft steps", "ph-draft"),
+    ("target_s", "target passes", "ph-target"),
+    ("accept_s", "acceptance and sampling", "ph-accept"),
+    ("other_s", "everything else", "ph-other"),
+)
+
+
+def verdict_class(verdict: str) -> str:
+    return "verdict-" + (verdict if verdict in VERDICTS else "unmeasured").replace(" ", "-")
+
+
+def tallies(stats) -> tuple[LaneTally, LaneTally]:
+    """Each lane's tally: the engine's own (Done.stats), else the page's fold of the events."""
+    out = []
+    for lane in ("spec", "base"):
+        done = stats.done.get(lane)
+        try:
+            out.append(LaneTally.from_stats(done) if done else stats.tallies[lane])
+        except (KeyError, TypeError):
+            out.append(stats.tallies[lane])
+    return out[0], out[1]
+
+
+def build(stats):
+    spec, plain = tallies(stats)
+    return ledger_mod.build(spec, plain)
+
+
+def _num(x, fmt=".2f") -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def _bar(name: str, lane, scale: float) -> str:
+    segments, words = [], []
+    for field, label, css in PHASES:
+        secs = getattr(lane, field)
+        if field == "draft_s" and name == "plain":
+            continue
+        share = secs / lane.total_s if lane.total_s else 0.0
+        width = 100 * secs / scale if scale else 0.0
+        tip = f"{name} lane, {label}: {secs:.3f} s ({share:.0%} of its {lane.total_s:.2f} s)"
+        segments.append(f'<span class="seg {css}" style="width: {width:.2f}%" tabindex="0" '
+                        f'data-tip="{clean(tip)}"></span>')
+        words.append(f'<span class="{css}-key">{clean(label)} {secs:.2f} s</span>')
+    passes = f"{lane.target_passes} target pass" + ("" if lane.target_passes == 1 else "es")
+    return (f'<div class="lane-row"><div class="lane-name">{clean(name)}<br><small>{lane.total_s:.2f} s · '
+            f'{lane.tokens} tokens · {passes}</small></div><div class="bar">{"".join(segments)}</div>'
+            f'<div class="lane-words">{" · ".join(words)}</div></div>')
+
+
+def ledger_html(led, stopped: bool = False) -> str:
+    """The box; `stopped` labels a race the visitor stopped (its figures cover the part that ran)."""
+    verdict = "stopped" if stopped else led.verdict
+    glyph, label = VERDICTS.get(verdict, VERDICTS["unmeasured"])
+    speed = "" if led.speedup is None else f" · speculative ran {led.speedup:.2f}× the plain rate"
+    cause = ("Stopped before the end: the figures below cover the part that ran." if stopped else led.cause)
+    scale = max(led.spec.total_s, led.plain.total_s)
+    even = ("no a pays at this k" if led.break_even_a is None and None not in (led.c, led.v)
+            else _num(led.break_even_a))
+    figures = [("a", _num(led.a), "acceptance rate: accepted / judged drafts"),
+               ("c", _num(led.c, ".3f"), "one draft step, in plain target steps"),
+               ("v", _num(led.v), "one verify pass with acceptance, in plain target steps"),
+               ("break-even a", even, f"speculation pays above this a on this machine at k = {led.k:.3g}: "
+                                      f"where E(a, k) = k·c + v"),
+               ("theory", "—" if led.theory is None else f"{led.theory:.2f}×", "E(a, k) / (k·c + v) with these a, c, v")]
+    figs = "".join(f'<span class="fig" tabindex="0" data-tip="{clean(tip)}"><b>{clean(name)}</b> = {clean(value)}</span>'
+                   for name, value, tip in figures)
+    return (f'<div class="ledger {verdict_class(verdict)}" id="ledger-box" data-verdict="{clean(verdict)}">'
+            f'<div class="verdict-line"><span class="verdict-badge">{glyph} {clean(label)}</span>{clean(speed)}</div>'
+            f'<p class="cause">{clean(cause)}</p>'
+            f'<div class="bars">{_bar("speculative", led.spec, scale)}{_bar("plain", led.plain, scale)}</div>'
+            f'<div class="figs">{figs}<span class="fig-k">k = {led.k:.3g}</span></div></div>')

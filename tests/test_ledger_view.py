@@ -1,0 +1,24 @@
+"""The race's verdict box: styled by what the verdict is (a loss or a stop never as a success), with
+the ledger's cause, both lanes' time split and a, c, v beside the break-even a; all escaped."""
+from specviz.engine.ledger import build
+from specviz.engine.measures import LaneTally
+from specviz.view.ledger_view import ledger_html
+
+SPEC = LaneTally(rounds=10, drafted=40, accepted=12, rejected=8, tokens=22, full_rounds=10, full_round_tokens=22,
+                 draft_s=0.8, verify_s=1.3, target_s=1.2, accept_s=0.1, elapsed_s=2.4)
+PLAIN = LaneTally(tokens=22, target_s=1.5, accept_s=0.05, elapsed_s=1.7)
+
+
+def test_a_slower_race_is_drawn_as_a_loss():
+    led = build(SPEC, PLAIN)
+    assert led.verdict == "slower"
+    out = ledger_html(led)
+    assert 'data-verdict="slower"' in out and "verdict-slower" in out and "✓" not in out
+    assert "▼ Slower" in out and led.cause.split(":")[0] in out
+    for words in ("draft steps", "target passes", "acceptance and sampling", "everything else", "break-even a"):
+        assert words in out
+
+
+def test_a_stopped_race_is_neither_success_nor_failure():
+    out = ledger_html(build(SPEC, PLAIN), stopped=True)
+    assert 'data-verdict="stopped"' in out and "verdict-stopped" in out and "✓" not in out and "■ Stopped" in out

@@ -11,7 +11,6 @@ scripts/gpu_check.py measures the rest (chi-square on CUDA, speed).
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -23,18 +22,12 @@ from specviz.engine import graph_model
 from specviz.engine.cached_model import CachedModel, cached_model
 from specviz.engine.graph_capture import EagerCapturer, GraphSet
 from specviz.errors import ConfigError
+from specviz.paths import ROOT
 
-from .conftest import PROMPTS
+from .helpers import PROMPTS, last
 
 N = 24
 GRAPHS = dict(cuda_graphs=True, max_new_tokens=N)
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def last(events):
-    events = list(events)
-    assert events[-1].kind == "done"
-    return events[-1]
 
 
 def ids_of(pair, prompt):

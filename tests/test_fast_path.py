@@ -8,15 +8,9 @@ import torch
 from specviz import SpecConfig, decode_baseline, speculate
 from specviz.engine import static_model
 
-from .conftest import PROMPTS
+from .helpers import PROMPTS, last
 
 N = 24
-
-
-def last(events):
-    events = list(events)
-    assert events[-1].kind == "done"
-    return events[-1]
 
 
 def test_fast_path_greedy_equals_default_path(pair):

@@ -1,25 +1,9 @@
 """Greedy speculative output is token-identical to greedy target decoding (fp32)."""
 import pytest
-import torch
 
 from specviz import SpecConfig, decode_baseline, speculate
 
-from .conftest import PROMPTS
-
-N = 40
-
-
-def reference(pair, prompt: str) -> list[int]:
-    ids = pair.tokenizer(prompt)["input_ids"]
-    out = pair.target.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=N)
-    return out[0, len(ids):].tolist()
-
-
-def last(events):
-    events = list(events)
-    assert events[-1].kind == "done"
-    return events[-1]
-
+from .helpers import N, PROMPTS, last, reference
 
 @pytest.mark.parametrize("adaptive", [False, True])
 @pytest.mark.parametrize("drafter", ["model", "prompt_lookup"])

@@ -122,3 +122,15 @@ def test_about_even_at_the_break_even_and_time_lost_elsewhere():
     led = build(spec, plain)
     assert led.theory > 1.3 and led.verdict == "slower"
     assert "outside the model passes" in led.cause and f"{led.theory:.2f}x" in led.cause
+
+
+def test_k_advice_says_what_it_measured():
+    from specviz.app.k_advice import advise
+    costs = MachineCosts(plain_s=0.03, draft_s=0.003, pass_s={1: 0.03, 2: 0.033, 3: 0.036, 4: 0.039, 5: 0.06},
+                         threads=1)
+    advice = advise(costs, 0.55, (1, 4))
+    assert advice.k == pick_k(0.55, costs, (1, 4))
+    assert advice.expected == pytest.approx(expected_speedup(0.55, advice.k, 0.1, costs.v(advice.k)))
+    line = advice.line()
+    assert f"k = {advice.k}" in line and "c = 0.10" in line and f"v = {costs.v(advice.k):.2f}" in line
+    assert "1 thread)" in line and "a = 0.55" in line

@@ -127,7 +127,7 @@ def test_the_engine_names_a_non_default_rule_everywhere(pair):
     from specviz.engine.config import SpecConfig
     from specviz.engine.speculative import speculate
     from specviz.engine.token_kinds import acceptance_by_kind
-    from tests.conftest import PROMPTS
+    from tests.helpers import PROMPTS
 
     events = list(speculate(pair, PROMPTS[0], SpecConfig(k=3, temperature=1.0, max_new_tokens=24, seed=1, rule="typical")))
     name = "typical(epsilon=0.09,delta=0.3)"
@@ -151,7 +151,7 @@ def test_the_engine_names_a_non_default_rule_everywhere(pair):
 def test_the_exact_rule_stays_the_default(pair):
     from specviz.engine.config import SpecConfig
     from specviz.engine.speculative import speculate
-    from tests.conftest import PROMPTS
+    from tests.helpers import PROMPTS
 
     assert SpecConfig().rule == "exact"
     events = list(speculate(pair, PROMPTS[0], SpecConfig(k=3, temperature=1.0, max_new_tokens=12)))

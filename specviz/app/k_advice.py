@@ -1,0 +1,37 @@
+"""The k a loaded pair is offered with on this server: measured here, not copied from another machine.
+
+When a pair is loaded, the app times a few passes of it in a decoding slot (engine/calibrate.py:
+plain steps, draft steps, target passes of 2..k_max + 1 tokens) with the threads it serves with,
+and picks the k with the highest E(a, k) / (k c + v(k)) for the acceptance rate a the preset's
+draft reached on held-out prompts (spaces.yaml `acceptance`, measured in benchmarks/). The page
+offers that k and says why in one line; a visitor can still set any k in range.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..engine.calibrate import MachineCosts, pick_k
+from ..engine.theory import expected_speedup
+
+
+@dataclass(frozen=True)
+class KAdvice:
+    k: int
+    a: float                 # the draft's held-out acceptance rate the choice assumes
+    costs: MachineCosts
+    expected: float          # E(a, k) / (k c + v(k)) at the chosen k
+
+    def line(self) -> str:
+        c, v = self.costs.c, self.costs.v(self.k)
+        threads = f"{self.costs.threads} thread{'s' if self.costs.threads != 1 else ''}"
+        return (f"k = {self.k} suits this machine: measured at load ({threads}), a draft step costs "
+                f"c = {c:.2f} plain steps and a verify pass of {self.k + 1} tokens v = {v:.2f}; with the "
+                f"draft's held-out acceptance a = {self.a:.2f} the formula expects {self.expected:.2f}x.")
+
+    def to_dict(self) -> dict:
+        return {"k": self.k, "a": self.a, "expected_speedup": self.expected, **self.costs.to_dict()}
+
+
+def advise(costs: MachineCosts, a: float, k_range: tuple[int, int]) -> KAdvice:
+    k = pick_k(a, costs, k_range)
+    return KAdvice(k=k, a=a, costs=costs, expected=expected_speedup(a, k, costs.c, costs.v(k)))

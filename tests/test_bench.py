@@ -1,21 +1,11 @@
 """The benchmark runs end to end on tiny models (its figures come from real runs, not tests)."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from specviz.engine import theory
 
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.getcwd()}
-
-
-def bench(*args):
-    r = subprocess.run([sys.executable, "-m", "specviz", "bench", *args, "--json"], capture_output=True, text=True,
-                       env=ENV, timeout=600)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+from .helpers import bench
 
 
 def test_builtin_prompt_set_has_three_kinds_from_heldout_files():

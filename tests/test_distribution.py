@@ -16,27 +16,9 @@ from specviz import SpecConfig, speculate
 from specviz.engine.acceptance import verify
 from specviz.engine.sampling import make_generator
 from specviz.models.loading import make_pair
-
 from specviz.engine.lossless import chi_square_pvalue
 
-V = 8
-
-
-def reference_probs(logits: np.ndarray, temperature: float, top_k: int, top_p: float) -> np.ndarray:
-    z = logits.astype(np.float64) / temperature
-    keep = np.ones(V, dtype=bool)
-    if top_k:
-        keep &= z >= np.sort(z)[::-1][top_k - 1]
-    probs = np.exp(z - z.max()) * keep
-    probs /= probs.sum()
-    if top_p < 1:
-        order = np.argsort(-probs, kind="stable")
-        before = np.cumsum(probs[order]) - probs[order]
-        drop = order[before >= top_p]
-        probs[drop] = 0
-        probs /= probs.sum()
-    return probs
-
+from .helpers import V, joint
 
 @pytest.fixture(scope="module")
 def small_vocab_pair():
@@ -49,18 +31,6 @@ def small_vocab_pair():
                           initializer_range=0.8, eos_token_id=None, bos_token_id=None, pad_token_id=None)
         return LlamaForCausalLM(cfg).eval()
     return make_pair(model(10), model(11), tok, V)
-
-
-def joint(pair_model, prompt, temperature, top_k, top_p) -> np.ndarray:
-    """P(x1, x2) under the model with the given settings, as a flat V*V vector."""
-    with torch.no_grad():
-        first = pair_model(torch.tensor([prompt])).logits[0, -1].numpy()
-        p1 = reference_probs(first, temperature, top_k, top_p)
-        out = np.zeros((V, V))
-        for x1 in range(V):
-            second = pair_model(torch.tensor([prompt + [x1]])).logits[0, -1].numpy()
-            out[x1] = p1[x1] * reference_probs(second, temperature, top_k, top_p)
-    return out.ravel()
 
 
 SETTINGS = [

@@ -7,7 +7,7 @@ from specviz import SpecConfig, speculate
 from specviz.engine import to_dict
 from specviz.engine.detokenize import IncrementalDetokenizer
 
-from .conftest import PROMPTS
+from .helpers import PROMPTS
 
 CONFIGS = [
     SpecConfig(k=4, max_new_tokens=60),

@@ -24,10 +24,7 @@ from specviz.models.feature_draft import FeatureDraftForCausalLM
 from specviz.training.feature_unroll import from_borrowed, unrolled_hidden
 from specviz.models.loading import load_pair, make_pair
 
-from .conftest import PROMPTS
-from .test_bench import bench
-from .test_distribution import V, joint
-from .test_greedy_exact import N, last, reference
+from .helpers import PROMPTS, N, V, bench, joint, last, reference
 
 
 def feature_draft_of(target, head: list[int], seed: int) -> FeatureDraftForCausalLM:

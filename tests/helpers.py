@@ -1,0 +1,96 @@
+"""Helpers that more than one test module uses (fixtures live in conftest.py; plain functions here).
+
+- PROMPTS and tiny_config: the prompts and the configuration of conftest.py's tiny Llama models.
+- last, reference: the final Done event of a run; generate()'s greedy tokens, the identity reference.
+- reference_probs, joint: an independent implementation of temperature / top-k / top-p and the exact
+  joint law of the first two tokens, for the chi-square tests on an 8-token vocabulary (V).
+- cli, bench: `python -m specviz ...` in a subprocess, offline, on this checkout.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+from transformers import LlamaConfig
+
+from specviz.paths import ROOT
+
+PROMPTS = ["def add(a, b):\n    return", "import os\nimport sys\n\n\nclass", "for i in range(10):\n    print(i)\nfor i in"]
+N = 40          # new tokens of the greedy identity tests
+V = 8           # the chi-square tests' vocabulary size
+
+
+def tiny_config(tokenizer, layers: int, width: int = 48) -> LlamaConfig:
+    return LlamaConfig(vocab_size=len(tokenizer), hidden_size=width, intermediate_size=2 * width,
+                       num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=4,
+                       max_position_embeddings=256, tie_word_embeddings=True, initializer_range=0.3,
+                       bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                       pad_token_id=tokenizer.pad_token_id)
+
+
+# --- runs ---------------------------------------------------------------------------------------
+
+def last(events):
+    """The run's Done event (and a check that the run ended with one)."""
+    events = list(events)
+    assert events[-1].kind == "done"
+    return events[-1]
+
+
+def reference(pair, prompt: str, n: int = N) -> list[int]:
+    """generate()'s greedy continuation of prompt: the tokens every exact decoder must reproduce."""
+    ids = pair.tokenizer(prompt)["input_ids"]
+    out = pair.target.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=n)
+    return out[0, len(ids):].tolist()
+
+
+# --- the sampled law ----------------------------------------------------------------------------
+
+def reference_probs(logits: np.ndarray, temperature: float, top_k: int, top_p: float) -> np.ndarray:
+    z = logits.astype(np.float64) / temperature
+    keep = np.ones(V, dtype=bool)
+    if top_k:
+        keep &= z >= np.sort(z)[::-1][top_k - 1]
+    probs = np.exp(z - z.max()) * keep
+    probs /= probs.sum()
+    if top_p < 1:
+        order = np.argsort(-probs, kind="stable")
+        before = np.cumsum(probs[order]) - probs[order]
+        drop = order[before >= top_p]
+        probs[drop] = 0
+        probs /= probs.sum()
+    return probs
+
+
+def joint(pair_model, prompt, temperature, top_k, top_p) -> np.ndarray:
+    """P(x1, x2) under the model with the given settings, as a flat V*V vector."""
+    with torch.no_grad():
+        first = pair_model(torch.tensor([prompt])).logits[0, -1].numpy()
+        p1 = reference_probs(first, temperature, top_k, top_p)
+        out = np.zeros((V, V))
+        for x1 in range(V):
+            second = pair_model(torch.tensor([prompt + [x1]])).logits[0, -1].numpy()
+            out[x1] = p1[x1] * reference_probs(second, temperature, top_k, top_p)
+    return out.ravel()
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+
+
+def cli(*args, timeout: int = 300) -> subprocess.CompletedProcess:
+    """`python -m specviz ARGS` offline; the completed process (check returncode yourself)."""
+    return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, env=ENV,
+                          timeout=timeout)
+
+
+def bench(*args) -> dict:
+    """`python -m specviz bench ARGS --json`, which must succeed; its JSON result."""
+    r = cli("bench", *args, "--json", timeout=600)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)

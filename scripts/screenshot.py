@@ -47,10 +47,15 @@ def main() -> int:
                                     has_touch=True)
             page.goto(url + ("/?__theme=dark" if args.dark else ""))
             page.wait_for_selector("#run")
+            folded = not page.locator("#max-new").is_visible()      # a phone folds the settings away
+            if folded:
+                page.click("#settings > button.label-wrap")
             page.fill("#prompt textarea", args.prompt)
             box = page.locator("#max-new input[type=number]")
             box.fill(str(args.max_new_tokens))
             box.press("Enter")
+            if folded:
+                page.click("#settings > button.label-wrap")
             page.click("#run")
             page.wait_for_selector("#status .status-done, #status .status-error", state="detached", timeout=15_000)
             page.wait_for_selector("#status .status-done", timeout=120_000)

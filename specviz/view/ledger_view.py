@@ -59,6 +59,8 @@ def _bar(name: str, lane, scale: float) -> str:
         secs = getattr(lane, field)
         if field == "draft_s" and name == "plain":
             continue
+        if field == "accept_s" and name == "plain":
+            label = "sampling"
         share = secs / lane.total_s if lane.total_s else 0.0
         width = 100 * secs / scale if scale else 0.0
         tip = f"{name} lane, {label}: {secs:.3f} s ({share:.0%} of its {lane.total_s:.2f} s)"

@@ -37,7 +37,7 @@ def main() -> int:
     from specviz.bench.load_client import check_against_solo, flood, long_lossless, percentiles, run_clients
     from specviz.app.profile import load_profile
     from specviz.view.serve import serve
-    from specviz.models.presets import BUNDLED_EXAMPLES
+    from specviz.models.presets import get_preset
     from specviz.app.state import AppState
 
     app = AppState.from_profile(load_profile(tier="cpu"), device="cpu")
@@ -47,7 +47,7 @@ def main() -> int:
     if args.switch_to:
         app.preset(args.switch_to)
         keys[0] = args.switch_to
-    prompts = list(BUNDLED_EXAMPLES)
+    prompts = list(get_preset("bundled").examples)
     hostile_results, hostile_note = None, ""
     try:
         results = run_clients(url, keys, prompts, args.clients, args.max_new_tokens, args.temperature)

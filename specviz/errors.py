@@ -15,3 +15,7 @@ class ConfigError(SpecvizError, ValueError):
 
 class LoadError(SpecvizError):
     """A model or tokenizer could not be loaded, or the two models do not fit together."""
+
+
+class ProfileError(SpecvizError):
+    """spaces.yaml (presets and limits) is malformed; the message names the key."""

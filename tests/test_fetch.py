@@ -140,7 +140,7 @@ def test_the_app_serves_while_a_pair_is_fetched_and_says_how_it_goes(tmp_path, m
     """The app starts at once; a preset whose target is still being fetched answers with its progress,
     a failed fetch with the way to fetch by hand, and the page's status line says the same."""
     from specviz.models import fetch as fetch_module
-    from specviz.models.presets import SMOLLM2
+    from specviz.models.presets import get_preset
     from specviz.app.state import AppState
     from specviz.view.ui import _fetch_html
     monkeypatch.setenv("SPECVIZ_HOME", str(tmp_path))
@@ -155,6 +155,7 @@ def test_the_app_serves_while_a_pair_is_fetched_and_says_how_it_goes(tmp_path, m
             started.append(1)
             return self
     monkeypatch.setattr("specviz.app.state.BackgroundFetch", FakeFetch)
+    SMOLLM2 = get_preset("smollm2")
     app = AppState(presets={"smollm2": SMOLLM2}, device="cpu")
     app.start_fetches()
     app.start_fetches()                                           # once per model

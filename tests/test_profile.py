@@ -1,14 +1,20 @@
-"""The hosting profile: the shipped spaces.yaml validates for every tier, mistakes name their
-key, the tier is detected, and the README's Spaces front matter agrees with the pins."""
+"""The hosting profile: the shipped spaces.yaml validates for every tier, its presets are usable and
+mean one pair per key (the app, the CLI and load_preset read the same file), the presets the code
+names exist, mistakes name their key, the tier is detected, and the README's Spaces front matter
+agrees with the pins."""
 import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from specviz.app.profile import PROFILE_PATH, ProfileError, detect_tier, load_profile
-
-ROOT = Path(__file__).resolve().parent.parent
+from specviz.app.profile import PROFILE_PATH, TIERS, ProfileError, detect_tier, load_profile
+from specviz.app.state import AppState
+from specviz.errors import ConfigError
+from specviz.models.fetch import FETCHABLE
+from specviz.models.loading import HUB_ID
+from specviz.models.presets import Preset, get_preset, read_spaces
+from specviz.paths import MODELS, ROOT
 
 
 @pytest.mark.parametrize("tier", ["cpu", "gpu", "zerogpu"])
@@ -19,12 +25,42 @@ def test_shipped_profile_is_valid(tier):
         assert profile.limits.k_range[0] <= preset.k <= profile.limits.k_range[1] and preset.examples
 
 
-def test_gpu_tiers_offer_the_real_pairs():
-    keys = {p.target: p.draft for p in load_profile(tier="gpu").presets.values()}
-    assert keys["HuggingFaceTB/SmolLM2-1.7B-Instruct"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
-    assert keys["Qwen/Qwen2.5-7B-Instruct"] == "Qwen/Qwen2.5-0.5B-Instruct"
-    assert keys["openai-community/gpt2-xl"] == "openai-community/gpt2"      # namespaced hub ids
-    assert load_profile(tier="cpu").presets["bundled"].target is None     # the shipped pair
+def test_every_preset_of_every_tier_is_a_usable_preset():
+    # Keys unique per tier (the parser would keep the last of two silently otherwise), each entry a
+    # Preset whose models are the bundled pair, a hub id, or a model folder that exists here.
+    for tier, chosen in read_spaces()["tiers"].items():
+        keys = [item["key"] for item in chosen["presets"]]
+        assert len(keys) == len(set(keys)), f"{tier}: a preset key is listed twice"
+        presets = load_profile(tier=tier).presets
+        assert list(presets) == keys
+        for p in presets.values():
+            assert isinstance(p, Preset) and p.label.strip() and p.examples and p.k >= 1
+            assert (p.target is None) == (p.draft is None), f"{tier}.{p.key}: half of the bundled pair"
+            for model in (p.target, p.draft):
+                assert model is None or HUB_ID.match(model) or (Path(model) / "config.json").is_file(), model
+
+
+def test_a_key_means_one_pair_in_every_tier():
+    # The CLI's --preset and specviz.load_preset look a key up in any tier: the tiers must agree on it,
+    # and they see the very presets the app serves.
+    seen = {}
+    for tier in TIERS:
+        for p in load_profile(tier=tier).presets.values():
+            assert seen.setdefault(p.key, (p.target, p.draft)) == (p.target, p.draft), p.key
+            assert (get_preset(p.key).target, get_preset(p.key).draft) == (p.target, p.draft)
+    assert get_preset("smollm2") == load_profile(tier="cpu").presets["smollm2"]
+    with pytest.raises(ConfigError, match="unknown preset 'nope': choose one of bundled, smollm2"):
+        get_preset("nope")
+
+
+def test_the_presets_the_code_names_exist():
+    cpu = load_profile(tier="cpu").presets
+    # The app's default and the workshop's pair; the load test and the ZeroGPU check ask for it by key.
+    assert cpu["bundled"].target is None and load_profile(tier="gpu").presets["bundled"].target is None
+    # check_identity's default; the app fetches its target at start, which it can only if fetch knows it.
+    assert cpu["smollm2"].target in FETCHABLE and cpu["smollm2"].chat
+    assert Path(cpu["smollm2"].draft) == MODELS / "smollm2-draft"
+    assert AppState(device="cpu").presets == cpu            # an app built without a profile offers the cpu tier
 
 
 def test_tier_detection():

@@ -22,7 +22,7 @@ from .profile import Limits, Profile
 from .pair_cache import PairCache
 from ..models.fetch import FETCHABLE, BackgroundFetch, fetch_hint, fetched
 from ..models.loading import HUB_ID, load_pair
-from ..models.presets import DEFAULT_PRESETS, Preset
+from ..models.presets import Preset, tier_presets
 
 CUSTOM = "custom"
 T = TypeVar("T")
@@ -31,7 +31,7 @@ FAILED_LOAD_MEMORY_S = 60.0    # a pair that failed to load fails at once for th
 
 @dataclass
 class AppState:
-    presets: dict[str, Preset] = field(default_factory=lambda: dict(DEFAULT_PRESETS))
+    presets: dict[str, Preset] = field(default_factory=tier_presets)   # spaces.yaml's cpu tier
     limits: Limits = field(default_factory=Limits)
     allow_custom_models: bool = False
     device: str = "auto"

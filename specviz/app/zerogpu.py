@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import pickle
 import threading
 from typing import Callable
+
+from ..hosting_env import zerogpu_space
 
 try:
     import spaces  # noqa: F401  (app.py imported it first, before torch)
 except Exception:          # not installed, or (spaces 0.51) a CPU build of torch it cannot patch
     spaces = None
 
-ON_ZEROGPU = spaces is not None and os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "true")
+ON_ZEROGPU = spaces is not None and zerogpu_space()
 EMULATE = False          # tests: pickle across a pretend process boundary
 _worker = threading.local()
 

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
+from ..paths import BENCHMARKS
 from .run import add_model_args, apply_preset
 
-HELDOUT_CHAT_PROMPTS = str(Path(__file__).resolve().parents[2] / "benchmarks" / "heldout-prompts.json")
+HELDOUT_CHAT_PROMPTS = str(BENCHMARKS / "heldout-prompts.json")
 
 
 def add_parser(sub) -> None:

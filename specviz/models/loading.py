@@ -21,13 +21,14 @@ import torch
 
 from ..engine.pair import ModelPair
 from ..errors import LoadError
+from ..hosting_env import zerogpu_space
+from ..paths import MODELS
 from . import borrowed_draft  # noqa: F401 - registers the borrowed-weights draft with the Auto classes
 from . import feature_draft  # noqa: F401 - and the feature draft (a borrowed draft that reads target features)
 from .fetch import FETCHABLE, fetch_hint, fetched
 from .packed_linear import mkl_packing_available, pack_linears
 
-BUNDLED_DIR = Path(__file__).resolve().parent.parent.parent / "assets" / "models"
-BUNDLED_TARGET, BUNDLED_DRAFT = str(BUNDLED_DIR / "target"), str(BUNDLED_DIR / "draft")
+BUNDLED_TARGET, BUNDLED_DRAFT = str(MODELS / "target"), str(MODELS / "draft")
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -42,18 +43,13 @@ def pick_device(device: str = "auto") -> torch.device:
     return torch.device("cpu")
 
 
-def on_zerogpu() -> bool:
-    """A ZeroGPU Space: this process has no GPU (CUDA may not even be queried), one appears per call."""
-    return os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "true")
-
-
 def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if dtype == "auto":
         if device.type != "cuda":
             return torch.float32
         # ZeroGPU's GPUs (H200 slices) have bf16, and asking would initialize CUDA where it must not;
         # older GPUs without bf16 (T4, V100) get fp16.
-        return torch.bfloat16 if on_zerogpu() or torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if zerogpu_space() or torch.cuda.is_bf16_supported() else torch.float16
     if dtype not in DTYPES:
         raise LoadError(f"dtype must be auto, {', '.join(DTYPES)}; not {dtype!r}")
     return DTYPES[dtype]
@@ -149,7 +145,7 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
     dev = pick_device(device)
     dt = pick_dtype(dtype, dev)
     tokenizer = load_tokenizer(target)
-    target_model = load_model(target, dev, dt, spread=dev.type == "cuda" and not on_zerogpu()
+    target_model = load_model(target, dev, dt, spread=dev.type == "cuda" and not zerogpu_space()
                               and torch.cuda.device_count() > 1)
     draft_model = None
     vocab = output_rows(target_model)

@@ -14,6 +14,7 @@ from pathlib import Path
 import gradio as gr
 
 from ..app import zerogpu
+from . import lenient    # the form's inputs: the app checks their values (issue 27)
 from ..app import gpu_calls
 from .api import generate_endpoint
 from ..app.state import CUSTOM, AppState
@@ -22,8 +23,8 @@ from .render import LEGEND, clean, hint
 from ..app.request import FORM_FIELDS
 from .teaching import reset_steps, run_lossless, step_round, what_if_plot
 from .workshop_ui import build_workshop_tab
+from ..paths import ASSETS
 
-ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 EXPLAIN = (Path(__file__).resolve().parent / "explain.md").read_text(encoding="utf-8")
 INTRO = ("<h1>specviz</h1><p>A small draft model guesses tokens; the big target model checks them all in one pass. "
          "Watch every guess get accepted, rejected or corrected, racing plain decoding on the same machine.</p>")
@@ -63,27 +64,27 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                     choices = [(p.label, p.key) for p in app.presets.values()]
                     if app.allow_custom_models:
                         choices.append(("your own hub models (type their ids below)", CUSTOM))
-                    preset = gr.Dropdown(choices, value=first.key, label="Model pair", elem_id="preset")
+                    preset = lenient.Dropdown(choices, value=first.key, label="Model pair", elem_id="preset")
                     fetch_line = gr.HTML(_fetch_html(app), elem_id="fetch-status")
                     with gr.Row(visible=app.allow_custom_models):
                         custom_target = gr.Textbox(label="target hub id", placeholder="owner/name", elem_id="custom-target")
                         custom_draft = gr.Textbox(label="draft hub id", placeholder="owner/name", elem_id="custom-draft")
                     chat = gr.Checkbox(first.chat, label="chat template (wrap the prompt as a user message)",
                                        interactive=first.chat, elem_id="chat")
-                    drafter = gr.Radio([("draft model", "model"), ("prompt lookup", "prompt_lookup")], value="model",
-                                       label="Drafter", elem_id="drafter")
+                    drafter = lenient.Radio([("draft model", "model"), ("prompt lookup", "prompt_lookup")], value="model",
+                                            label="Drafter", elem_id="drafter")
                     with gr.Row():
-                        k = gr.Slider(app.limits.k_range[0], app.limits.k_range[1], value=first.k, step=1,
-                                      label="k (drafts per round)", elem_id="k")
+                        k = lenient.Slider(app.limits.k_range[0], app.limits.k_range[1], value=first.k, step=1,
+                                           label="k (drafts per round)", elem_id="k")
                         adaptive = gr.Checkbox(False, label="adaptive k", elem_id="adaptive")
-                    temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
+                    temperature = lenient.Slider(0, 2, value=0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
                     with gr.Row():
-                        top_k = gr.Slider(0, 200, value=0, step=1, label="top-k (0 = off)", elem_id="top-k")
-                        top_p = gr.Slider(0.05, 1, value=1, step=0.01, label="top-p", elem_id="top-p")
+                        top_k = lenient.Slider(0, 200, value=0, step=1, label="top-k (0 = off)", elem_id="top-k")
+                        top_p = lenient.Slider(0.05, 1, value=1, step=0.01, label="top-p", elem_id="top-p")
                     with gr.Row():
-                        max_new = gr.Slider(8, app.max_new_tokens, value=min(128, app.max_new_tokens), step=8,
-                                            label="max new tokens", elem_id="max-new")
-                        seed = gr.Number(0, precision=0, label="seed", elem_id="seed")   # checked by the request, in words
+                        max_new = lenient.Slider(8, app.max_new_tokens, value=min(128, app.max_new_tokens), step=8,
+                                                 label="max new tokens", elem_id="max-new")
+                        seed = lenient.Number(0, precision=0, label="seed", elem_id="seed")
                     stops = gr.Textbox(label="stop strings (one per line, optional)", lines=1, max_lines=4,
                                        elem_id="stop-strings")
             with gr.Column(scale=3, elem_id="results"):
@@ -119,7 +120,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                                     "with the target's exact probabilities. Uses the settings on the left "
                                     "(temperature 0 is replaced by 1: greedy output is a single token).")
                         with gr.Row():
-                            samples = gr.Slider(50, 2000, value=300, step=50, label="samples", elem_id="lossless-samples")
+                            samples = lenient.Slider(50, 2000, value=300, step=50, label="samples", elem_id="lossless-samples")
                             lossless_btn = gr.Button("Run the check", variant="primary", elem_id="lossless-run")
                         lossless_result = gr.HTML("<p class='pane-hint'>Press “Run the check”: the counts appear "
                                                   "here beside the target's exact probabilities.</p>",

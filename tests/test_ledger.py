@@ -134,3 +134,13 @@ def test_k_advice_says_what_it_measured():
     line = advice.line()
     assert f"k = {advice.k}" in line and "c = 0.10" in line and f"v = {costs.v(advice.k):.2f}" in line
     assert "1 thread)" in line and "a = 0.55" in line
+
+
+def test_a_draft_too_slow_for_its_target_is_named():
+    # Tiny models on a GPU's graph path: a = 0.78, but a draft step costs most of a plain step.
+    spec = LaneTally(rounds=30, drafted=120, accepted=80, rejected=22, tokens=128, draft_s=1.1, verify_s=0.45,
+                     target_s=0.42, accept_s=0.03, elapsed_s=1.6)
+    plain = LaneTally(tokens=128, target_s=1.2, elapsed_s=1.28)
+    led = build(spec, plain)
+    assert led.verdict == "slower" and led.c > 0.3 and "too slow next to its target" in led.cause
+    assert f"c = {led.c:.2f}" in led.cause

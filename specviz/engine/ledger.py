@@ -24,6 +24,7 @@ from . import measures as m
 from .theory import break_even_acceptance, expected_speedup
 
 EVEN_BAND = 0.03      # speedups within 3% of 1.0 are reported as "about even" (run-to-run noise)
+SLOW_DRAFT_C = 0.3    # a draft step above 0.3 plain steps is named as the cause when drafting outweighs verifying
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,11 @@ def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) ->
                 f"{price}; here speculation pays above a = {even:.2f}." if tau is not None and even is not None else
                 f"Faster: the draft guessed {_pct(a)} right and {price}.")
     # Slower or even: name the biggest reason.
+    if k * c >= v and c >= SLOW_DRAFT_C:
+        # The draft itself is the main cost (tiny models on a GPU: a step costs launches, whatever its size).
+        pays = f"speculation would pay here above a = {even:.2f}" if even is not None else "no acceptance rate pays"
+        return (f"{verdict.capitalize()}: the draft is too slow next to its target: one draft step costs "
+                f"c = {c:.2f} plain steps, so {price}; the draft guessed {_pct(a)} right and {pays}.")
     if even is None:
         return (f"{verdict.capitalize()}: {price}, more than the {k + 1:.3g} tokens a round can ever yield, so no "
                 f"acceptance rate pays at this k: try a smaller k.")

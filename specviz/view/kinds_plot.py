@@ -1,0 +1,56 @@
+"""Acceptance by kind of token, as one lean plotly bar chart (issue 26).
+
+The rows are engine/token_kinds.py's table ({kind, drafted, judged, accepted, acceptance_rate,
+draft_acceptance_rate}, folded from a run's events by KindTally): one bar per kind for
+a = accepted / judged with its counts written on it, and a marker for a_d = accepted / drafted
+(measures.py's definitions). `kinds_from_trace` redraws it from a saved trace's
+"acceptance_by_kind" key, so the race tab's chart comes from the same file the visitor downloads.
+Kind names come from the fixed set KINDS; anything else in a trace is dropped.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from ..engine.token_kinds import KINDS
+from .plots import AXES, LAYOUT, SPEC, THEORY
+
+TRACE_KEY = "acceptance_by_kind"
+
+
+def kinds_figure(table: list[dict], title: str = "Acceptance by kind of token") -> go.Figure:
+    """Bars of a per kind (text: accepted / judged), diamonds of a_d; kinds never judged have no bar."""
+    rows = [r for r in table if r.get("kind") in KINDS]
+    fig = go.Figure()
+    fig.update_layout(title=dict(text=title, x=0.02, font=dict(size=14)), xaxis_title="kind of drafted token",
+                      yaxis_title="share kept", **{**LAYOUT, "height": 300})
+    fig.update_xaxes(type="category", **AXES)
+    fig.update_yaxes(range=[0, 1.12], **AXES)
+    if not rows:
+        return fig
+    names = [r["kind"].replace("_", " ") for r in rows]
+    fig.add_bar(x=names, y=[r["acceptance_rate"] or 0.0 for r in rows], name="a = accepted / judged",
+                marker_color=SPEC, text=[f"{r['accepted']}/{r['judged']}" for r in rows], textposition="outside",
+                customdata=[r["drafted"] for r in rows],
+                hovertemplate="%{x}: a = %{y:.2f} (%{text} judged, %{customdata} drafted)<extra></extra>")
+    fig.add_scatter(x=names, y=[r["draft_acceptance_rate"] or 0.0 for r in rows], mode="markers",
+                    name="a_d = accepted / drafted", marker=dict(symbol="diamond", size=9, color=THEORY),
+                    hovertemplate="%{x}: a_d = %{y:.2f}<extra></extra>")
+    return fig
+
+
+def kinds_from_trace(path) -> go.Figure | None:
+    """The chart of a saved trace (the race tab's download), or None when there is none to read."""
+    if not path:
+        return None
+    try:
+        trace = json.loads(Path(str(path)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    table = trace.get(TRACE_KEY) if isinstance(trace, dict) else None
+    if not isinstance(table, list):
+        return None
+    rows = [r for r in table if isinstance(r, dict) and r.get("kind") in KINDS]
+    return kinds_figure(rows, "Acceptance by kind of token (this race's speculative lane)")

@@ -1,0 +1,119 @@
+"""The Acceptance rules tab's handler on the tiny models (random draft, so the lossy rules' laws are far
+from p), and the kinds plot on hand-made events. Handlers are called directly, as the page calls them."""
+import re
+
+import pytest
+import torch
+
+from specviz.app.profile import Limits
+from specviz.app.state import AppState
+from specviz.engine.events import Accepted, Drafted, Rejected
+from specviz.engine.token_kinds import acceptance_by_kind
+from specviz.models.presets import Preset
+from specviz.view import rules_tab
+from specviz.view.render import clean
+from specviz.view.kinds_plot import kinds_figure, kinds_from_trace
+from specviz.view.rules_tab import LOSSY, RULES, RuleRow, check_rule, first_position, run_rules
+
+FORM = dict(prompt="def add(a, b):\n    return", preset="tiny-random", custom_target="", custom_draft="",
+            drafter="model", k=3, adaptive=False, temperature=0.0, top_k=0, top_p=1.0, max_new=200, seed=0, stops="")
+
+
+@pytest.fixture(scope="module")
+def app(tiny_dirs):
+    preset = Preset("tiny-random", "tiny, random draft", tiny_dirs["target"], tiny_dirs["random"], 3, ("x",))
+    return AppState(presets={"tiny-random": preset}, limits=Limits(max_new_tokens=100), device="cpu")
+
+
+def rows_of(html: str) -> dict[str, tuple[str, str]]:
+    """rule name -> (data-lossless, data-mc) from the tab's table."""
+    return {m[0]: (m[1], m[2]) for m in re.findall(r'data-rule="([^"]+)" data-lossless="(\w+)" data-mc="(\w*)"', html)}
+
+
+def test_the_tab_races_every_rule_and_the_lossy_ones_fail(app):
+    updates = list(run_rules(app, 1.0, **FORM))
+    html, figure, cancel = updates[-1]
+    assert cancel is None and "5 rules raced, 48 new tokens each, temperature 1" in html
+    rows = rows_of(html)
+    assert list(rows) == ["exact", "sample_match", "greedy_match", "typical(epsilon=0.09,delta=0.3)", "ensemble(w=0.5)"]
+    assert rows["exact"] == ("true", "pass") and rows["sample_match"] == ("true", "pass")
+    for name in ("greedy_match", "typical(epsilon=0.09,delta=0.3)", "ensemble(w=0.5)"):
+        assert rows[name] == ("false", "fail"), name
+    assert html.count(clean(LOSSY)) == 3
+    assert "<td>—</td>" not in html                                      # every figure measured
+    figures = [u[1] for u in updates if hasattr(u[1], "data")]
+    assert len(figures) == 1                                              # drawn once, then skipped
+    names = [trace.name for trace in figures[0].data]
+    assert names[0] == "target p" and "typical(epsilon=0.09,delta=0.3) (LOSSY)" in names and "exact" in names
+
+
+def test_each_rule_row_is_measured_and_named_by_the_run(app, monkeypatch):
+    seen = []
+    real = rules_tab.race_rule
+    monkeypatch.setattr(rules_tab, "race_rule", lambda *a: (real(*a), seen.append(a[2]))[0])
+    list(run_rules(app, 0.8, **FORM))
+    assert [r.recorded for r in seen] == [r.name for r in seen]        # Done.stats names the rule raced
+    for r in seen:
+        assert 0 <= r.a <= 1 and 0 <= r.a_d <= r.a and 1 <= r.tau <= 4 and r.tokens == 48 and r.speedup > 0
+
+
+def test_refusals_are_one_line(app):
+    for temperature, words in ((0.0, "between 0.05 and 2"), (3, "between 0.05 and 2"), ("hot", "temperature")):
+        html, _, _ = list(run_rules(app, temperature, **FORM))[-1]
+        assert "status-error" in html and words in html
+    html, _, _ = list(run_rules(app, 1.0, **{**FORM, "prompt": ""}))[-1]
+    assert "status-error" in html
+
+
+def test_stop_ends_it_with_a_line(app):
+    html, _, cancel = list(run_rules(app, 1.0, stop=lambda: True, **FORM))[-1]
+    assert "Stopped." in html and cancel is None
+
+
+def test_first_position_laws_on_a_known_pair():
+    p, q = torch.tensor([0.5, 0.3, 0.2, 0.0]), torch.tensor([0.2, 0.2, 0.6, 0.0])
+    fp = first_position(p, q)
+    assert fp.ids == [2, 0, 1] and fp.cover_p == pytest.approx(1.0)
+    rows = {n: RuleRow(n, n in ("exact", "sample_match"), "") for n in ("exact", "sample_match", "greedy_match",
+                                                                        "ensemble(w=0.5)")}
+    for row in rows.values():
+        check_rule(row, fp, 4000, 0)
+    assert rows["exact"].tv < 1e-9 and rows["exact"].mc_passed and rows["sample_match"].mc_passed
+    assert rows["exact"].expected == pytest.approx(0.2 + 0.2 + 0.2)          # sum min(p, q)
+    assert rows["greedy_match"].tv == pytest.approx(0.5) and not rows["greedy_match"].mc_passed
+    assert rows["ensemble(w=0.5)"].tv > 0.1 and not rows["ensemble(w=0.5)"].mc_passed
+
+
+def test_rules_html_escapes_and_labels():
+    row = RuleRow("typical", False, "<script>x</script>", mc_p=1e-9)
+    html = rules_tab.rules_html([row], "<b>note</b>", "<i>s</i>")
+    assert "<script>" not in html and "&lt;b&gt;note" in html and clean(LOSSY) in html and 'data-mc="fail"' in html
+
+
+# --- acceptance by kind ------------------------------------------------------------------------
+def hand_made_events():
+    """Round 1 drafts ' the', ' 4', '(': the first two accepted, '(' rejected; round 2 drafts ' 7', ')':
+    ' 7' rejected, ')' discarded. Then a plain-lane event, which the fold ignores."""
+    v = dict(lane="spec", t=0.1, p=0.5, q=0.4, accept_prob=1.0, u=0.3, rule="ratio")
+    return [Drafted(round=1, token_ids=[1, 2, 3], pieces=[" the", " 4", "("], q=[0.4, 0.4, 0.4]),
+            Accepted(round=1, position=0, token_id=1, piece=" the", index=0, **v),
+            Accepted(round=1, position=1, token_id=2, piece=" 4", index=1, **v),
+            Rejected(round=1, position=2, token_id=3, piece="(", discarded=0, **v),
+            Drafted(round=2, token_ids=[4, 5], pieces=[" 7", ")"], q=[0.5, 0.5]),
+            Rejected(round=2, position=0, token_id=4, piece=" 7", discarded=1, **v),
+            Drafted(round=1, token_ids=[6], pieces=[" x"], q=[0.5], lane="base")]
+
+
+def test_kinds_plot_from_hand_made_events(tmp_path):
+    table = acceptance_by_kind(hand_made_events())
+    fig = kinds_figure(table)
+    bars, marks = fig.data
+    assert list(bars.x) == ["number", "punctuation", "word start"]
+    assert list(bars.y) == [0.5, 0.0, 1.0] and list(bars.text) == ["1/2", "0/1", "1/1"]
+    assert list(marks.y) == [0.5, 0.0, 1.0] and list(bars.customdata) == [2, 2, 1]
+    path = tmp_path / "trace.json"
+    path.write_text('{"acceptance_by_kind": ' + __import__("json").dumps(table + [{"kind": "<img>"}]) + "}")
+    again = kinds_from_trace(str(path))
+    assert list(again.data[0].x) == list(bars.x)                     # an unknown kind is dropped
+    assert kinds_from_trace(None) is None and kinds_from_trace(str(tmp_path / "missing.json")) is None
+    assert len(kinds_figure([]).data) == 0

@@ -53,3 +53,19 @@ def test_step_and_lossless_answer_out_of_range_values_in_one_line(served):
     assert "status-error" in explain and "k must be between 1 and 12, not -1" in explain
     result, _ = served.predict(10, *form.values(), api_name="/lossless")
     assert "status-error" in result and "samples must be between 50 and 2000, not 10" in result
+
+
+# --- 5c: /generate fills in the fields a client left out, or names the missing one ------------
+def _call(url, api, data):
+    import httpx
+    r = httpx.post(f"{url}/gradio_api/call/{api}", json={"data": data}, timeout=10)
+    if r.status_code != 200:
+        return r.status_code, r.json()["detail"]
+    return 200, httpx.get(f"{url}/gradio_api/call/{api}/{r.json()['event_id']}", timeout=60).text
+
+
+def test_generate_applies_its_defaults_and_names_a_missing_field(served):
+    status, text = _call(served.src.rstrip("/"), "generate", ["def f():", "tiny"])
+    assert status == 200 and "event: complete" in text and "stop_reason" in text
+    status, detail = _call(served.src.rstrip("/"), "generate", ["def f():"])
+    assert status == 400 and detail == "/generate needs preset (after prompt): it has no default"

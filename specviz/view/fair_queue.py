@@ -5,7 +5,9 @@ says when to come back.
 `/queue/join` route): a session that already has `jobs_per_session` decoding requests waiting
 or running is refused (HTTP 503 with a one-line reason) instead of filling the queue, and a full
 queue answers with an estimate of when to retry, from Gradio's own average job time. Requests
-outside the decoding group (Stop, the page's instant feedback) are never refused here. The wrap
+outside the decoding group (Stop, the page's instant feedback) are never refused here. An API
+call that left out arguments gets the endpoint's defaults, or one line naming the missing one
+(view/api_defaults.py), before Gradio's own generic refusal. The wrap
 reads Gradio 6 internals (`Queue.push`, `pending_event_ids_session`, `event_ids_to_events`);
 tests/test_fair_service.py serves the app and checks it.
 """
@@ -17,6 +19,7 @@ import gradio as gr
 from gradio import route_utils
 
 from ..app.profile import Limits
+from .api_defaults import complete
 
 DECODE_GROUP = "decode"
 
@@ -35,6 +38,9 @@ def _guard(queue, per_session: int) -> None:
             fn = route_utils.get_fn(queue.blocks, None, body) if body.fn_index is not None else None
         except Exception:                # noqa: BLE001 (Gradio's own push answers a bad index)
             fn = None
+        missing = complete(body, fn)          # an API call's left-out arguments (view/api_defaults.py)
+        if missing:
+            return False, missing, "error"
         if fn is not None and fn.concurrency_id == DECODE_GROUP:
             session = body.session_hash
             mine = [queue.event_ids_to_events.get(i) for i in queue.pending_event_ids_session.get(session, ())]

@@ -55,9 +55,9 @@ def identity(device: str, ks: list[int], new_tokens: int, force: bool) -> list[d
             spec = list(speculate(pair, ids, cfg))[-1]
             plain = list(decode_baseline(pair, ids, cfg))[-1]
             ok = strip(list(spec.token_ids)) == ref == strip(list(plain.token_ids))
-            rows.append({"k": k, "prompt": text[:30], "same": ok, "path": spec.stats["decode_path"],
-                         "plain_path": plain.stats["decode_path"], "tokens": len(spec.token_ids)})
-            print(f"identity k={k}: {'same' if ok else 'DIFFERENT'} ({spec.stats['decode_path']}, "
+            rows.append({"k": k, "prompt": text[:30], "same": ok, "path": spec.stats.decode_path,
+                         "plain_path": plain.stats.decode_path, "tokens": len(spec.token_ids)})
+            print(f"identity k={k}: {'same' if ok else 'DIFFERENT'} ({spec.stats.decode_path}, "
                   f"{len(spec.token_ids)} tokens) {text[:30]!r}")
     return rows
 
@@ -95,7 +95,7 @@ def chi_square(device: str, samples: int, force: bool) -> list[dict]:
                 cfg = SpecConfig(k=k, temperature=1.0, max_new_tokens=3, seed=seed, cuda_graphs=True if force else None)
                 done = list(speculate(pair, prompt, cfg))[-1]
                 counts[done.token_ids[0] * V + done.token_ids[1]] += 1
-                paths.add(done.stats["decode_path"])
+                paths.add(done.stats.decode_path)
             p = chi_square_pvalue(counts, expected)
             rows.append({"dtype": str(dtype), "k": k, "samples": samples, "p_value": p, "paths": sorted(paths)})
             print(f"chi-square {dtype} k={k}: p = {p:.4f} over {samples} runs ({', '.join(sorted(paths))})"

@@ -37,7 +37,7 @@ def test_greedy_speculative_equals_plain_on_bundled_pair():
         spec = list(speculate(pair, prompt, cfg))[-1]
         base = list(decode_baseline(pair, prompt, cfg))[-1]
         assert spec.token_ids == base.token_ids
-        assert spec.stats["acceptance_rate"] > 0.3   # the distilled draft is accepted often
+        assert spec.stats.acceptance_rate > 0.3   # the distilled draft is accepted often
 
 
 def test_trainer_end_to_end_on_a_tiny_budget(tmp_path):

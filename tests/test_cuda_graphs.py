@@ -47,7 +47,7 @@ def test_graph_path_greedy_equals_generate(pair, k):
         plain = last(decode_baseline(pair, ids, SpecConfig(**GRAPHS)))
         assert spec.token_ids == reference
         assert plain.token_ids == reference
-        assert spec.stats["decode_path"] == plain.stats["decode_path"] == "eager replay"
+        assert spec.stats.decode_path == plain.stats.decode_path == "eager replay"
 
 
 def test_static_cache_rollback_after_many_rejections(pair_random):
@@ -57,7 +57,7 @@ def test_static_cache_rollback_after_many_rejections(pair_random):
         ids = ids_of(pair_random, prompt)
         done = last(speculate(pair_random, ids, SpecConfig(k=4, **GRAPHS)))
         assert done.token_ids == hf_generate(pair_random, ids, SpecConfig(max_new_tokens=N))
-        rejected += done.stats["rejected"]
+        rejected += done.stats.tally.rejected
     assert rejected >= 2 * N // 2
 
 
@@ -77,7 +77,7 @@ def test_sampled_runs_equal_the_eager_path(pair):
         eager = last(speculate(pair, PROMPTS[0], cfg))
         graphs = last(speculate(pair, PROMPTS[0], SpecConfig(**{**cfg.to_dict(), "cuda_graphs": True})))
         assert graphs.token_ids == eager.token_ids
-        assert eager.stats["decode_path"] == "eager"
+        assert eager.stats.decode_path == "eager"
 
 
 def test_one_capture_per_step_shape_and_reuse_across_runs(pair):
@@ -92,11 +92,11 @@ def test_one_capture_per_step_shape_and_reuse_across_runs(pair):
     assert (4, 4) in target.graphs.replays                 # verify: k + 1 tokens, k + 1 logits
     assert (1, 1) in draft.graphs.replays                  # a draft step
     assert set(draft.graphs.replays) <= {(1, 1), (2, 1)}   # ... or a catch-up after an all-accepted round
-    assert first.stats["target_forwards"] > target.graphs.captures   # replayed more often than captured
-    assert first.stats["capture_s"] > 0
+    assert first.stats.target_forwards > target.graphs.captures   # replayed more often than captured
+    assert first.stats.capture_s > 0
     again = last(speculate(pair, PROMPTS[0], cfg))
     assert again.token_ids == first.token_ids
-    assert again.stats["capture_s"] == 0                   # the pooled caches came with their graphs
+    assert again.stats.capture_s == 0                   # the pooled caches came with their graphs
     assert bundles(pair.target)[0].graphs.captures == target.graphs.captures
 
 
@@ -108,7 +108,7 @@ def test_forgetting_a_model_invalidates_its_graphs(pair):
     with pytest.raises(RuntimeError):
         bundle.graphs.buffers_for((1, 1), lambda key: None)
     done = last(decode_baseline(pair, PROMPTS[1], SpecConfig(**GRAPHS)))
-    assert done.stats["capture_s"] > 0                     # captured afresh
+    assert done.stats.capture_s > 0                     # captured afresh
 
 
 def test_graph_set_bookkeeping():
@@ -208,7 +208,7 @@ def test_cuda_graphs_greedy_equals_generate_on_cuda(tiny_dirs, k):
     reference = hf_generate(gpu, ids, SpecConfig(max_new_tokens=N))
     done = last(speculate(gpu, ids, SpecConfig(k=k, max_new_tokens=N)))        # the path chosen automatically
     plain = last(decode_baseline(gpu, ids, SpecConfig(max_new_tokens=N)))
-    assert done.stats["decode_path"] == plain.stats["decode_path"] == "CUDA graphs"
+    assert done.stats.decode_path == plain.stats.decode_path == "CUDA graphs"
     assert done.token_ids == plain.token_ids == reference
     graph_model.POOL.forget(gpu.target)
     graph_model.POOL.forget(gpu.draft)

@@ -104,7 +104,7 @@ def test_cancel_event_ends_with_done(pair):
         if event.kind == "round_end" and event.round == 3:
             cancel.set()
     assert events[-1].kind == "done" and events[-1].stop_reason == "cancelled"
-    assert events[-1].stats["rounds"] == 3
+    assert events[-1].stats.tally.rounds == 3
 
 
 def test_vocab_padding_rows_are_ignored(tiny_dirs):

@@ -49,12 +49,12 @@ def test_round_and_total_invariants(pair, cfg):
             assert [e.token_id for e in evs if e.kind == "accepted"] == d.token_ids[:acc]
             tokens, drafted, accepted = tokens + emitted, drafted + end.drafted, accepted + acc
             assert (end.total_tokens, end.total_drafted, end.total_accepted) == (tokens, drafted, accepted)
-        s = done.stats
-        assert s["rounds"] == len(rounds_of(events)) and s["tokens"] == tokens == len(done.token_ids)
-        assert s["drafted"] == drafted and s["accepted"] == accepted
-        assert s["target_forwards"] == s["rounds"]
+        s, t = done.stats, done.stats.tally
+        assert t.rounds == len(rounds_of(events)) and t.tokens == tokens == len(done.token_ids)
+        assert t.drafted == drafted and t.accepted == accepted
+        assert s.target_forwards == t.rounds
         n_rej = sum(e.kind == "rejected" for e in events)
-        assert s["acceptance_rate"] == (accepted / (accepted + n_rej) if accepted + n_rej else None)
+        assert s.acceptance_rate == (accepted / (accepted + n_rej) if accepted + n_rej else None)
         pieces = "".join(e.piece for e in events if e.kind in ("accepted", "resampled", "bonus"))
         assert pieces == done.text
         full = pair.tokenizer.decode(done.token_ids, skip_special_tokens=True)
@@ -113,7 +113,7 @@ def test_one_host_read_per_round(pair, cfg, monkeypatch):
         monkeypatch.setattr(torch.Tensor, name, counted)
     events = list(gen)
     monkeypatch.undo()
-    assert reads["n"] == events[-1].stats["rounds"]
+    assert reads["n"] == events[-1].stats.tally.rounds
 
 
 class ScalarReads:

@@ -21,7 +21,7 @@ def test_fast_path_greedy_equals_default_path(pair):
         fast_spec = last(speculate(pair, prompt, SpecConfig(k=3, max_new_tokens=N, fast=True)))
         assert fast_plain.token_ids == reference
         assert fast_spec.token_ids == reference
-        rejected += fast_spec.stats["rejected"]
+        rejected += fast_spec.stats.tally.rejected
     assert rejected > 0            # rollbacks of the static cache were exercised
 
 

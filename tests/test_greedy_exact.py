@@ -25,7 +25,7 @@ def test_hot_draft_still_exact_and_accepts_less(pair):
         cold = last(speculate(pair, prompt, SpecConfig(k=4, max_new_tokens=N)))
         hot = last(speculate(pair, prompt, SpecConfig(k=4, max_new_tokens=N, draft_temperature=2.0, seed=1)))
         assert hot.token_ids == cold.token_ids == reference(pair, prompt)
-        assert hot.stats["acceptance_rate"] < cold.stats["acceptance_rate"]
+        assert hot.stats.acceptance_rate < cold.stats.acceptance_rate
 
 
 @pytest.mark.parametrize("k", [1, 4, 8])
@@ -34,7 +34,7 @@ def test_random_draft_still_exact(pair_random, k):
     for prompt in PROMPTS:
         done = last(speculate(pair_random, prompt, SpecConfig(k=k, max_new_tokens=N)))
         assert done.token_ids == reference(pair_random, prompt)
-        assert done.stats["acceptance_rate"] < 0.5
+        assert done.stats.acceptance_rate < 0.5
 
 
 @pytest.mark.parametrize("k", [1, 4, 8])
@@ -42,9 +42,9 @@ def test_target_as_its_own_draft_accepts_everything(pair_self, k):
     for prompt in PROMPTS:
         done = last(speculate(pair_self, prompt, SpecConfig(k=k, max_new_tokens=N)))
         assert done.token_ids == reference(pair_self, prompt)
-        assert done.stats["acceptance_rate"] == 1.0
+        assert done.stats.acceptance_rate == 1.0
         # Every full round emits k + 1 tokens; only the last may be cut by max_new_tokens.
-        assert done.stats["rounds"] == -(-N // (k + 1))
+        assert done.stats.tally.rounds == -(-N // (k + 1))
 
 
 def test_partial_draft_has_both_outcomes(pair):

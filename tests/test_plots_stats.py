@@ -5,6 +5,7 @@ import pytest
 
 from specviz.engine import theory
 from specviz.engine.events import Accepted, Bonus, Done, Drafted, Rejected, Resampled, RoundEnd, TargetToken
+from specviz.engine.measures import LaneStats, LaneTally
 from specviz.engine.stats import RunStats
 from specviz.view.plots import all_figures, what_if
 
@@ -23,9 +24,9 @@ def fixed_trace():
     yield Rejected(round=2, position=1, token_id=6, piece="f", p=0.1, q=0.8, accept_prob=0.125, u=0.9, rule="ratio", discarded=1, t=0.04)
     yield Resampled(round=2, position=1, token_id=9, piece="x", prob=0.6, p=0.3, top_residual=[(9, "x", 0.6)], index=5, t=0.04)
     yield RoundEnd(round=2, drafted=3, accepted=1, emitted=2, draft_s=0.006, verify_s=0.014, bookkeeping_s=0.001, total_tokens=6, total_drafted=6, total_accepted=4, text="abcdex", k_next=3, full=True, t=0.04)
-    yield Done(text="abcdex", token_ids=[1, 2, 3, 4, 5, 9], stop_reason="max_tokens", stats={}, t=0.04)
+    yield Done(text="abcdex", token_ids=[1, 2, 3, 4, 5, 9], stop_reason="max_tokens", stats=LaneStats(LaneTally()), t=0.04)
     yield TargetToken(index=2, token_id=3, piece="c", p=0.9, t=0.03)
-    yield Done(text="abc", token_ids=[1, 2, 3], stop_reason="max_tokens", stats={}, lane="base", t=0.03)
+    yield Done(text="abc", token_ids=[1, 2, 3], stop_reason="max_tokens", stats=LaneStats(LaneTally()), lane="base", t=0.03)
 
 
 def folded():

@@ -34,7 +34,7 @@ def test_greedy_speculative_is_token_identical_to_generate(real_pair, kind, text
     # generate() keeps the EOS it stopped on; the engine keeps it too (Done.token_ids), so compare as is.
     assert list(done.token_ids) == ref
     stats = done.stats
-    assert stats["rejected"] > 0, "the draft must be wrong sometimes, or this checks nothing about the correction"
+    assert stats.tally.rejected > 0, "the draft must be wrong sometimes, or this checks nothing about the correction"
     base = list(decode_baseline(real_pair, ids, cfg))[-1]
     assert list(base.token_ids) == ref
 

@@ -133,14 +133,14 @@ def test_the_engine_names_a_non_default_rule_everywhere(pair):
     name = "typical(epsilon=0.09,delta=0.3)"
     assert verdicts(events) and all(e.rule == name and e.accept_prob in (0.0, 1.0) for e in verdicts(events))
     done = events[-1]
-    assert done.stats["rule"] == name and done.stats["rule_lossless"] is False
+    assert done.stats.rule == name and done.stats.rule_lossless is False
     rows = acceptance_by_kind(events, pair.tokenizer)
     assert sum(r["judged"] for r in rows) == len(verdicts(events))
     assert sum(r["accepted"] for r in rows) == sum(e.kind == "accepted" for e in events)
 
     matched = list(speculate(pair, PROMPTS[1], SpecConfig(k=3, temperature=1.0, max_new_tokens=16, rule="sample_match")))
     assert all(e.rule == "sample_match" and e.accept_prob == pytest.approx(e.p, abs=1e-6) for e in verdicts(matched))
-    assert matched[-1].stats["rule"] == "sample_match" and matched[-1].stats["rule_lossless"] is True
+    assert matched[-1].stats.rule == "sample_match" and matched[-1].stats.rule_lossless is True
 
     mixed = list(speculate(pair, PROMPTS[2], SpecConfig(k=3, temperature=1.0, max_new_tokens=16, rule="ensemble(w=0.25)")))
     for e in verdicts(mixed):
@@ -156,7 +156,7 @@ def test_the_exact_rule_stays_the_default(pair):
     assert SpecConfig().rule == "exact"
     events = list(speculate(pair, PROMPTS[0], SpecConfig(k=3, temperature=1.0, max_new_tokens=12)))
     assert all(e.rule == "ratio" for e in verdicts(events))
-    assert events[-1].stats["rule"] == "exact" and events[-1].stats["rule_lossless"] is True
+    assert events[-1].stats.rule == "exact" and events[-1].stats.rule_lossless is True
     greedy = list(speculate(pair, PROMPTS[0], SpecConfig(k=3, max_new_tokens=12)))
     assert all(e.rule == "argmax" for e in verdicts(greedy))
 

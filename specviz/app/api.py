@@ -31,4 +31,4 @@ def generate(app: AppState, prompt: str, preset: str, k: int = 4, temperature: f
     stream = gpu_calls.run_stream(gpu_calls.handle(app), run.preset.key, run.ids, run.config.to_dict())
     records = list(app.sliced(stream, stop))
     done = from_dict(records[-1])
-    return {"text": done.text, "token_ids": done.token_ids, "stop_reason": done.stop_reason, "stats": done.stats}
+    return {"text": done.text, "token_ids": done.token_ids, "stop_reason": done.stop_reason, "stats": done.stats.to_dict()}

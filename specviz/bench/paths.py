@@ -59,14 +59,14 @@ def measure_path(pair: ModelPair, ids: list[int], cfg: SpecConfig, repeats: int)
         spec.append(specviz_run(pair, ids, cfg, True))
     plain_rate = median([t.rate for t in plain])
     spec_rate = median([t.rate for t in spec])
-    c = median([measures.per_plain_step(s.stats["draft_s"], s.stats["drafted"], p.rate)
-                for s, p in zip(spec, plain) if s.stats.get("drafted") and p.rate])
+    c = median([measures.per_plain_step(s.stats.tally.draft_s, s.stats.tally.drafted, p.rate)
+                for s, p in zip(spec, plain) if s.stats.tally.drafted and p.rate])
     return {"plain_tok_s": plain_rate, "spec_tok_s": spec_rate,
             "ratio": spec_rate / plain_rate if plain_rate and spec_rate else None, "c": c,
             "first_use_s": first_plain.seconds + first_spec.seconds,
-            "capture_s": first_plain.stats.get("capture_s", 0.0) + first_spec.stats.get("capture_s", 0.0),
-            "decode_path": spec[-1].stats.get("decode_path"),
-            "acceptance_rate": median([s.stats.get("acceptance_rate") for s in spec])}
+            "capture_s": first_plain.stats.capture_s + first_spec.stats.capture_s,
+            "decode_path": spec[-1].stats.decode_path,
+            "acceptance_rate": median([s.stats.acceptance_rate for s in spec])}
 
 
 def compare_paths(pair: ModelPair, ids: list[int], cfg: SpecConfig, paths: list[str], repeats: int,

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 
 from ..engine import SpecConfig, decode_baseline, measures, speculate
+from ..engine.measures import LaneStats
 from ..engine.pair import ModelPair
 from ..engine.timing import synchronize
 
@@ -22,7 +23,7 @@ from ..engine.timing import synchronize
 class Timing:
     tokens: int
     seconds: float
-    stats: dict = field(default_factory=dict)
+    stats: LaneStats | None = None     # the run's Done.stats (specviz runs; None for transformers')
 
     @property
     def rate(self) -> float | None:

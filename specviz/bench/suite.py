@@ -98,29 +98,29 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
 def _cost_ratio(spec_runs, plain_runs) -> float | None:
     """c: seconds per draft step in the speculative lane / seconds per token of plain decoding,
     each rotation's pair taken together, median over rotations."""
-    return median([measures.per_plain_step(s.stats["draft_s"], s.stats["drafted"], p.rate)
-                   for s, p in zip(spec_runs, plain_runs) if s.stats.get("drafted") and p.rate])
+    return median([measures.per_plain_step(s.stats.tally.draft_s, s.stats.tally.drafted, p.rate)
+                   for s, p in zip(spec_runs, plain_runs) if s.stats.tally.drafted and p.rate])
 
 
 def _verify_ratio(spec_runs, plain_runs) -> float | None:
     """v: seconds per verify phase (target pass over k + 1 tokens, then acceptance) / seconds per
     plain token, paired the same way."""
-    return median([measures.per_plain_step(s.stats["verify_s"], s.stats["rounds"], p.rate)
-                   for s, p in zip(spec_runs, plain_runs) if s.stats.get("rounds") and p.rate])
+    return median([measures.per_plain_step(s.stats.tally.verify_s, s.stats.tally.rounds, p.rate)
+                   for s, p in zip(spec_runs, plain_runs) if s.stats.tally.rounds and p.rate])
 
 
 def _prompt_row(kind: str, prompt_tokens: int, runs: dict, k: int, forced: float | None) -> dict:
     timings = {name: median_timing(ts) for name, ts in runs.items()}
-    s = timings["specviz speculative"].stats
+    s = timings["specviz speculative"].stats.tally
     c = _cost_ratio(runs["specviz speculative"], runs["specviz plain"])
     v = _verify_ratio(runs["specviz speculative"], runs["specviz plain"])
     row = {"kind": kind, "prompt_tokens": prompt_tokens,
            "methods": {n: {"tokens": t.tokens, "seconds": t.seconds, "tokens_per_s": t.rate} for n, t in timings.items()},
-           "accepted": s["accepted"], "verified": s["accepted"] + s["rejected"], "rounds": s["rounds"],
-           "tokens": s["tokens"], "full_rounds": s["full_rounds"],
-           "full_round_tokens": s["full_round_tokens"], "cost_ratio": c, "verify_ratio": v}
+           "accepted": s.accepted, "verified": s.accepted + s.rejected, "rounds": s.rounds,
+           "tokens": s.tokens, "full_rounds": s.full_rounds,
+           "full_round_tokens": s.full_round_tokens, "cost_ratio": c, "verify_ratio": v}
     # The median runs' tallies (counts and phase seconds), pooled over prompts for the ledger.
-    row["tallies"] = {lane: asdict(measures.LaneTally.from_stats(timings[name].stats))
+    row["tallies"] = {lane: asdict(timings[name].stats.tally)
                       for lane, name in (("spec", "specviz speculative"), ("plain", "specviz plain"))}
     if "specviz speculative (fast)" in runs:
         row["cost_ratio_fast"] = _cost_ratio(runs["specviz speculative (fast)"], runs["specviz plain (fast)"])

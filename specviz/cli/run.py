@@ -12,7 +12,6 @@ import json
 import sys
 
 from ..engine import ledger
-from ..engine.measures import LaneTally
 
 
 def add_parser(sub) -> None:
@@ -131,13 +130,13 @@ def run(args) -> int:
         print(terminal.summary_line(done["spec"].stats, "speculative"))
         if "base" in done:
             print(terminal.summary_line(done["base"].stats, "plain target"))
-            spec, base = (LaneTally.from_stats(done[lane].stats) for lane in ("spec", "base"))
+            spec, base = (done[lane].stats.tally for lane in ("spec", "base"))
             led = ledger.build(spec, base)
             same = "same text" if done["spec"].text == done["base"].text else "texts differ (sampling)"
             speed = "-" if led.speedup is None else f"{led.speedup:.2f}x"
             print(f"measured speedup: {speed}, {led.verdict} (tokens/s ratio; {same})")
             print("\n".join(ledger.text_lines(led)))
     elif "base" in done:
-        spec, base = (LaneTally.from_stats(done[lane].stats) for lane in ("spec", "base"))
+        spec, base = (done[lane].stats.tally for lane in ("spec", "base"))
         print(json.dumps({"kind": "ledger", **ledger.build(spec, base).to_dict()}), flush=True)
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..engine.events import Event
 from ..engine.explain import sentence
+from ..engine.measures import LaneStats
 
 RESET = "\x1b[0m"
 STYLES = {
@@ -50,13 +51,12 @@ def legend(color: bool = True) -> str:
     return "legend: " + " ".join(parts)
 
 
-def summary_line(stats: dict, label: str) -> str:
-    rate = stats.get("acceptance_rate")
-    per_round = stats.get("tokens_per_round")
-    bits = [f"{label}: {stats['tokens']} tokens in {stats['elapsed_s']:.2f}s",
-            f"{stats['tokens_per_s']:.1f} tok/s" if stats.get("tokens_per_s") else "",
+def summary_line(stats: LaneStats, label: str) -> str:
+    rate, per_round = stats.acceptance_rate, stats.tokens_per_round
+    bits = [f"{label}: {stats.tally.tokens} tokens in {stats.tally.elapsed_s:.2f}s",
+            f"{stats.tokens_per_s:.1f} tok/s" if stats.tokens_per_s else "",
             f"acceptance {rate:.2f}" if rate is not None else "",
             f"{per_round:.2f} tokens per full round" if per_round and rate is not None else "",
-            f"{stats['target_forwards']} target passes"]
+            f"{stats.target_forwards} target passes"]
     return ", ".join(b for b in bits if b)
 

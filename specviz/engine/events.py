@@ -14,6 +14,8 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Literal, Union
 
+from .measures import LaneStats
+
 PROBABILITIES = ("p", "q", "accept_prob", "u", "prob")     # each in [0, 1] where present (None: not drawn)
 COUNTS = ("round", "position", "index", "token_id", "discarded", "drafted", "accepted", "emitted",
           "total_tokens", "total_drafted", "total_accepted", "k_next")   # each a whole number >= 0
@@ -172,7 +174,7 @@ class Done(_SelfChecking):
     text: str                      # the streamed pieces joined (a character left unfinished at the very end is dropped)
     token_ids: list[int]
     stop_reason: Literal["max_tokens", "eos", "stop_string", "cancelled", "length_limit"]
-    stats: dict
+    stats: LaneStats               # the lane's tally and figures (measures.py); a dict in to_dict's record
     lane: str = "spec"
     t: float = 0.0
     kind: Literal["done"] = "done"
@@ -182,8 +184,11 @@ Event = Union[Drafted, Accepted, Rejected, Resampled, Bonus, TargetToken, RoundE
 
 
 def to_dict(event: Event) -> dict:
-    """A plain, JSON-able dict of the event (tuples become lists)."""
-    return asdict(event)
+    """A plain, JSON-able dict of the event (tuples become lists; Done's stats flattened by LaneStats.to_dict)."""
+    record = asdict(event)
+    if isinstance(event, Done):
+        record["stats"] = event.stats.to_dict()
+    return record
 
 
 _BY_KIND = {cls.__dataclass_fields__["kind"].default: cls
@@ -196,4 +201,6 @@ def from_dict(record: dict) -> Event:
     fields = {k: v for k, v in record.items() if k != "kind"}
     if cls is Resampled:
         fields["top_residual"] = [tuple(t) for t in fields.get("top_residual", [])]
+    if cls is Done:
+        fields["stats"] = LaneStats.from_dict(fields.get("stats") or {})
     return cls(**fields)

@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 
 from .cached_model import path_stats
 from .events import Done, Event
-from .measures import LaneTally, summary
+from .measures import LaneStats, LaneTally
 from .output import Output
 from .timing import LaneClock
 
@@ -35,7 +35,7 @@ def run_lane(out: Output, cancel, lane: str, clock: LaneClock, tally: LaneTally,
         if drafter is not None:
             drafter.release()
     tally.elapsed_s = clock.total
-    stats = summary(tally, target_forwards=target.forwards, draft_forwards=drafter.forwards if drafter else 0,
-                    **path_stats(target, getattr(drafter, "lm", None)), **(extra_stats or {}))
+    stats = LaneStats.of(tally, target_forwards=target.forwards, draft_forwards=drafter.forwards if drafter else 0,
+                         **path_stats(target, getattr(drafter, "lm", None)), **(extra_stats or {}))
     yield Done(text=out.text, token_ids=out.generated, stop_reason=out.stop_reason or "max_tokens",
                stats=stats, lane=lane, t=clock.total)

@@ -1,9 +1,10 @@
 """Every measured number of specviz, each defined once, with its formula.
 
 A lane's events fold into a `LaneTally` (counts and seconds). The engine folds its own events
-into one to build `Done.stats`; the page folds the events it receives into one per lane; the
-CLI and the benchmark rebuild one from `Done.stats`. All of them then call the functions below,
-so the page, the CLI, the benchmark and the engine's summary cannot disagree on a definition.
+into one to build `Done.stats` (a `LaneStats`: the tally and the lane's figures); the page folds
+the events it receives into one per lane; the CLI and the benchmark read `Done.stats.tally`.
+All of them then call the functions below, so the page, the CLI, the benchmark and the engine's
+summary cannot disagree on a definition.
 
     acceptance rate     a = accepted / verified drafts = accepted / (accepted + rejected)
                         (drafts after the first rejection of a round are never verified)
@@ -33,7 +34,7 @@ a k sweep are those of the pooled tally, never recomputed by hand.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Mapping
 
 TOKEN_KINDS = ("accepted", "resampled", "bonus", "target_token")   # events that add a token to the output
@@ -78,8 +79,11 @@ class LaneTally:
         self.elapsed_s = max(self.elapsed_s, event.t)
 
     @classmethod
-    def from_stats(cls, stats: dict) -> "LaneTally":
-        """The tally a `Done.stats` dict was made from (a field an older trace lacks keeps its default)."""
+    def from_stats(cls, stats: "LaneStats | Mapping") -> "LaneTally":
+        """The tally a `Done.stats` was made from (a copy), or that a trace's stats record holds (a field
+        an older trace lacks keeps its default)."""
+        if isinstance(stats, LaneStats):
+            return replace(stats.tally)
         return cls(**{f.name: stats.get(f.name, f.default) for f in fields(cls)})
 
 
@@ -156,8 +160,42 @@ def verify_ratio(spec: LaneTally, base: LaneTally) -> float | None:
     return per_plain_step(spec.verify_s, spec.rounds, rate(base.tokens, base.elapsed_s))
 
 
-def summary(t: LaneTally, **extra) -> dict:
-    """What `Done.stats` carries: the tally itself, then the lane's own derived figures."""
-    return {**asdict(t), "acceptance_rate": acceptance_rate(t), "draft_acceptance_rate": draft_acceptance_rate(t),
-            "mean_acceptance_length": mean_acceptance_length(t), "tokens_per_round": tokens_per_round(t),
-            "tokens_per_s": rate(t.tokens, t.elapsed_s), **extra}
+@dataclass(frozen=True)
+class LaneStats:
+    """What `Done.stats` carries: the lane's tally, the lane's own figures above, and how it decoded.
+
+    `to_dict()` flattens it into the keys traces and the JSON API have always had (the tally's
+    fields, then the figures, then the rest; `rule` and `rule_lossless` only on a speculative lane);
+    `from_dict` reads such a record back, a key an older trace lacks keeping its default.
+    """
+    tally: LaneTally                              # counts and seconds; elapsed_s = the lane's clock at its end
+    acceptance_rate: float | None = None          # a
+    draft_acceptance_rate: float | None = None    # a_d
+    mean_acceptance_length: float | None = None   # tau
+    tokens_per_round: float | None = None         # over full rounds (Leviathan's E)
+    tokens_per_s: float | None = None             # rate on the lane's own clock
+    target_forwards: int = 0                      # target forward passes (one a round; one a plain token)
+    draft_forwards: int = 0                       # draft model forward passes (0 for prompt lookup)
+    decode_path: str = "eager"                    # "eager", "CUDA graphs", "torch.compile" or "eager replay"
+    capture_s: float = 0.0                        # seconds this run spent capturing CUDA graphs
+    rule: str | None = None                       # speculative lanes: the acceptance rule's name ("forced" when forced)
+    rule_lossless: bool | None = None             # speculative lanes: does that rule keep the target's distribution?
+
+    @classmethod
+    def of(cls, tally: LaneTally, **how) -> "LaneStats":
+        """A finished lane's stats: its tally (copied), the figures computed from it, and `how` it decoded."""
+        return cls(replace(tally), acceptance_rate(tally), draft_acceptance_rate(tally), mean_acceptance_length(tally),
+                   tokens_per_round(tally), rate(tally.tokens, tally.elapsed_s), **how)
+
+    def to_dict(self) -> dict:
+        out = asdict(self.tally)
+        for f in fields(self)[1:]:
+            value = getattr(self, f.name)
+            if not (f.name in ("rule", "rule_lossless") and value is None):
+                out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, record: Mapping) -> "LaneStats":
+        return cls(LaneTally.from_stats(record), **{f.name: record.get(f.name, f.default)
+                                                   for f in fields(cls)[1:]})

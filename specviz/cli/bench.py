@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from ..paths import BENCHMARKS
 from .run import add_model_args, apply_preset

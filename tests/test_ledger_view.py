@@ -22,3 +22,20 @@ def test_a_slower_race_is_drawn_as_a_loss():
 def test_a_stopped_race_is_neither_success_nor_failure():
     out = ledger_html(build(SPEC, PLAIN), stopped=True)
     assert 'data-verdict="stopped"' in out and "verdict-stopped" in out and "✓" not in out and "■ Stopped" in out
+
+
+def test_the_gpu_path_and_its_one_time_capture_are_said():
+    from types import SimpleNamespace
+
+    from specviz.view.ledger_view import path_line
+    first = SimpleNamespace(done={"spec": SimpleNamespace(decode_path="CUDA graphs", capture_s=2.5),
+                                  "base": SimpleNamespace(decode_path="CUDA graphs", capture_s=0.7)})
+    line = path_line(first)
+    assert line.startswith("Decode path: CUDA graphs, captured in 3.2 s") and "one-time" in line
+    later = SimpleNamespace(done={"spec": SimpleNamespace(decode_path="CUDA graphs", capture_s=0.0)})
+    assert "no capture cost" in path_line(later)
+    eager = SimpleNamespace(done={"spec": SimpleNamespace(decode_path="eager", capture_s=0.0)})
+    assert path_line(eager) == ""
+    out = ledger_html(build(SPEC, PLAIN), path=line)
+    assert 'class="decode-path"' in out and "captured in 3.2 s" in out
+    assert 'class="decode-path"' not in ledger_html(build(SPEC, PLAIN))

@@ -49,6 +49,21 @@ def build(stats):
     return ledger_mod.build(spec, plain)
 
 
+def path_line(stats) -> str:
+    """How the lanes decoded, when it is not the plain eager path: "CUDA graphs, captured in N s"
+    on a pair's first race (the one-time cost of the GPU path, engine/graph_model.py), else that
+    the graphs were already there ("" on the eager path)."""
+    dones = [d for d in stats.done.values() if d is not None]
+    paths = sorted({getattr(d, "decode_path", "eager") for d in dones} - {"eager"})
+    if not paths:
+        return ""
+    capture = sum(getattr(d, "capture_s", 0.0) or 0.0 for d in dones)
+    if capture > 0:
+        return (f"Decode path: {', '.join(paths)}, captured in {capture:.1f} s during this race: a one-time cost "
+                f"for this pair (counted on the lanes' clocks); later races replay the graphs.")
+    return f"Decode path: {', '.join(paths)} (captured in an earlier race: no capture cost in this one)."
+
+
 def _num(x, fmt=".2f") -> str:
     return "—" if x is None else format(x, fmt)
 
@@ -73,8 +88,9 @@ def _bar(name: str, lane, scale: float) -> str:
             f'<div class="lane-words">{" · ".join(words)}</div></div>')
 
 
-def ledger_html(led, stopped: bool = False) -> str:
-    """The box; `stopped` labels a race the visitor stopped (its figures cover the part that ran)."""
+def ledger_html(led, stopped: bool = False, path: str = "") -> str:
+    """The box; `stopped` labels a race the visitor stopped (its figures cover the part that ran);
+    `path`: how the lanes decoded (path_line), when not eagerly."""
     verdict = "stopped" if stopped else led.verdict
     glyph, label = VERDICTS.get(verdict, VERDICTS["unmeasured"])
     speed = "" if led.speedup is None else f" · speculative ran {led.speedup:.2f}× the plain rate"
@@ -93,5 +109,6 @@ def ledger_html(led, stopped: bool = False) -> str:
     return (f'<div class="ledger {verdict_class(verdict)}" id="ledger-box" data-verdict="{clean(verdict)}">'
             f'<div class="verdict-line"><span class="verdict-badge">{glyph} {clean(label)}</span>{clean(speed)}</div>'
             f'<p class="cause">{clean(cause)}</p>'
+            + (f'<p class="decode-path">{clean(path)}</p>' if path else "") +
             f'<div class="bars">{_bar("speculative", led.spec, scale)}{_bar("plain", led.plain, scale)}</div>'
             f'<div class="figs">{figs}<span class="fig-k">k = {led.k:.3g}</span></div></div>')

@@ -1,0 +1,60 @@
+"""What a verify pass costs on this CPU: the target's pass over n tokens against one plain step.
+
+For each pair and thread count, engine/calibrate.py's `measure_costs` (the very measurement the app
+makes at load) times one plain step, one draft step and target passes of 2..k_max+1 tokens after a
+cached context; printed as v(n) = pass(n) / plain step and c = draft step / plain step. A pass bound
+by reading the weights costs about one step whatever n is (v = 1: the weights are read once for all
+n rows); what it costs above that is the matrix arithmetic of the extra rows and per-row work.
+Threads: 1 is what the app decodes with when the browser shares the machine (app/cpu_threads.py),
+all cores what the CLI uses.
+
+    python scripts/verify_profile.py [--pairs bundled,smollm2] [--threads 1,2] [--repeats 7] [--out FILE.json]
+"""
+import argparse
+import json
+import os
+import platform
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", default="bundled,smollm2")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--k-max", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from specviz.engine.calibrate import measure_costs
+    from specviz.models.presets import load_preset
+    hf_logging.disable_progress_bar()
+    rows = []
+    for key in args.pairs.split(","):
+        pair = load_preset(key, device="cpu", dtype="float32")
+        for threads in (int(t) for t in args.threads.split(",")):
+            torch.set_num_threads(threads)
+            measure_costs(pair, 1, repeats=2)                      # warm-up at this thread count
+            costs = measure_costs(pair, args.k_max, repeats=args.repeats)
+            v = {n: costs.pass_s[n] / costs.plain_s for n in sorted(costs.pass_s) if n > 1}
+            rows.append({"pair": key, "threads": threads, "plain_ms": 1e3 * costs.plain_s,
+                         "draft_ms": None if costs.draft_s is None else 1e3 * costs.draft_s, "c": costs.c,
+                         "v_by_tokens": v})
+            print(f"{key:8} threads {threads}: plain step {1e3 * costs.plain_s:6.1f} ms, c = {costs.c:.3f}, "
+                  + ", ".join(f"v({n}) = {x:.2f}" for n, x in v.items()), flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"machine": {"processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+                                   "torch": torch.__version__}, "repeats": args.repeats, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

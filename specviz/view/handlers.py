@@ -183,5 +183,6 @@ def stop_run(cancel) -> None:
 def _save_trace(view: RaceView, prompt: str, cfg, preset: str, pair) -> str:
     """The run as JSON: settings, model names (no paths), every event. Everything shown can be rebuilt from it."""
     trace = {"specviz_trace": 1, "prompt": prompt, "preset": preset, "config": cfg.to_dict(),
-             "models": {"target": pair.target_name, "draft": pair.draft_name}, "events": view.trace}
+             "models": {"target": pair.target_name, "draft": pair.draft_name}, "events": view.trace,
+             "acceptance_by_kind": view.kinds.table()}
     return trace_files.save(trace)      # once, where Gradio serves it from; old traces pruned (trace_files.py)

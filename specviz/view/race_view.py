@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..engine import measures
 from ..engine.events import to_dict
 from ..engine.stats import RunStats
+from ..engine.token_kinds import KindTally
 from .render import clean, fragment
 
 STOP_WORDS = {"eos": "end of text", "max_tokens": "max tokens", "stop_string": "stop string",
@@ -20,12 +21,14 @@ class RaceView:
         self.parts: dict[str, list[str]] = {"spec": [], "base": []}
         self.trace: list[dict] = []
         self.positions = measures.PositionTally()     # the speculative lane's judged/accepted per position
+        self.kinds = KindTally()                      # ... and per kind of drafted token (engine/token_kinds.py)
 
     def add(self, event) -> None:
         self.trace.append(to_dict(event))
         self.stats.add(event)
         if event.lane == "spec":
             self.positions.add(event)
+            self.kinds.add(event)
         piece = fragment(event)
         if piece:
             self.parts[event.lane].append(piece)

@@ -168,7 +168,8 @@ def _mc_cell(row: RuleRow) -> str:
     else:
         verdict = ("fails: not p" if not row.lossless
                    else "fails: unexpected for a lossless rule (1 run in 100 does by chance: try another seed)")
-    return f"{verdict} (p-value {row.mc_p:.3g})"
+    shown = "below 1e-300" if row.mc_p == 0 else f"{row.mc_p:.3g}"
+    return f"{verdict} (p-value {shown})"
 
 
 def rules_html(rows: list[RuleRow], note: str, status: str) -> str:

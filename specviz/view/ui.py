@@ -1,9 +1,10 @@
 """build_demo(): the Gradio Blocks of the specviz app (layout first, then listeners).
 
 The page: a control column (prompt, pair, drafter and sampling settings, Run/Stop) beside
-tabs: the race (two streaming panes, stats strip, four plots, trace download), step mode,
-the lossless check, the workshop (workshop_ui.py) and an explanation with a what-if calculator. Handlers live in
-handlers.py and teaching.py and receive plain values; the shared AppState holds only
+tabs: the race (two streaming panes, stats strip, four plots, acceptance by kind of token, trace
+download), step mode, the lossless check, the acceptance rules (rules_tab.py), the workshop
+(workshop_ui.py) and an explanation with a what-if calculator. Handlers live in handlers.py,
+teaching.py and rules_tab.py and receive plain values; the shared AppState holds only
 read-only models and presets. build_demo() does not launch: app.py does.
 """
 from __future__ import annotations
@@ -23,6 +24,8 @@ from .render import LEGEND, clean, hint
 from ..app.request import FORM_FIELDS
 from .teaching import reset_steps, run_lossless, step_round, what_if_plot
 from .workshop_ui import build_workshop_tab
+from .kinds_plot import kinds_from_trace
+from .rules_tab import build_rules_tab
 from ..paths import ASSETS
 
 EXPLAIN = (Path(__file__).resolve().parent / "explain.md").read_text(encoding="utf-8")
@@ -107,6 +110,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                         with gr.Row():
                             plot_hist = gr.Plot(elem_id="plot-hist", show_label=False)
                             plot_pos = gr.Plot(elem_id="plot-position", show_label=False)
+                        plot_kinds = gr.Plot(elem_id="plot-kinds", show_label=False)     # drawn from the trace
                         download = gr.DownloadButton("Download trace (JSON)", interactive=False, elem_id="download-trace")
                     with gr.Tab("Step mode", id="step") as step_tab:
                         gr.Markdown("One round per click: first the draft's guesses, then each verdict, explained.")
@@ -137,6 +141,8 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                                              elem_id="whatif-v")
                             wi_k = gr.Slider(2, 32, value=12, step=1, label="largest k shown", elem_id="whatif-k")
                         wi_plot = gr.Plot(elem_id="plot-whatif", show_label=False)
+                    with gr.Tab("Acceptance rules", id="rules") as rules_tab:     # last: a phone folds it away
+                        wire_rules = build_rules_tab(app)
         cancel = gr.State(None)
         step_state = gr.State(None)
 
@@ -152,6 +158,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                            [status, strip, spec_meter, spec_pane, base_meter, base_pane,
                             plot_acc, plot_race, plot_hist, plot_pos, download, cancel, ledger],
                            api_name="race", show_progress="hidden", **decode)
+        racing.then(kinds_from_trace, [download], [plot_kinds], api_name=False, show_progress="hidden")
         # Stop has its own unlimited group, so it is never queued behind the run it stops. On
         # ZeroGPU the run lives in another process: there Stop also cancels the event itself.
         stop.click(stop_run, [cancel], None, api_name="stop", concurrency_limit=None, concurrency_id="stop",
@@ -164,13 +171,14 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         step_reset.click(reset_steps, None, [step_pane, step_explain, step_state], api_name=False)
         lossless_btn.click(partial(run_lossless, app), [samples, *form], [lossless_result, lossless_plot, cancel],
                            api_name="lossless", **decode)
+        wire_rules(form, cancel, decode)
         gr.api(generate_endpoint(app), api_name="generate", **decode)
         for control in (wi_a, wi_c, wi_v, wi_k):
             control.change(what_if_plot, [wi_a, wi_c, wi_k, wi_v], wi_plot, api_name=False, show_progress="hidden")
         demo.load(what_if_plot, [wi_a, wi_c, wi_k, wi_v], wi_plot, api_name=False)
         # The workshop's exercises choose their own pair and settings: the settings column is hidden
         # while its tab is open (in the page only, no request), and comes back with any other tab.
-        for tab in (race_tab, step_tab, lossless_tab, explain_tab):
+        for tab in (race_tab, step_tab, lossless_tab, rules_tab, explain_tab):
             tab.select(None, None, None, api_name=False, js="() => { document.body.classList.remove('ws-open'); }")
         workshop_tab.select(None, None, None, api_name=False, js="() => { document.body.classList.add('ws-open'); }")
         if app.fetches:      # a background fetch: its progress in the page until it ends

@@ -18,6 +18,7 @@ def test_builtin_prompt_set_has_three_kinds_from_heldout_files():
         assert code.endswith(":") and any(code in text for text in heldout)
 
 
+@pytest.mark.slow    # a benchmark in a subprocess
 def test_bench_compares_all_methods(tiny_dirs, tmp_path):
     out = tmp_path / "bench.json"
     prompts = tmp_path / "prompts.json"
@@ -39,6 +40,7 @@ def test_bench_compares_all_methods(tiny_dirs, tmp_path):
     assert {"code", "grounded", "free text"} == {p["kind"] for p in result["rows"][0]["per_prompt"]}
 
 
+@pytest.mark.slow    # a benchmark in a subprocess
 def test_k_sweep_and_forced_acceptance_on_random_pair(tmp_path):
     prompts = tmp_path / "p.json"
     prompts.write_text(json.dumps(["w1 w2 w3 w4", "w5 w6"]))

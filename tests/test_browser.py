@@ -13,6 +13,8 @@ from specviz.models.presets import Preset
 from specviz.app.state import AppState
 from specviz.view.serve import serve
 
+pytestmark = pytest.mark.slow    # Chromium driving the served app
+
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]

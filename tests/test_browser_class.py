@@ -9,6 +9,8 @@ import pytest
 from tests.test_browser import (PASS_DELAY_S, app_url, browser, page, run_race, set_slider,  # noqa: F401
                                 slow_target, wait_finished)
 
+pytestmark = pytest.mark.slow    # Chromium driving the served app
+
 VIEWPORTS = [(1366, 768), (1400, 900), (390, 844)]
 IDS = [f"{w}x{h}" for w, h in VIEWPORTS]
 GREEN = "rgb(215, 243, 227)"       # --acc-bg: the success colour

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -40,6 +41,7 @@ def test_greedy_speculative_equals_plain_on_bundled_pair():
         assert spec.stats.acceptance_rate > 0.3   # the distilled draft is accepted often
 
 
+@pytest.mark.slow    # trains both models in a subprocess, twice
 def test_trainer_end_to_end_on_a_tiny_budget(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     r = subprocess.run([sys.executable, "-m", "specviz", "train-models", "--size", "tiny", "--out", str(tmp_path / "out"),

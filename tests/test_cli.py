@@ -5,6 +5,8 @@ import pytest
 
 from .helpers import cli
 
+pytestmark = pytest.mark.slow    # each test starts python -m specviz in a subprocess
+
 
 def test_run_json_streams_events_and_ends_with_done(tiny_dirs):
     r = cli("run", "--prompt", "def add(a, b):", "--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"],

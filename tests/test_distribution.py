@@ -42,6 +42,7 @@ SETTINGS = [
 ]
 
 
+@pytest.mark.slow    # chi-square over thousands of seeded runs
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
 def test_first_two_tokens_follow_target(small_vocab_pair, setting):
     pair = small_vocab_pair
@@ -66,6 +67,7 @@ def test_first_two_tokens_follow_target(small_vocab_pair, setting):
         assert chi_square_pvalue(counts.tolist(), draft_expected.tolist()) < 1e-6
 
 
+@pytest.mark.slow    # chi-square over thousands of seeded runs
 @pytest.mark.parametrize("case", ["dense", "one_hot_draft", "disjoint_support"])
 def test_acceptance_rule_output_is_p(case):
     """verify() alone, many draws: the emitted token (accepted draft or resample) is ~ p."""

@@ -1,6 +1,7 @@
 """The drafts' distillation loops (trainer.train_steps under distill.py and feature_distill.py),
 end to end on tiny models and planted tasks: held-out agreement must rise from chance."""
 import numpy as np
+import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -9,6 +10,8 @@ from specviz.training.feature_distill import Example, train_feature_draft
 from specviz.training.feature_distill import validate as validate_features
 from specviz.training.feature_unroll import from_borrowed
 from specviz.training.trainer import TrainSettings
+
+pytestmark = pytest.mark.slow    # each test trains a draft for seconds
 
 VOCAB, WIDTH, LENGTH = 32, 32, 20
 

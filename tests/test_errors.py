@@ -58,6 +58,7 @@ def test_missing_folder_and_unreachable_hub_id(tmp_path):
         load_pair("not a/valid/id!", None)
 
 
+@pytest.mark.slow    # about 8 s loading a non-causal model
 def test_not_a_causal_lm(tmp_path):
     from transformers import BertConfig, BertModel
     BertModel(BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,

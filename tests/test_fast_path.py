@@ -3,12 +3,15 @@
 Compiling is slow on a CPU (tens of seconds per step shape even for the tiny models), so
 these tests share one set of shapes: k = 3, 24 new tokens, two prompts.
 """
+import pytest
 import torch
 
 from specviz import SpecConfig, decode_baseline, speculate
 from specviz.engine import static_model
 
 from .helpers import PROMPTS, last
+
+pytestmark = pytest.mark.slow    # torch.compile: tens of seconds per step shape on a CPU
 
 N = 24
 

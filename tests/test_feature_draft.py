@@ -106,6 +106,7 @@ def test_refuses_assisted_generation_and_the_fast_path(pair_feature):
         speculate(pair_feature, PROMPTS[0], SpecConfig(fast=True))
 
 
+@pytest.mark.slow    # a benchmark in a subprocess
 def test_bench_times_assisted_generation_with_a_plain_draft(tiny_dirs, feature_dir, tmp_path):
     """transformers' assisted generation cannot run a feature draft: the benchmark leaves it out,
     or times it with the plain draft given by --hf-assistant."""
@@ -121,6 +122,7 @@ def test_bench_times_assisted_generation_with_a_plain_draft(tiny_dirs, feature_d
     assert result["models"]["hf_assistant"].endswith("cut") and result["rows"][0]["summary"]["specviz_vs_hf_assisted"] > 0
 
 
+@pytest.mark.slow    # chi-square over thousands of seeded runs
 def test_sampled_tokens_follow_target():
     """Chi-square over the first two tokens (the second drafted from features), with a head that
     covers 6 of the 8 tokens (q = 0 for the others: only the residual can produce them)."""

@@ -65,6 +65,7 @@ def test_spaces_decorator_is_applied_with_a_duration(monkeypatch):
     assert zerogpu.spaces is None and not zerogpu.ON_ZEROGPU
 
 
+@pytest.mark.slow    # a served app and concurrent clients
 def test_concurrent_clients_each_get_their_own_seeded_output(tiny_dirs):
     app = tiny_app(tiny_dirs, limits=Limits(queue_size=16, concurrency_per_device=1))
     demo, url = serve(app)
@@ -80,6 +81,7 @@ def test_concurrent_clients_each_get_their_own_seeded_output(tiny_dirs):
     print(f"\n6 clients: p50 {p['p50_s']:.2f} s, p95 {p['p95_s']:.2f} s")
 
 
+@pytest.mark.slow    # a served app and concurrent clients
 def test_clients_keep_streaming_while_one_switches_to_a_pair_not_loaded_yet(tiny_dirs, monkeypatch):
     """One visitor picks a pair whose first load is slow; everyone else is served meanwhile, and
     every output is still the one its seed gives alone (nothing lost, nothing crossed)."""

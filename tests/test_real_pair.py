@@ -12,6 +12,8 @@ from specviz.bench.runner import hf_generate
 from specviz.engine.detokenize import IncrementalDetokenizer
 from specviz.models.chat import chat_ids
 
+pytestmark = pytest.mark.slow    # SmolLM2-135M in fp32
+
 # Chat and code, as people use the pair; each long enough for many rejections.
 PROMPTS = [
     ("chat", "List five tips for staying focused while studying."),

@@ -6,7 +6,14 @@ anything else that escapes is a bug.
 
 
 class SpecvizError(Exception):
-    """A problem the user can act on; str(err) is a one-line explanation."""
+    """A problem the user can act on; str(err) is a one-line explanation (the CLI, the server's log).
+
+    `visitor`, when given, says the same to a web visitor: no server paths, no command-line advice
+    (app/visitor_text.py shows it, or str(err) with any path taken out)."""
+
+    def __init__(self, *args, visitor: str | None = None):
+        super().__init__(*args)
+        self.visitor = visitor
 
 
 class ConfigError(SpecvizError, ValueError):

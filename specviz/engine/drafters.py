@@ -25,7 +25,7 @@ from typing import Protocol
 
 import torch
 
-from .cached_model import cached_model, uncached
+from .cached_model import ModelWithCache, cached_model, uncached
 from .config import SpecConfig
 from .kv_buffer import buffered_cache
 from .sampling import choose, warp
@@ -39,6 +39,7 @@ class Proposal:
 
 class Drafter(Protocol):
     reads_target_features: bool         # update() needs the target's final hidden states (a feature draft)
+    lm: ModelWithCache | None           # the draft model's cache path, reported in Done.stats (None: no such path)
 
     @property
     def forwards(self) -> int: ...      # draft-model forward passes so far (0 without a model)
@@ -89,6 +90,7 @@ class ModelDrafter:
 
 class PromptLookupDrafter:
     reads_target_features = False
+    lm = None                           # no model
 
     def __init__(self, vocab_size: int, device: torch.device, max_ngram: int):
         self.vocab_size, self.device, self.max_ngram = vocab_size, device, max_ngram
@@ -128,6 +130,7 @@ class PromptLookupDrafter:
 
 class FeatureDrafter:
     reads_target_features = True
+    lm = None                           # its own eager cache (buffered_cache), fed with features
 
     def __init__(self, model, vocab_size: int, cfg: SpecConfig, gen: torch.Generator):
         self.model, self.vocab_size, self.gen = model, vocab_size, gen

@@ -36,6 +36,6 @@ def run_lane(out: Output, cancel, lane: str, clock: LaneClock, tally: LaneTally,
             drafter.release()
     tally.elapsed_s = clock.total
     stats = LaneStats.of(tally, target_forwards=target.forwards, draft_forwards=drafter.forwards if drafter else 0,
-                         **path_stats(target, getattr(drafter, "lm", None)), **(extra_stats or {}))
+                         **path_stats(target, drafter.lm if drafter else None), **(extra_stats or {}))
     yield Done(text=out.text, token_ids=out.generated, stop_reason=out.stop_reason or "max_tokens",
                stats=stats, lane=lane, t=clock.total)

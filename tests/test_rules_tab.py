@@ -117,3 +117,16 @@ def test_kinds_plot_from_hand_made_events(tmp_path):
     assert list(again.data[0].x) == list(bars.x)                     # an unknown kind is dropped
     assert kinds_from_trace(None) is None and kinds_from_trace(str(tmp_path / "missing.json")) is None
     assert len(kinds_figure([]).data) == 0
+
+
+def test_the_kinds_exercise_answers_from_its_own_run(tiny_dirs):
+    from specviz.view.workshop import BY_KEY, MIN_JUDGED
+    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("def add(a, b):\n    return",))
+    app = AppState(presets={"tiny": preset}, device="cpu")
+    ex = BY_KEY["kinds"]
+    out = ex.run(app)
+    assert out.value in ex.choices and out.shown.startswith(out.value)
+    judged = {b: (int(t.split("/")[0]), int(t.split("/")[1])) for b, t in zip(out.figure.data[0].x, out.figure.data[0].text)}
+    best = max((a / j, k) for k, (a, j) in judged.items() if j >= MIN_JUDGED)
+    assert judged[out.value] and best[0] == pytest.approx(judged[out.value][0] / judged[out.value][1])
+    assert f"{judged[out.value][0]} of {judged[out.value][1]}" in out.why

@@ -20,6 +20,8 @@ from ..app.state import AppState
 from .plots import lossless_bars, race_chart
 from ..app.settings import prompt_ids
 from .sweep import SWEEP_KS, Sweep, sweep_figure
+from .kinds_plot import kinds_figure
+from ..engine.token_kinds import KINDS, KindTally
 
 RENAME_PROMPT = ("def total_price(items):\n    total = 0\n    for item in items:\n        total += item.price * "
                  "item.quantity\n    return total\n\n\n# The same function, with `total` renamed to `running_sum`:\n"
@@ -195,6 +197,29 @@ def cost(app: AppState) -> Outcome:
                    f"cost as much as a target step: a draft must be far cheaper than the target, not just agree.")
 
 
+MIN_JUDGED = 5     # a kind counts for the kinds exercise once the target judged this many of its drafts
+
+
+def token_kinds(app: AppState) -> Outcome:
+    key = pick(app, "fast")
+    cfg = SpecConfig(k=app.preset(key).k, max_new_tokens=96)
+    tally = KindTally()
+    for record in app.sliced(gpu_calls.run_stream(gpu_calls.handle(app), key, _ids(app, key), cfg.to_dict())):
+        tally.add(from_dict(record))
+    rows = sorted((r for r in tally.table() if r["judged"] >= MIN_JUDGED), key=lambda r: -r["acceptance_rate"])
+    if not rows:
+        return Outcome("", "too few drafts judged to tell", f"The run judged fewer than {MIN_JUDGED} drafts of "
+                       "any kind, too few to tell which kind the draft gets right.", kinds_figure(tally.table()))
+    best, worst = rows[0], rows[-1]
+    name = lambda r: r["kind"].replace("_", " ")      # noqa: E731
+    each = lambda r: f"{name(r)} {r['acceptance_rate']:.0%} ({r['accepted']} of {r['judged']})"      # noqa: E731
+    return Outcome(name(best), each(best),
+                   f"Of the drafts the target judged in this run, it kept {each(best)}, and {each(worst)} (kinds "
+                   f"judged fewer than {MIN_JUDGED} times left out). A draft is kept where the text leaves the target "
+                   f"little choice and lost where it must choose, so here {name(best)} was the most predictable kind "
+                   f"of token for this pair and {name(worst)} the least.", kinds_figure(tally.table()))
+
+
 def _first_difference(a: str, b: str) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
@@ -222,5 +247,9 @@ EXERCISES = (
              "What speedup will speculative decoding reach?", (), bad_draft),
     Exercise("cost", "The cost ratio c", "One draft step costs what fraction c of a target step (0 to 1)?",
              (), cost),
+    Exercise("kinds", "Which tokens the draft gets right", "96 greedy tokens from the pair's first example: "
+             "which kind of token does the draft get right most often (the highest share kept, of kinds judged "
+             f"{MIN_JUDGED} times or more)?",
+             tuple(k.replace("_", " ") for k in KINDS), token_kinds),
 )
 BY_KEY = {e.key: e for e in EXERCISES}

@@ -107,7 +107,7 @@ def run(app: AppState, key, number, choice, progress):
 
 def build_workshop_tab(app: AppState, decode: dict) -> None:
     """The tab's components and listeners (call inside a gr.Tab)."""
-    gr.Markdown("Nine short exercises for a class or on your own. Each one runs real models on this machine "
+    gr.Markdown("Ten short exercises for a class or on your own. Each one runs real models on this machine "
                 "and measures; predict before you look. Each exercise picks its own pair and settings (the "
                 "settings column is hidden meanwhile). The lesson plan is in `docs/workshop.md`.")
     with gr.Row():

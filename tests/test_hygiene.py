@@ -214,3 +214,45 @@ def test_an_unwritable_home_is_reported_to_visitors_without_its_path(tmp_path, m
         app.pair(smollm2)
     _no_server_detail(str(err.value), home)
     assert str(home) in caplog.text
+
+
+# --- 8: model files are checked against their recorded sums ---------------------------------
+def test_the_shipped_models_match_their_manifest():
+    from specviz.models.integrity import recorded, sums_of
+    from specviz.paths import MODELS
+    for name in ("target", "draft", "smollm2-draft"):
+        assert recorded(MODELS / name) == sums_of(MODELS / name), name
+
+
+def test_a_flipped_byte_in_a_shipped_model_is_refused_naming_the_model(tmp_path):
+    import shutil
+    from specviz.errors import LoadError
+    from specviz.models.integrity import write_manifest
+    from specviz.models.loading import load_pair
+    from specviz.paths import MODELS
+    for name in ("target", "draft"):
+        shutil.copytree(MODELS / name, tmp_path / name)
+    write_manifest(tmp_path)
+    weights = tmp_path / "draft" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-100] ^= 0x01                                    # one bit of one weight
+    weights.write_bytes(bytes(data))
+    with pytest.raises(LoadError) as err:
+        load_pair(str(tmp_path / "target"), str(tmp_path / "draft"), device="cpu")
+    text = str(err.value)
+    assert "the model draft is damaged" in text and "model.safetensors" in text
+    assert str(tmp_path) not in text and "\n" not in text
+
+
+def test_a_fetched_model_is_checked_against_the_sums_fetch_recorded(tmp_path, tiny_dirs):
+    import json
+    import shutil
+    from specviz.errors import LoadError
+    from specviz.models.integrity import sums_of, verify
+    folder = tmp_path / "someone--tiny"
+    shutil.copytree(tiny_dirs["target"], folder)
+    (folder / "specviz-source.json").write_text(json.dumps({"hub_id": "someone/tiny", "sha256": sums_of(folder)}))
+    verify(folder, "someone/tiny")
+    (folder / "config.json").write_text((folder / "config.json").read_text().replace("2", "3", 1))
+    with pytest.raises(LoadError, match="the model someone/tiny is damaged: its file config.json"):
+        verify(folder, "someone/tiny")

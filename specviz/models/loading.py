@@ -4,7 +4,9 @@ Everything goes through `AutoModelForCausalLM` / `AutoTokenizer.from_pretrained`
 `trust_remote_code` never enabled. Device "auto" picks CUDA, then MPS, then CPU; dtype
 "auto" is bfloat16 on CUDA and float32 elsewhere (the bundled fp16 weights are upcast).
 With more than one GPU the target loads with accelerate's device_map="auto", so a target
-larger than one GPU spreads over them. Every failure becomes a one-line LoadError.
+larger than one GPU spreads over them. Every failure becomes a one-line LoadError. A folder with
+recorded sha256 sums (the shipped models' assets/models/SHA256SUMS, a fetched model's marker) is
+checked against them first (integrity.py): flipped bytes in a safetensors file would load silently.
 
 A hub id that `python -m specviz fetch` has converted (fetch.py) loads from its folder in
 SPECVIZ_HOME, offline; a draft saved as `BorrowedDraftForCausalLM` gets its target's
@@ -26,6 +28,7 @@ from ..paths import MODELS
 from . import borrowed_draft  # noqa: F401 - registers the borrowed-weights draft with the Auto classes
 from . import feature_draft  # noqa: F401 - and the feature draft (a borrowed draft that reads target features)
 from .fetch import FETCHABLE, fetch_hint, fetched
+from .integrity import verify
 from .packed_linear import mkl_packing_available, pack_linears
 
 BUNDLED_TARGET, BUNDLED_DRAFT = str(MODELS / "target"), str(MODELS / "draft")
@@ -86,6 +89,7 @@ def load_tokenizer(name: str):
 def load_model(name: str, device: torch.device, dtype: torch.dtype, spread: bool = False):
     from transformers import AutoModelForCausalLM
     _check_name(name)
+    verify(resolve(name), Path(name).name if is_local(name) else name)    # recorded sums (integrity.py)
     kwargs = {"dtype": dtype, "trust_remote_code": False}
     if spread:
         kwargs["device_map"] = "auto"

@@ -68,6 +68,12 @@ def test_refusals_are_one_line(app):
 def test_stop_ends_it_with_a_line(app):
     html, _, cancel = list(run_rules(app, 1.0, stop=lambda: True, **FORM))[-1]
     assert "Stopped." in html and cancel is None
+    run = run_rules(app, 1.0, **FORM)
+    _, _, cancel = next(run)                  # the page's Stop sets the flag the first update hands over
+    assert "Racing rule 1 of 5" in next(run)[0]
+    cancel.set()
+    rest = list(run)
+    assert len(rest) == 1 and "Stopped." in rest[0][0] and rest[0][2] is None
 
 
 def test_first_position_laws_on_a_known_pair():

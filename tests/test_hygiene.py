@@ -256,3 +256,40 @@ def test_a_fetched_model_is_checked_against_the_sums_fetch_recorded(tmp_path, ti
     (folder / "config.json").write_text((folder / "config.json").read_text().replace("2", "3", 1))
     with pytest.raises(LoadError, match="the model someone/tiny is damaged: its file config.json"):
         verify(folder, "someone/tiny")
+
+
+# --- 8: a visitor's model id is a hub id, never a folder of this server -----------------------
+def _custom_error(app, target: str) -> str:
+    from specviz.app.request import RunRequest, prepare
+    from specviz.app.state import CUSTOM
+    from specviz.errors import SpecvizError
+    with pytest.raises(SpecvizError) as err:
+        prepare(app, RunRequest(prompt="def f():", preset=CUSTOM, custom_target=target))
+    return str(err.value)
+
+
+def test_custom_ids_are_hub_ids_only_and_tell_nothing_of_local_folders():
+    from specviz.app.state import AppState
+    app = AppState(allow_custom_models=True, device="cpu")
+    existing = _custom_error(app, "assets/models")            # a folder of this checkout, relative to its cwd
+    missing = _custom_error(app, "assets/nosuchfolder")
+    assert existing.replace("assets/models", "X") == missing.replace("assets/nosuchfolder", "X")
+    assert "folder" not in existing and "Hugging Face Hub" in existing
+    assert "Hugging Face Hub id" in _custom_error(app, "assets/models/target")   # not an id at all
+
+
+def test_a_host_may_let_custom_ids_name_local_folders(tmp_path, monkeypatch):
+    from specviz.app.profile import load_profile
+    from specviz.app.request import RunRequest, prepare
+    from specviz.app.state import CUSTOM, AppState
+    from specviz.paths import SPACES_YAML
+    text = (SPACES_YAML.read_text().replace("  allow_custom_models: false", "  allow_custom_models: true", 1)
+            .replace("  allow_local_model_paths: false", "  allow_local_model_paths: true", 1))
+    (tmp_path / "spaces.yaml").write_text(text)
+    profile = load_profile(tmp_path / "spaces.yaml", tier="cpu")
+    assert profile.allow_local_model_paths and not load_profile(SPACES_YAML, tier="cpu").allow_local_model_paths
+    app = AppState.from_profile(profile, device="cpu")
+    monkeypatch.chdir(SPACES_YAML.parent / "assets")
+    run = prepare(app, RunRequest(prompt="def f():", preset=CUSTOM, custom_target="models/target",
+                                  custom_draft="models/draft", max_new=8))
+    assert run.pair.draft is not None

@@ -45,6 +45,7 @@ class Profile:
     presets: dict[str, Preset]
     limits: Limits = field(default_factory=Limits)
     allow_custom_models: bool = False
+    allow_local_model_paths: bool = False    # may a custom id name a folder of the server? (never by default)
 
 
 def detect_tier(env=None) -> str:
@@ -71,13 +72,15 @@ def load_profile(path: str | Path | None = None, tier: str | None = None) -> Pro
     chosen = tiers[tier]
     where = f"tiers.{tier}"
     expect(isinstance(chosen, dict), where, "must be a mapping")
-    known(defaults, {"limits", "allow_custom_models"}, "defaults")
-    known(chosen, {"limits", "allow_custom_models", "presets"}, where)
+    known(defaults, {"limits", "allow_custom_models", "allow_local_model_paths"}, "defaults")
+    known(chosen, {"limits", "allow_custom_models", "allow_local_model_paths", "presets"}, where)
     limits = _limits({**(defaults.get("limits") or {}), **(chosen.get("limits") or {})}, f"{where}.limits")
     allow = chosen.get("allow_custom_models", defaults.get("allow_custom_models", False))
     expect(isinstance(allow, bool), f"{where}.allow_custom_models", "must be true or false")
+    local = chosen.get("allow_local_model_paths", defaults.get("allow_local_model_paths", False))
+    expect(isinstance(local, bool), f"{where}.allow_local_model_paths", "must be true or false")
     presets = parse_presets(chosen.get("presets"), f"{where}.presets", limits.k_range)
-    return Profile(tier, presets, limits, allow)
+    return Profile(tier, presets, limits, allow, local)
 
 
 def _limits(raw: dict, where: str) -> Limits:

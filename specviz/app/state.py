@@ -39,6 +39,7 @@ class AppState:
     presets: dict[str, Preset] = field(default_factory=tier_presets)   # spaces.yaml's cpu tier
     limits: Limits = field(default_factory=Limits)
     allow_custom_models: bool = False
+    allow_local_model_paths: bool = False   # custom ids may name server folders (spaces.yaml; off: hub ids only)
     device: str = "auto"
     cache: PairCache | None = None
     max_prompt_chars: int = 50_000
@@ -101,6 +102,7 @@ class AppState:
     def from_profile(cls, profile: Profile, device: str = "auto", on_zerogpu: bool = False) -> "AppState":
         return cls(presets=dict(profile.presets), limits=profile.limits,
                    allow_custom_models=profile.allow_custom_models and not on_zerogpu, device=device,
+                   allow_local_model_paths=profile.allow_local_model_paths,
                    on_zerogpu=on_zerogpu)
 
     @property
@@ -186,7 +188,8 @@ class AppState:
         """Load and warm up a pair. A failure is logged in full and raised in the visitor's words (no
         server paths, no CLI advice: app/visitor_text.py)."""
         try:
-            pair = load_pair(preset.target, preset.draft, device=self.device)
+            hub_only = preset.key in self.custom and not self.allow_local_model_paths   # a visitor's own ids
+            pair = load_pair(preset.target, preset.draft, device=self.device, hub_only=hub_only)
         except LoadError as err:
             log.warning("loading the pair %r failed: %s", preset.key, err)
             text = for_visitor(err).replace(fetch_hint(preset.target), "the host has not fetched it yet")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -140,8 +141,15 @@ def _vocab_fingerprint(tokenizer) -> tuple:
 
 
 def load_pair(target: str | None = None, draft: str | None = None, device: str = "auto",
-              dtype: str = "auto") -> ModelPair:
-    """Load target and draft (hub ids or folders). target=None: the bundled pair (and its draft)."""
+              dtype: str = "auto", hub_only: bool = False) -> ModelPair:
+    """Load target and draft (hub ids or folders). target=None: the bundled pair (and its draft).
+    hub_only: both are hub ids, looked up on the Hub (or fetched), never as a folder of this machine
+    whatever their name (a web visitor's own ids: "assets/models" is no way into the server's files)."""
+    if hub_only:
+        names = (target, draft)
+        target, draft = _from_hub(target, "target"), _from_hub(draft, "draft") if draft else None
+        pair = load_pair(target, draft, device, dtype)
+        return replace(pair, target_name=names[0], draft_name=names[1] or "none")
     if target is None:
         if not Path(BUNDLED_TARGET, "config.json").exists():
             raise LoadError("the bundled models are missing from assets/models: run `python -m specviz train-models`")
@@ -164,6 +172,22 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
             if model is not None:
                 pack_linears(model)
     return make_pair(target_model, draft_model, tokenizer, vocab, target, draft)
+
+
+HUB_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja"]   # what a model and its tokenizer read
+
+
+def _from_hub(name, what: str) -> str:
+    """The local copy of hub id `name`: fetched, or downloaded (cached) from the Hub; never a local folder."""
+    if not isinstance(name, str) or not HUB_ID.match(name):
+        raise LoadError(f"the {what} must be a Hugging Face Hub id such as owner/name")
+    if (folder := fetched(name)) is not None:
+        return str(folder)
+    from huggingface_hub import snapshot_download
+    try:
+        return snapshot_download(name, allow_patterns=HUB_FILES)
+    except Exception as err:  # noqa: BLE001 - every failure becomes one readable line
+        raise LoadError(f"could not load the {what} {name!r}: {_hub_reason(err)}") from None
 
 
 def _load_draft(draft: str, tokenizer, target_model, target: str, dev: torch.device, dt: torch.dtype):

@@ -3,7 +3,10 @@
 Each test here failed before its fix: out-of-range values on /race, /step and /lossless were
 refused by Gradio's own component checks before the app saw them (the page's status stuck on
 "Starting …"); a seed sent as text was a TypeError; /generate without its defaulted fields was a
-generic error; ...
+generic error; fetch into an unwritable SPECVIZ_HOME printed a traceback, and from a corrupt wheel
+said "offline" and kept the copy; every race left its trace on disk twice, for ever; visitors saw
+server paths and CLI advice; a custom id could name a server folder; a flipped bit in a model's
+weights loaded silently.
 """
 from __future__ import annotations
 

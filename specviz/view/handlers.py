@@ -27,7 +27,7 @@ from .plots import all_figures
 from .race_view import RaceView
 from . import trace_files
 from ..app.machine_load import OtherLoad, disturbed
-from .ledger_view import VERDICTS, build as build_ledger, ledger_html, verdict_class
+from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line, verdict_class
 from .render import clean
 from ..app.request import Prepared, RunRequest, prepare, settle
 from ..app.slots import Stopped
@@ -102,7 +102,7 @@ def _race(app: AppState, *form, **named):
     yield (summary, view.strip(), view.meter("spec"), view.pane("spec"), view.meter("base"),
            view.pane("base"), *all_figures(view.stats),
            gr.DownloadButton(value=_save_trace(view, req.prompt, cfg, run.preset.key, run.pair), interactive=True),
-           None, ledger_html(led, stopped=stopped))
+           None, ledger_html(led, stopped=stopped, path=path_line(view.stats)))
 
 
 def _stream(view: RaceView, events: Iterator[Event]):
@@ -184,5 +184,6 @@ def _save_trace(view: RaceView, prompt: str, cfg, preset: str, pair) -> str:
     """The run as JSON: settings, model names (no paths), every event. Everything shown can be rebuilt from it."""
     trace = {"specviz_trace": 1, "prompt": prompt, "preset": preset, "config": cfg.to_dict(),
              "models": {"target": pair.target_name, "draft": pair.draft_name}, "events": view.trace,
-             "acceptance_by_kind": view.kinds.table()}
+             "acceptance_by_kind": view.kinds.table(),
+             "ledger": build_ledger(view.stats).to_dict()}      # why faster or slower (engine/ledger.py)
     return trace_files.save(trace)      # once, where Gradio serves it from; old traces pruned (trace_files.py)

@@ -80,6 +80,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                         k = lenient.Slider(app.limits.k_range[0], app.limits.k_range[1], value=first.k, step=1,
                                            label="k (drafts per round)", elem_id="k")
                         adaptive = gr.Checkbox(False, label="adaptive k", elem_id="adaptive")
+                    k_note = gr.HTML(_k_note_html(app, first), elem_id="k-note")     # where the offered k comes from
                     temperature = lenient.Slider(0, 2, value=0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
                     with gr.Row():
                         top_k = lenient.Slider(0, 200, value=0, step=1, label="top-k (0 = off)", elem_id="top-k")
@@ -184,7 +185,9 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         if app.fetches:      # a background fetch: its progress in the page until it ends
             ticker = gr.Timer(2.0, active=app.fetching())
             ticker.tick(partial(_fetch_tick, app), None, [fetch_line, ticker], api_name=False, show_progress="hidden")
-        preset.change(partial(_on_preset, app), [preset], [examples.dataset, k, chat], api_name=False)
+        preset.change(partial(_on_preset, app), [preset], [examples.dataset, k, chat, k_note], api_name=False)
+        # The k measured for the pair on this machine (a background calibration after its load).
+        demo.load(partial(_offered_k, app), [preset], [k, k_note], api_name=False, show_progress="hidden")
     return demo
 
 
@@ -198,10 +201,25 @@ def _fetch_tick(app: AppState):
 
 
 def _on_preset(app: AppState, key):
-    """A pair was picked: its examples, its k, and its chat default (custom pairs may be either)."""
+    """A pair was picked: its examples, its k (as measured here, else the preset's), and its chat
+    default (custom pairs may be either)."""
     if key == CUSTOM:
-        return gr.skip(), gr.skip(), gr.Checkbox(interactive=True)
+        return gr.skip(), gr.skip(), gr.Checkbox(interactive=True), ""
     p = app.presets.get(key)
     if p is None:
-        return gr.skip(), gr.skip(), gr.skip()
-    return gr.Dataset(samples=[[e] for e in p.examples]), p.k, gr.Checkbox(value=p.chat, interactive=p.chat)
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+    return (gr.Dataset(samples=[[e] for e in p.examples]), app.suggested_k(p),
+            gr.Checkbox(value=p.chat, interactive=p.chat), _k_note_html(app, p))
+
+
+def _offered_k(app: AppState, key):
+    """At page load: the k measured for the selected pair, and its line (unchanged before it is measured)."""
+    p = app.presets.get(key)
+    if p is None or p.key not in app.advice:
+        return gr.skip(), gr.skip()
+    return app.suggested_k(p), _k_note_html(app, p)
+
+
+def _k_note_html(app: AppState, preset) -> str:
+    note = app.k_note(preset)
+    return f'<div class="k-note">{clean(note)}</div>' if note else ""

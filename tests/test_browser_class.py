@@ -60,7 +60,7 @@ def test_one_screen_holds_prompt_run_and_both_panes(browser, app_url, size):
         else:   # a phone: the controls, then the speculative pane, on the first screen
             assert prompt["y"] < run["y"] < spec["y"] < base["y"]
             assert spec["y"] + 48 <= h, spec
-            for name in ("Race", "Step mode", "Lossless?", "Workshop", "Explain"):
+            for name in ("Race", "Step mode", "Lossless?", "Rules", "Workshop", "Explain"):
                 assert pg.locator(f"button[role=tab]:has-text('{name}')").is_visible(), name
         race(pg, "def add(a, b):\n    return", 24)
         wait_finished(pg)

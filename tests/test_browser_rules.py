@@ -37,7 +37,7 @@ def page():
 
 
 def test_rules_tab_labels_and_fails_the_lossy_rules(page):
-    page.get_by_role("tab", name="Acceptance rules").click()
+    page.get_by_role("tab", name="Rules").click()
     page.click("#rules-run")
     page.wait_for_function("document.querySelector('#rules-result').innerText.includes('5 rules raced')",
                            timeout=180_000)

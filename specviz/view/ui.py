@@ -142,7 +142,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                                              elem_id="whatif-v")
                             wi_k = gr.Slider(2, 32, value=12, step=1, label="largest k shown", elem_id="whatif-k")
                         wi_plot = gr.Plot(elem_id="plot-whatif", show_label=False)
-                    with gr.Tab("Acceptance rules", id="rules") as rules_tab:     # last: a phone folds it away
+                    with gr.Tab("Rules", id="rules") as rules_tab:     # the acceptance rules side by side
                         wire_rules = build_rules_tab(app)
         cancel = gr.State(None)
         step_state = gr.State(None)

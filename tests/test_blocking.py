@@ -85,8 +85,8 @@ def test_stop_ends_a_race_on_the_record_path(tiny_dirs):
     updates = run_race(app, **FORM)
     cancel = None
     for update in updates:
-        if isinstance(update[-1], threading.Event):
-            cancel = update[-1]
+        cancel = next((u for u in update if isinstance(u, threading.Event)), None)
+        if cancel is not None:
             break
     cancel.set()                                                  # what the Stop button does
     last = list(updates)[-1]
@@ -108,7 +108,7 @@ def test_zerogpu_emulation_decodes_only_inside_gpu_functions(tiny_dirs, monkeypa
             model.register_forward_pre_hook(lambda m, a: None if zerogpu.in_worker() else outside.append(m))
     for key in app.presets:                                       # switching pairs
         form = {**FORM, "preset": key, "max_new": 24}
-        assert "Finished" in list(run_race(app, **form))[-1][0]
+        assert "status-done" in list(run_race(app, **form))[-1][0]
         assert "Round 1:" in step_round(app, None, **form)[1]
         assert "samples" in list(run_lossless(app, 50, **{**form, "temperature": 1.0}))[-1][0]
         assert generate(app, "def f(x):\n", key, max_new_tokens=8)["stop_reason"] in ("max_tokens", "eos")
@@ -121,13 +121,17 @@ def test_zerogpu_emulation_decodes_only_inside_gpu_functions(tiny_dirs, monkeypa
 
 def test_the_page_says_why_lanes_differ():
     """Greedy lanes can only part through low-precision rounding (bf16 on a GPU); sampled lanes by chance."""
+    from specviz.engine.ledger import build
+    from specviz.engine.measures import LaneTally
     from specviz.view.handlers import _summary
     from specviz.view.race_view import RaceView
     view = RaceView(4)
+    led = build(LaneTally(rounds=2, drafted=8, accepted=5, rejected=2, tokens=8, elapsed_s=0.5),
+                LaneTally(tokens=8, elapsed_s=0.6))
     view.stats.texts = {"spec": "def f(x): return x", "base": "def f(x): return 1"}
-    assert "bfloat16" in _summary(view, None, True, "torch.bfloat16") and "float32 they are identical" in \
-        _summary(view, None, True, "torch.bfloat16")
-    assert "by chance" in _summary(view, None, False, "torch.float32")
-    assert "please report" in _summary(view, None, True, "torch.float32")
+    assert "bfloat16" in _summary(view, led, None, True, "torch.bfloat16") and "float32 they are identical" in \
+        _summary(view, led, None, True, "torch.bfloat16")
+    assert "by chance" in _summary(view, led, None, False, "torch.float32")
+    assert "please report" in _summary(view, led, None, True, "torch.float32")
     view.stats.texts = {"spec": "same", "base": "same"}
-    assert "(" not in _summary(view, None, True, "torch.bfloat16")
+    assert "(" not in _summary(view, led, None, True, "torch.bfloat16")

@@ -144,3 +144,10 @@ def test_a_draft_too_slow_for_its_target_is_named():
     led = build(spec, plain)
     assert led.verdict == "slower" and led.c > 0.3 and "too slow next to its target" in led.cause
     assert f"c = {led.c:.2f}" in led.cause
+
+
+def test_a_race_with_no_phase_timings_still_gets_a_ledger():
+    # An older trace, or a run too short to time: no seconds in any phase.
+    led = build(LaneTally(rounds=2, drafted=8, accepted=5, rejected=2, tokens=8, elapsed_s=0.5),
+                LaneTally(tokens=8, elapsed_s=0.6))
+    assert led.theory is None and led.verdict == "faster" and led.cause

@@ -75,7 +75,8 @@ def build(spec: m.LaneTally, plain: m.LaneTally) -> Ledger:
     a, c, v = m.acceptance_rate(spec), m.cost_ratio(spec, plain), m.verify_ratio(spec, plain)
     k = spec.drafted / spec.rounds if spec.rounds else 0.0
     speedup = m.lane_speedup(spec, plain)
-    theory = expected_speedup(a, k, c, v) if None not in (a, c, v) and k > 0 else None
+    # No theory for a round that measured no time at all (a trace without phase timings).
+    theory = expected_speedup(a, k, c, v) if None not in (a, c, v) and k > 0 and k * c + v > 0 else None
     even = break_even_acceptance(k, c, v) if None not in (c, v) and k > 0 else None
     tau = m.mean_acceptance_length(spec)
     spec_l, plain_l = lane_ledger(spec), lane_ledger(plain)

@@ -17,6 +17,9 @@ import numpy as np
 import torch
 from transformers import LlamaConfig
 
+from specviz.app.profile import Limits
+from specviz.app.state import AppState
+from specviz.models.presets import Preset
 from specviz.paths import ROOT
 
 PROMPTS = ["def add(a, b):\n    return", "import os\nimport sys\n\n\nclass", "for i in range(10):\n    print(i)\nfor i in"]
@@ -94,3 +97,15 @@ def bench(*args) -> dict:
     r = cli("bench", *args, "--json", timeout=600)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
+
+
+# The app with the tiny pair (tests/test_fair_service.py, tests/test_hygiene.py).
+FORM = dict(prompt="import os\n", preset="tiny", custom_target="", custom_draft="", drafter="model", k=4,
+            adaptive=False, temperature=1.0, top_k=0, top_p=1.0, max_new=64, seed=0, stops="")
+
+
+def tiny_app(tiny_dirs, **limits) -> AppState:
+    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("import os\n",))
+    app = AppState(presets={"tiny": preset}, limits=Limits(**limits), device="cpu", slice_s=0.1)
+    app.pair(preset)
+    return app

@@ -1,98 +1,15 @@
 """The app in a real browser: Playwright drives the system Chromium against the app served on
 a free local port (tiny local models; the target is slowed a little so Stop has a run to stop)."""
 import json
-import os
 import re
-import shutil
 import time
 
 import pytest
 
-from specviz.app.profile import Limits
-from specviz.models.presets import Preset
-from specviz.app.state import AppState
-from specviz.view.serve import serve
+from tests.browser_support import (TARGET_PASSES, XSS, kinds, run_race, set_slider, sync_api,  # noqa: F401
+                                   app_url, browser, page, slow_target, wait_finished)   # fixtures among them
 
 pytestmark = pytest.mark.slow    # Chromium driving the served app
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-TARGET_PASSES = [0]   # target forward passes served by the app under test
-PASS_DELAY_S = [0.004]  # added to each target pass; the Stop tests raise it so a run lasts seconds
-XSS = '<img src=x onerror=alert(1)>"\'><script>alert(2)</script>'
-
-if not os.path.exists(CHROMIUM):
-    if os.environ.get("SPECVIZ_REQUIRE_BROWSER"):
-        raise RuntimeError("browser tests need /usr/bin/chromium (apt-get install -y chromium)")
-    pytest.skip("no /usr/bin/chromium: apt-get install -y chromium to run the browser tests", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
-
-
-@pytest.fixture(scope="module")
-def app_url(tiny_dirs):
-    preset = Preset("tiny", "tiny test pair", tiny_dirs["target"], tiny_dirs["cut"], 4,
-                    ("def add(a, b):\n    return", "import os\n"))
-    app = AppState(presets={"tiny": preset}, device="cpu", limits=Limits(max_new_tokens=200))
-    pair = app.pair(preset)
-    forward = pair.target.forward
-    def slowed(*args, **kwargs):     # a few ms a pass: a long run lasts long enough to be stopped
-        TARGET_PASSES[0] += 1
-        time.sleep(PASS_DELAY_S[0])
-        return forward(*args, **kwargs)
-    pair.target.forward = slowed
-    demo, url = serve(app)
-    yield url
-    demo.close()
-    pair.target.forward = forward
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser, app_url):
-    context = browser.new_context(viewport={"width": 1400, "height": 1300}, accept_downloads=True)
-    pg = context.new_page()
-    pg.dialogs = []
-    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
-    pg.goto(app_url)
-    pg.wait_for_selector("#run")
-    yield pg
-    context.close()
-
-
-def set_slider(page, elem_id: str, value) -> None:
-    box = page.locator(f"#{elem_id} input[type=number]")
-    box.fill(str(value))
-    box.press("Enter")
-
-
-def run_race(page, prompt: str, max_new: int = 64, temperature: float = 0.0):
-    if not page.locator("#max-new").is_visible():          # a phone folds the settings away: open them
-        page.click("#settings > button.label-wrap")
-        page.wait_for_selector("#max-new input[type=number]", state="visible")
-    page.fill("#prompt textarea", prompt)
-    set_slider(page, "max-new", max_new)
-    set_slider(page, "temperature", temperature)
-    page.click("#run")
-    # Run clears the previous race at once ("Starting …"): wait for that, so nothing stale is read.
-    page.wait_for_selector("#status .status-done, #status .status-error", state="detached", timeout=15_000)
-
-
-def wait_finished(page, timeout=90_000):
-    page.wait_for_selector("#spec-meter .finished", timeout=timeout)
-    page.wait_for_selector("#base-meter .finished", timeout=timeout)
-    page.wait_for_selector("#status .status-done", timeout=timeout)
-
-
-def kinds(page, pane: str) -> list[str]:
-    return page.eval_on_selector_all(f"#{pane} [data-kind]", "els => els.map(e => e.dataset.kind)")
 
 
 def test_race_fills_both_panes_with_every_kind(page):
@@ -128,13 +45,6 @@ def test_tooltips_plots_stats_and_speedup(page):
     # The measured speedup as data, for scripts: the same number the strip and the status show.
     value = float(page.get_attribute("#speedup", "data-value"))
     assert f"{value:.2f}×" in page.inner_text("#speedup") and f"{value:.2f}×" in page.inner_text("#status")
-
-
-@pytest.fixture
-def slow_target():
-    PASS_DELAY_S[0] = 0.05
-    yield
-    PASS_DELAY_S[0] = 0.004
 
 
 def test_stop_halts_both_lanes(page, slow_target):

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.test_browser import (PASS_DELAY_S, app_url, browser, page, run_race, set_slider,  # noqa: F401
+from tests.browser_support import (PASS_DELAY_S, app_url, browser, page, run_race, set_slider,  # noqa: F401
                                 slow_target, wait_finished)
 
 pytestmark = pytest.mark.slow    # Chromium driving the served app

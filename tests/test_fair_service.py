@@ -88,21 +88,9 @@ def test_a_sliced_job_lets_a_waiter_in_between_slices_and_stops():
 
 # --- the app's long jobs, on the tiny pair ------------------------------------------------
 from specviz.app.api import generate  # noqa: E402
-from specviz.app.profile import Limits  # noqa: E402
-from specviz.app.state import AppState  # noqa: E402
 from specviz.models.presets import Preset  # noqa: E402
 from specviz.view.teaching import run_lossless, step_round  # noqa: E402
-
-FORM = dict(prompt="import os\n", preset="tiny", custom_target="", custom_draft="", drafter="model", k=4,
-            adaptive=False, temperature=1.0, top_k=0, top_p=1.0, max_new=64, seed=0, stops="")
-
-
-def tiny_app(tiny_dirs, **limits) -> AppState:
-    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("import os\n",))
-    app = AppState(presets={"tiny": preset}, limits=Limits(**limits), device="cpu", slice_s=0.1)
-    app.pair(preset)
-    return app
-
+from tests.helpers import FORM, tiny_app  # noqa: E402
 
 def _in_thread(gen, sink: list):
     def drain():

@@ -14,7 +14,7 @@ import html
 
 import pytest
 
-from .test_fair_service import FORM, tiny_app
+from tests.helpers import FORM, tiny_app
 
 
 # --- 5a, 5b: the app checks every value itself and answers in one line ----------------------

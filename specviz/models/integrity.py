@@ -22,7 +22,7 @@ from pathlib import Path
 from ..errors import LoadError
 
 MANIFEST = "SHA256SUMS"
-NOTES = {"README.md", "training.json"}
+NOTES = {"README.md", "training.json", "specviz-source.json"}   # notes, and the fetch marker that holds the sums
 _verified: dict[str, tuple] = {}
 
 

@@ -25,7 +25,7 @@ def outcome(app, **changes) -> tuple[str, str]:
     last = None
     for update in run_race(app, **{**GOOD, **changes}):
         last = update
-    return last[0], last[3] if isinstance(last[3], str) else ""
+    return last.status, last.spec_pane if isinstance(last.spec_pane, str) else ""
 
 
 @pytest.mark.parametrize("changes, message", [

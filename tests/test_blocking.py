@@ -108,15 +108,15 @@ def test_zerogpu_emulation_decodes_only_inside_gpu_functions(tiny_dirs, monkeypa
             model.register_forward_pre_hook(lambda m, a: None if zerogpu.in_worker() else outside.append(m))
     for key in app.presets:                                       # switching pairs
         form = {**FORM, "preset": key, "max_new": 24}
-        assert "status-done" in list(run_race(app, **form))[-1][0]
+        assert "status-done" in list(run_race(app, **form))[-1].status
         assert "Round 1:" in step_round(app, None, **form)[1]
         assert "samples" in list(run_lossless(app, 50, **{**form, "temperature": 1.0}))[-1][0]
         assert generate(app, "def f(x):\n", key, max_new_tokens=8)["stop_reason"] in ("max_tokens", "eos")
     assert outside == []
     assert work._warm == set(app.presets)                         # warmed up in the worker, once per pair
-    assert "turned off" in list(run_race(app, **{**FORM, "custom_target": "owner/name"}))[-1][0]
+    assert "turned off" in list(run_race(app, **{**FORM, "custom_target": "owner/name"}))[-1].status
     late = AppState(presets=tiny_presets(tiny_dirs), device="cpu", on_zerogpu=True)   # nothing loaded at start
-    assert "was not loaded when this Space started" in list(run_race(late, **FORM))[-1][0]
+    assert "was not loaded when this Space started" in list(run_race(late, **FORM))[-1].status
 
 
 def test_the_page_says_why_lanes_differ():

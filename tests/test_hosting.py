@@ -30,7 +30,7 @@ def final(updates):
 def test_record_path_gives_the_same_race(tiny_dirs):
     local = final(run_race(tiny_app(tiny_dirs), **ARGS))
     remote = final(run_race(tiny_app(tiny_dirs, via_records=True), **ARGS))
-    assert remote[3] == local[3] and remote[5] == local[5]          # both panes, token for token
+    assert remote.spec_pane == local.spec_pane and remote.base_pane == local.base_pane   # token for token
 
 
 def test_spaces_decorator_is_applied_with_a_duration(monkeypatch):

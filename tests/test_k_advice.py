@@ -37,3 +37,11 @@ def test_no_measuring_unless_asked_or_without_an_acceptance(tiny_dirs):
     app2.pair(unknown)
     time.sleep(1.0)
     assert app.advice == {} and app2.advice == {} and app2.suggested_k(unknown) == 3
+
+
+def test_hub_pairs_that_would_need_a_download_say_so_in_the_menu(tiny_dirs):
+    local = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"])
+    hub = Preset("hub", "gpt2 pair", "specviz-tests/never-cached-target", "specviz-tests/never-cached-draft")
+    app = AppState(presets={"tiny": local, "hub": hub}, device="cpu")
+    assert app.menu_label(local) == "tiny pair"
+    assert app.menu_label(hub) == "gpt2 pair · needs the network"      # nothing of it is cached here

@@ -25,7 +25,7 @@ from .profile import Limits, Profile
 from .pair_cache import PairCache
 from .visitor_text import for_visitor, without_paths
 from ..models.fetch import FETCHABLE, BackgroundFetch, fetch_hint, fetched
-from ..models.loading import HUB_ID, load_pair
+from ..models.loading import HUB_ID, is_local, load_pair
 from ..models.presets import Preset, tier_presets
 
 CUSTOM = "custom"
@@ -218,6 +218,11 @@ class AppState:
         advice = self.advice.get(preset.key)
         return advice.line() if advice is not None else ""
 
+    def menu_label(self, preset: Preset) -> str:
+        """The pair's name in the menu, marked when it needs the network: a hub model that is neither
+        fetched here nor in the Hugging Face cache (offline, picking it could only fail)."""
+        return preset.label + (" · needs the network" if needs_network(preset) else "")
+
     def preload(self, preset: Preset) -> None:
         """Load (and so measure) a pair in the background, so the first visitor finds it ready."""
         def load():
@@ -241,3 +246,15 @@ def warm_up(pair: ModelPair) -> ModelPair:
     for _ in race(pair, "Hello, world. Hello,", SpecConfig(k=4, max_new_tokens=12, drafter=drafter)):
         pass
     return pair
+
+
+def needs_network(preset: Preset) -> bool:
+    """True when a model of the pair would have to be downloaded: a hub id with no fetched copy and
+    no config.json in the Hugging Face cache (the bundled pair and assets/ folders never do)."""
+    from huggingface_hub import try_to_load_from_cache
+    for name in (preset.target, preset.draft):
+        if name is None or is_local(name) or fetched(name) is not None:
+            continue
+        if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+            return True
+    return False

@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import gradio as gr
 import torch
@@ -35,15 +35,37 @@ from .visitor import visitor_gone
 
 log = logging.getLogger(__name__)
 PANE_EVERY_S, PLOTS_EVERY_S = 0.08, 1.0
-N_OUTPUTS = 13   # status, strip, spec meter, spec pane, base meter, base pane, 4 plots, download, cancel, ledger
+
+
+class RaceUpdate(NamedTuple):
+    """One update of the race tab, by name: ui.py wires the outputs from these field names, so a
+    handler never has to match a positional list. A field left out is not touched (gr.skip())."""
+    status: object = gr.skip()
+    strip: object = gr.skip()
+    spec_meter: object = gr.skip()
+    spec_pane: object = gr.skip()
+    base_meter: object = gr.skip()
+    base_pane: object = gr.skip()
+    plot_acceptance: object = gr.skip()
+    plot_race: object = gr.skip()
+    plot_hist: object = gr.skip()
+    plot_position: object = gr.skip()
+    download: object = gr.skip()
+    cancel: object = gr.skip()
+    ledger: object = gr.skip()
+
+
+def _plots(figures) -> dict:
+    """The four plots (plots.all_figures' order) as RaceUpdate fields."""
+    return dict(zip(("plot_acceptance", "plot_race", "plot_hist", "plot_position"), figures))
 
 
 def status_html(text: str, kind: str = "info") -> str:
     return f'<div class="status status-{kind}">{clean(text)}</div>'
 
 
-def _only(status: str, kind: str = "info", cancel=None):
-    return (status_html(status, kind),) + (gr.skip(),) * (N_OUTPUTS - 3) + (cancel if cancel else gr.skip(), gr.skip())
+def _only(status: str, kind: str = "info", cancel=None) -> RaceUpdate:
+    return RaceUpdate(status=status_html(status, kind), cancel=cancel if cancel else gr.skip())
 
 
 def run_race(app: AppState, *form, **named):
@@ -77,8 +99,9 @@ def _race(app: AppState, *form, **named):
     # The race runs in slices of the decoding slot (app/slots.py): other visitors' jobs interleave
     # (each lane's clock counts only its own compute); Stop while waiting, or the visitor gone, ends it.
     gone = visitor_gone()
-    yield (status_html("Racing …"), view.strip(), view.meter("spec"), "", view.meter("base"), "",
-           *([gr.skip()] * 4), gr.DownloadButton(interactive=False), cancel, "")
+    yield RaceUpdate(status=status_html("Racing …"), strip=view.strip(), spec_meter=view.meter("spec"), spec_pane="",
+                     base_meter=view.meter("base"), base_pane="", download=gr.DownloadButton(interactive=False),
+                     cancel=cancel, ledger="")
     others = OtherLoad()
     try:
         yield from _stream(view, app.sliced(events, gone, lambda: gone() or cancel.is_set()))
@@ -99,10 +122,11 @@ def _race(app: AppState, *form, **named):
     led = build_ledger(view.stats)
     summary = (status_html("Stopped.", "done status-stopped") if stopped
                else _summary(view, led, others.share(), cfg.greedy, dtype))
-    yield (summary, view.strip(), view.meter("spec"), view.pane("spec"), view.meter("base"),
-           view.pane("base"), *all_figures(view.stats),
-           gr.DownloadButton(value=_save_trace(view, req.prompt, cfg, run.preset.key, run.pair), interactive=True),
-           None, ledger_html(led, stopped=stopped, path=path_line(view.stats)))
+    yield RaceUpdate(status=summary, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
+                     base_meter=view.meter("base"), base_pane=view.pane("base"), **_plots(all_figures(view.stats)),
+                     download=gr.DownloadButton(value=_save_trace(view, req.prompt, cfg, run.preset.key, run.pair),
+                                                interactive=True),
+                     cancel=None, ledger=ledger_html(led, stopped=stopped, path=path_line(view.stats)))
 
 
 def _stream(view: RaceView, events: Iterator[Event]):
@@ -112,11 +136,11 @@ def _stream(view: RaceView, events: Iterator[Event]):
         view.add(event)
         now = time.monotonic()
         if now - last_pane >= PANE_EVERY_S:
-            plots = all_figures(view.stats) if now - last_plots >= PLOTS_EVERY_S else (gr.skip(),) * 4
+            plots = _plots(all_figures(view.stats)) if now - last_plots >= PLOTS_EVERY_S else {}
             last_plots = now if now - last_plots >= PLOTS_EVERY_S else last_plots
             last_pane = now
-            yield (gr.skip(), view.strip(), view.meter("spec"), view.pane("spec"), view.meter("base"),
-                   view.pane("base"), *plots, gr.skip(), gr.skip(), gr.skip())
+            yield RaceUpdate(strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
+                             base_meter=view.meter("base"), base_pane=view.pane("base"), **plots)
 
 
 def event_stream(app: AppState, run: Prepared, cancel: threading.Event) -> Iterator[Event]:

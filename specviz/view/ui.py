@@ -19,7 +19,7 @@ from . import lenient    # the form's inputs: the app checks their values (issue
 from ..app import gpu_calls
 from .api import generate_endpoint
 from ..app.state import CUSTOM, AppState
-from .handlers import run_race, starting, stop_run
+from .handlers import RaceUpdate, run_race, starting, stop_run
 from .render import LEGEND, clean, hint
 from ..app.request import FORM_FIELDS
 from .teaching import reset_steps, run_lossless, step_round, what_if_plot
@@ -64,7 +64,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                     stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=80)
                 with gr.Accordion("Settings: pair, drafter, k, sampling", open=True, elem_id="settings"):
                     examples = gr.Examples([[e] for e in first.examples], inputs=[prompt], label="Examples")
-                    choices = [(p.label, p.key) for p in app.presets.values()]
+                    choices = [(app.menu_label(p), p.key) for p in app.presets.values()]
                     if app.allow_custom_models:
                         choices.append(("your own hub models (type their ids below)", CUSTOM))
                     preset = lenient.Dropdown(choices, value=first.key, label="Model pair", elem_id="preset")
@@ -152,12 +152,15 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                     "drafter": drafter, "k": k, "adaptive": adaptive, "temperature": temperature, "top_k": top_k,
                     "top_p": top_p, "max_new": max_new, "seed": seed, "stops": stops, "chat": chat}
         form = [controls[name] for name in FORM_FIELDS]      # the order RunRequest.from_form reads
+        race_outputs = {"status": status, "strip": strip, "spec_meter": spec_meter, "spec_pane": spec_pane,
+                        "base_meter": base_meter, "base_pane": base_pane, "plot_acceptance": plot_acc,
+                        "plot_race": plot_race, "plot_hist": plot_hist, "plot_position": plot_pos,
+                        "download": download, "cancel": cancel, "ledger": ledger}
         # Instant feedback first (and no stale "done" from the previous run), then the race.
         racing = run.click(starting, None, [status, spec_pane, base_pane, spec_meter, base_meter, ledger], api_name=False,
                            concurrency_limit=None, concurrency_id="ui", show_progress="hidden").then(
                            partial(run_race, app), form,
-                           [status, strip, spec_meter, spec_pane, base_meter, base_pane,
-                            plot_acc, plot_race, plot_hist, plot_pos, download, cancel, ledger],
+                           [race_outputs[name] for name in RaceUpdate._fields],       # by name (handlers.RaceUpdate)
                            api_name="race", show_progress="hidden", **decode)
         racing.then(kinds_from_trace, [download], [plot_kinds], api_name=False, show_progress="hidden")
         # Stop has its own unlimited group, so it is never queued behind the run it stops. On

@@ -36,7 +36,8 @@ def main() -> int:
         ok = strip(list(done.token_ids)) == strip(ref)
         same += ok
         print(f"{'same' if ok else 'DIFFERENT'}  {p['kind']:5s} {len(done.token_ids):4d} tokens  "
-              f"a={done.stats.acceptance_rate:.2f}  {p['text'][:50]!r}")
+              f"a={'-' if done.stats.acceptance_rate is None else format(done.stats.acceptance_rate, '.2f')}  "
+              f"{p['text'][:50]!r}")
     print(f"{same}/{len(prompts)} prompts token-identical to generate()")
     return 0 if same == len(prompts) else 1
 

@@ -301,3 +301,12 @@ def test_a_host_may_let_custom_ids_name_local_folders(tmp_path, monkeypatch):
     run = prepare(app, RunRequest(prompt="def f():", preset=CUSTOM, custom_target="models/target",
                                   custom_draft="models/draft", max_new=8))
     assert run.pair.draft is not None
+
+
+def test_an_unexpected_race_failure_shows_no_server_path(tiny_dirs, monkeypatch):
+    from specviz.view import handlers
+    def broken(*args, **kwargs):
+        raise OSError("[Errno 28] No space left on device: '/srv/specviz/cache/specviz-traces/x.json'")
+    monkeypatch.setattr(handlers, "_save_trace", broken)
+    last = list(handlers.run_race(tiny_app(tiny_dirs), **{**FORM, "max_new": 8}))[-1]
+    assert "The race failed: OSError" in last.status and "/srv/specviz" not in last.status

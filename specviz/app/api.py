@@ -18,9 +18,10 @@ from .request import RunRequest, prepare
 
 def generate(app: AppState, prompt: str, preset: str, k: int = 4, temperature: float = 0.0, top_k: int = 0,
              top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, drafter: str = "model",
-             chat: bool = False, stop: Callable[[], bool] = never) -> dict:
+             chat: bool | None = None, stop: Callable[[], bool] = never) -> dict:
     """Speculative decoding of prompt with a menu pair; returns text, token ids, stop reason and stats.
-    chat=True wraps the prompt in the target's chat template (instruct models). A bad input raises SpecvizError.
+    chat=True wraps the prompt in the target's chat template, False sends it raw, None (the default)
+    does what the pair's preset does (on for instruct models), as the page and the CLI do. A bad input raises SpecvizError.
     The run goes in slices of the decoding slot (others interleave) and raises Stopped once `stop()`
     is true (the client is gone)."""
     if not isinstance(preset, str) or preset not in app.presets:

@@ -204,9 +204,12 @@ class AppState:
         return pair
 
     def _advise(self, preset: Preset, pair: ModelPair) -> None:
-        with self.decoding():
-            costs = measure_costs(pair, self.limits.k_range[1])
-        self.advice[preset.key] = advise(costs, preset.acceptance, self.limits.k_range)
+        try:
+            with self.decoding():
+                costs = measure_costs(pair, self.limits.k_range[1])
+            self.advice[preset.key] = advise(costs, preset.acceptance, self.limits.k_range)
+        except Exception:          # noqa: BLE001 - advice is optional: the preset's k stays offered
+            log.warning("could not measure %s on this machine; offering its preset k", preset.key, exc_info=True)
 
     def suggested_k(self, preset: Preset) -> int:
         """The k the page offers for a pair: measured here once it was loaded, else the preset's."""

@@ -101,8 +101,10 @@ class _Bundle:
         seen = self.kv_index[None, :] <= positions[:, None]                # (n, capacity): key j seen by query i
         mask = torch.zeros(seen.shape, dtype=self.dtype, device=self.device)
         mask = mask.masked_fill(~seen, torch.finfo(self.dtype).min)[None, None]   # (1, 1, n, capacity)
+        # cache_position too, from the same tensor: left out, transformers derives it from the cache's
+        # length on the host, a number a CUDA graph would freeze at its capture.
         out = self.model(input_ids=tokens.view(1, -1), position_ids=positions.view(1, -1), attention_mask=mask,
-                         past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
+                         cache_position=positions, past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
         return out.logits[0, :, : self.vocab_size].float()                 # (keep, V)
 
 

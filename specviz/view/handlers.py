@@ -31,6 +31,7 @@ from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line
 from .render import clean
 from ..app.request import Prepared, RunRequest, prepare, settle
 from ..app.slots import Stopped
+from ..app.visitor_text import without_paths
 from .visitor import visitor_gone
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ def run_race(app: AppState, *form, **named):
         yield from _race(app, *form, **named)
     except Exception as err:          # noqa: BLE001 - the page must say something, whatever failed
         log.exception("race failed")
-        yield _only(f"The race failed: {err.__class__.__name__}: {err}", "error")
+        yield _only(f"The race failed: {err.__class__.__name__}: {without_paths(str(err))}", "error")
 
 
 def _race(app: AppState, *form, **named):

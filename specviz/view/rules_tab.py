@@ -1,4 +1,4 @@
-"""The "Acceptance rules" tab (issue 26): one prompt judged by five acceptance rules, side by side.
+"""The "Rules" tab, the acceptance rules side by side (issue 26): one prompt judged by five acceptance rules, side by side.
 
 With the page's prompt, pair and settings, at the tab's own temperature (default 1; the rules
 differ only when sampling), it races each rule of engine/rules.py (exact, sample_match,

@@ -152,8 +152,8 @@ def best_k(app: AppState) -> Outcome:
     # Graded as a choice: any k whose speedup is within the sweep's measured noise of the best is right.
     return Outcome([str(k) for k in near],
                    f"k = {best} (theory: k = {predicted}); within noise ({sweep.noise():.0%}): {span}",
-                   f"Larger k wins more tokens per target pass, but each extra draft step costs c = {sweep.c:.2f} "
-                   f"and is accepted only with probability a = {sweep.a:.2f} given the ones before it. The theory "
+                   f"Larger k wins more tokens per target pass, but each extra draft step costs c = {sweep.c or 0:.2f} "
+                   f"and is accepted only with probability a = {sweep.a or 0:.2f} given the ones before it. The theory "
                    f"drawn from those two numbers (and a verify pass costing {sweep.v or 0:.2f} plain steps) puts "
                    f"its best k at {predicted}; the races measured {best}.", sweep_figure(sweep))
 
@@ -189,6 +189,9 @@ def cost(app: AppState) -> Outcome:
     from ..engine import theory
     stats = race_stats(app, pick(app, "fast"), max_new_tokens=96)
     a, c, v, k = stats.acceptance_rate, stats.cost_ratio(), stats.verify_ratio(), stats.k
+    if None in (a, c, v):
+        return Outcome("", "too little was measured", "The race judged no draft or timed no step: run it again "
+                       "with a longer reply.")
     # Both priced with this race's measured verify pass v: only the draft's cost c differs.
     at_c, at_1 = theory.expected_speedup(min(a, 0.999), k, c, v), theory.expected_speedup(min(a, 0.999), k, 1.0, v)
     return Outcome(round(c, 3), f"c = {c:.3f}",

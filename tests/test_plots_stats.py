@@ -41,7 +41,7 @@ def test_fold():
     assert s.acceptance_rate == pytest.approx(4 / 5)            # 4 accepted of 5 verified (1 discarded)
     assert s.tokens_per_round == pytest.approx(3.0)             # (4 + 2) tokens over 2 full rounds
     assert s.per_round_acceptance() == [(1, 1.0), (2, 1 / 3)]
-    assert dict(s.position_trials) == {0: 2, 1: 2, 2: 1} and dict(s.position_accepts) == {0: 2, 1: 1, 2: 1}
+    assert dict(s.positions.judged) == {0: 2, 1: 2, 2: 1} and dict(s.positions.accepted) == {0: 2, 1: 1, 2: 1}
     assert s.tokens["spec"][-1] == 6 and s.tokens["base"][-1] == 3
     assert s.measured_speedup() == pytest.approx((6 / 0.04) / (3 / 0.03))
     # c = draft seconds per draft step x plain tokens per second = (0.012 / 6) * 100

@@ -19,7 +19,7 @@ import torch
 from ..engine import SpecConfig, measures
 from ..engine.pair import ModelPair
 from ..engine.timing import synchronize
-from .runner import median, specviz_run
+from .runner import median, paired_cost_ratio, specviz_run
 
 PATHS = {   # name: the config settings that select it
     "eager": dict(cuda_graphs=False, fast=False),
@@ -59,14 +59,13 @@ def measure_path(pair: ModelPair, ids: list[int], cfg: SpecConfig, repeats: int)
         spec.append(specviz_run(pair, ids, cfg, True))
     plain_rate = median([t.rate for t in plain])
     spec_rate = median([t.rate for t in spec])
-    c = median([measures.per_plain_step(s.stats.tally.draft_s, s.stats.tally.drafted, p.rate)
-                for s, p in zip(spec, plain) if s.stats.tally.drafted and p.rate])
+    c = paired_cost_ratio(spec, plain)
     return {"plain_tok_s": plain_rate, "spec_tok_s": spec_rate,
             "ratio": spec_rate / plain_rate if plain_rate and spec_rate else None, "c": c,
             "first_use_s": first_plain.seconds + first_spec.seconds,
             "capture_s": first_plain.stats.capture_s + first_spec.stats.capture_s,
             "decode_path": spec[-1].stats.decode_path,
-            "acceptance_rate": median([s.stats.acceptance_rate for s in spec])}
+            "acceptance_rate": measures.acceptance_rate(measures.pool(s.stats.tally for s in spec))}   # pooled
 
 
 def compare_paths(pair: ModelPair, ids: list[int], cfg: SpecConfig, paths: list[str], repeats: int,

@@ -168,3 +168,17 @@ def phase_breakdown(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
 def median(values: list[float]) -> float | None:
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
+
+
+def paired_cost_ratio(spec_runs, plain_runs) -> float | None:
+    """c: seconds per draft step in the speculative lane / seconds per token of plain decoding,
+    each rotation's pair taken together, median over rotations."""
+    return median([measures.per_plain_step(s.stats.tally.draft_s, s.stats.tally.drafted, p.rate)
+                   for s, p in zip(spec_runs, plain_runs) if s.stats.tally.drafted and p.rate])
+
+
+def paired_verify_ratio(spec_runs, plain_runs) -> float | None:
+    """v: seconds per verify phase (target pass over k + 1 tokens, then acceptance) / seconds per
+    plain token, paired the same way."""
+    return median([measures.per_plain_step(s.stats.tally.verify_s, s.stats.tally.rounds, p.rate)
+                   for s, p in zip(spec_runs, plain_runs) if s.stats.tally.rounds and p.rate])

@@ -21,8 +21,8 @@ from ..engine import SpecConfig, ledger, measures, theory
 from ..engine.output import encode_prompt
 from ..engine.pair import ModelPair
 from ..models.chat import chat_ids
-from .runner import (FAST_METHODS, first_use_seconds, measure_prompt, median, median_timing, paired_ratio,
-                     phase_breakdown)
+from .runner import (FAST_METHODS, first_use_seconds, measure_prompt, median, median_timing, paired_cost_ratio,
+                     paired_ratio, paired_verify_ratio, phase_breakdown)
 
 # Ratios the claims rest on: (name in the JSON, numerator method, denominator method).
 RATIOS = [("speedup", "specviz speculative", "specviz plain"),
@@ -95,25 +95,11 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
     return result
 
 
-def _cost_ratio(spec_runs, plain_runs) -> float | None:
-    """c: seconds per draft step in the speculative lane / seconds per token of plain decoding,
-    each rotation's pair taken together, median over rotations."""
-    return median([measures.per_plain_step(s.stats.tally.draft_s, s.stats.tally.drafted, p.rate)
-                   for s, p in zip(spec_runs, plain_runs) if s.stats.tally.drafted and p.rate])
-
-
-def _verify_ratio(spec_runs, plain_runs) -> float | None:
-    """v: seconds per verify phase (target pass over k + 1 tokens, then acceptance) / seconds per
-    plain token, paired the same way."""
-    return median([measures.per_plain_step(s.stats.tally.verify_s, s.stats.tally.rounds, p.rate)
-                   for s, p in zip(spec_runs, plain_runs) if s.stats.tally.rounds and p.rate])
-
-
 def _prompt_row(kind: str, prompt_tokens: int, runs: dict, k: int, forced: float | None) -> dict:
     timings = {name: median_timing(ts) for name, ts in runs.items()}
     s = timings["specviz speculative"].stats.tally
-    c = _cost_ratio(runs["specviz speculative"], runs["specviz plain"])
-    v = _verify_ratio(runs["specviz speculative"], runs["specviz plain"])
+    c = paired_cost_ratio(runs["specviz speculative"], runs["specviz plain"])
+    v = paired_verify_ratio(runs["specviz speculative"], runs["specviz plain"])
     row = {"kind": kind, "prompt_tokens": prompt_tokens,
            "methods": {n: {"tokens": t.tokens, "seconds": t.seconds, "tokens_per_s": t.rate} for n, t in timings.items()},
            "accepted": s.accepted, "verified": s.accepted + s.rejected, "rounds": s.rounds,
@@ -123,8 +109,8 @@ def _prompt_row(kind: str, prompt_tokens: int, runs: dict, k: int, forced: float
     row["tallies"] = {lane: asdict(timings[name].stats.tally)
                       for lane, name in (("spec", "specviz speculative"), ("plain", "specviz plain"))}
     if "specviz speculative (fast)" in runs:
-        row["cost_ratio_fast"] = _cost_ratio(runs["specviz speculative (fast)"], runs["specviz plain (fast)"])
-        row["verify_ratio_fast"] = _verify_ratio(runs["specviz speculative (fast)"], runs["specviz plain (fast)"])
+        row["cost_ratio_fast"] = paired_cost_ratio(runs["specviz speculative (fast)"], runs["specviz plain (fast)"])
+        row["verify_ratio_fast"] = paired_verify_ratio(runs["specviz speculative (fast)"], runs["specviz plain (fast)"])
     row["ratios"] = {name: paired_ratio(runs[a], runs[b]) for name, a, b in RATIOS if a in runs and b in runs}
     return row
 

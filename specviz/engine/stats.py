@@ -6,7 +6,6 @@ benchmark use), so a saved trace redraws the same numbers. Nothing here decodes 
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from . import theory
@@ -29,8 +28,7 @@ class RoundInfo:
 class RunStats:
     k: int
     rounds: list[RoundInfo] = field(default_factory=list)
-    position_trials: Counter = field(default_factory=Counter)    # drafts verified at each position
-    position_accepts: Counter = field(default_factory=Counter)
+    positions: measures.PositionTally = field(default_factory=measures.PositionTally)   # judged/accepted per position
     tallies: dict = field(default_factory=lambda: {"spec": LaneTally(), "base": LaneTally()})
     times: dict = field(default_factory=lambda: {"spec": [0.0], "base": [0.0]})    # lane clock per token
     tokens: dict = field(default_factory=lambda: {"spec": [0], "base": [0]})
@@ -41,9 +39,7 @@ class RunStats:
     def add(self, event) -> None:
         kind, lane = event.kind, event.lane
         self.tallies[lane].add(event)
-        if kind in ("accepted", "rejected"):
-            self.position_trials[event.position] += 1
-            self.position_accepts[event.position] += kind == "accepted"
+        self.positions.add(event)
         if kind in TOKEN_KINDS:
             self.times[lane].append(event.t)
             self.tokens[lane].append(self.tokens[lane][-1] + 1)

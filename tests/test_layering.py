@@ -37,3 +37,24 @@ def test_the_probe_would_see_a_training_import():
                        env={**os.environ, "PYTHONPATH": os.getcwd(), "HF_HUB_OFFLINE": "1"})
     assert r.returncode == 0, r.stderr
     assert "specviz.training.corpus" in r.stdout.split()
+
+
+UI_PROBE = """
+import importlib, pkgutil, sys
+for name in {packages!r}:
+    package = importlib.import_module(name)
+    for info in pkgutil.walk_packages(package.__path__, name + "."):
+        importlib.import_module(info.name)
+print("\\n".join(sorted({{m.split(".")[0] for m in sys.modules}} & {{"gradio", "plotly"}})))
+"""
+
+
+@pytest.mark.slow
+def test_the_engine_and_the_app_layer_import_no_ui():
+    # The engine is sans-I/O and the app layer sits between it and the view: neither may pull in
+    # Gradio or plotly (the workshop's logic hands its charts to the view as data).
+    r = subprocess.run([sys.executable, "-c", UI_PROBE.format(packages=("specviz.engine", "specviz.app"))],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": os.getcwd(), "HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [], f"engine/app imported {r.stdout.split()}"

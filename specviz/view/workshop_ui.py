@@ -1,6 +1,6 @@
 """The Workshop tab: pick an exercise, commit to a prediction, run it, compare.
 
-Layout and listeners for view/workshop.py's exercises. A run is refused until the learner has
+Layout and listeners for app/workshop.py's exercises (the logic), whose answers' charts are drawn here. A run is refused until the learner has
 made a prediction; the answer then shows beside it with the run's own "why". Progress (each
 exercise's prediction and measured answer) lives in this browser session's gr.State, and any
 exercise can be reopened from the list. A projector switch enlarges the whole page.
@@ -16,7 +16,19 @@ from ..app.slots import Stopped
 from .visitor import visitor_gone
 from ..app.state import AppState
 from .render import clean
-from .workshop import BY_KEY, EXERCISES
+from ..app.workshop import BY_KEY, EXERCISES
+from .kinds_plot import kinds_figure
+from .plots import lossless_bars, race_chart
+from .sweep import sweep_figure
+
+# An answer's chart, as the exercise gave it (kind, data) -> its plotly figure.
+CHARTS = {"race": race_chart, "lossless": lambda data: lossless_bars(*data), "sweep": sweep_figure,
+          "kinds": kinds_figure}
+
+
+def chart_figure(chart):
+    """The figure of an Outcome's chart, or None when it has none."""
+    return None if chart is None else CHARTS[chart[0]](chart[1])
 
 CLOSE_ENOUGH = 0.2      # a numeric prediction within 20% of the measured value counts as close
 
@@ -101,7 +113,8 @@ def run(app: AppState, key, number, choice, progress):
         return
     progress[ex.key] = {"prediction": prediction, "shown": outcome.shown, "value": outcome.value,
                         "why": outcome.why, "verdict": _verdict(prediction, outcome.value)}
-    yield (result_html(progress[ex.key]), gr.Plot(value=outcome.figure, visible=outcome.figure is not None), progress,
+    figure = chart_figure(outcome.chart)
+    yield (result_html(progress[ex.key]), gr.Plot(value=figure, visible=figure is not None), progress,
            gr.Radio(choices=_labels(progress), value=ex.key))
 
 

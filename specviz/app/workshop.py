@@ -15,12 +15,10 @@ from ..engine import SpecConfig
 from ..engine.events import from_dict
 from ..models.fetch import FETCHABLE, fetched
 from ..engine.stats import RunStats
-from ..app import gpu_calls
-from ..app.state import AppState
-from .plots import lossless_bars, race_chart
-from ..app.settings import prompt_ids
-from .sweep import SWEEP_KS, Sweep, sweep_figure
-from .kinds_plot import kinds_figure
+from . import gpu_calls
+from .state import AppState
+from .settings import prompt_ids
+from .sweep import SWEEP_KS, Sweep
 from ..engine.token_kinds import KINDS, KindTally
 
 RENAME_PROMPT = ("def total_price(items):\n    total = 0\n    for item in items:\n        total += item.price * "
@@ -33,7 +31,9 @@ class Outcome:
     value: float | str           # the measured answer, in the prediction's terms
     shown: str                   # that answer as the page shows it
     why: str                     # two sentences from the run's own figures
-    figure: object = None        # a plotly figure, or None
+    # What the answer's chart shows, as data: ("race", RunStats), ("lossless", (result, tokenizer)),
+    # ("sweep", Sweep) or ("kinds", table); the view draws it (view/workshop_ui.py). None: no chart.
+    chart: tuple[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def race(app: AppState) -> Outcome:
                    f"The target checked the drafts in {spec} passes where plain decoding needed {base}: with "
                    f"{a:.0%} of drafts accepted, each pass yielded {tpr:.2f} tokens. The speedup is smaller than "
                    f"that because each draft step costs c = {c:.2f} of a target step, and k of them come first.",
-                   race_chart(stats))
+                   ("race", stats))
 
 
 def passes(app: AppState) -> Outcome:
@@ -125,7 +125,7 @@ def lossless(app: AppState) -> Outcome:
                    f"300 first tokens, sampled through speculative decoding at temperature 1, are {to_p:.3f} away "
                    f"from the target's exact probabilities (noise alone gives about {result.tv_noise():.3f}). The "
                    f"drafts came from q, but rejections resample from max(0, p - q), which puts back exactly the "
-                   f"mass q lacked.", lossless_bars(result, app.pair(app.preset(key)).tokenizer))
+                   f"mass q lacked.", ("lossless", (result, app.pair(app.preset(key)).tokenizer)))
 
 
 def temperature(app: AppState) -> Outcome:
@@ -155,7 +155,7 @@ def best_k(app: AppState) -> Outcome:
                    f"Larger k wins more tokens per target pass, but each extra draft step costs c = {sweep.c or 0:.2f} "
                    f"and is accepted only with probability a = {sweep.a or 0:.2f} given the ones before it. The theory "
                    f"drawn from those two numbers (and a verify pass costing {sweep.v or 0:.2f} plain steps) puts "
-                   f"its best k at {predicted}; the races measured {best}.", sweep_figure(sweep))
+                   f"its best k at {predicted}; the races measured {best}.", ("sweep", sweep))
 
 
 def lookup(app: AppState) -> Outcome:
@@ -212,7 +212,7 @@ def token_kinds(app: AppState) -> Outcome:
     rows = sorted((r for r in tally.table() if r["judged"] >= MIN_JUDGED), key=lambda r: -r["acceptance_rate"])
     if not rows:
         return Outcome("", "too few drafts judged to tell", f"The run judged fewer than {MIN_JUDGED} drafts of "
-                       "any kind, too few to tell which kind the draft gets right.", kinds_figure(tally.table()))
+                       "any kind, too few to tell which kind the draft gets right.", ("kinds", tally.table()))
     best, worst = rows[0], rows[-1]
     name = lambda r: r["kind"].replace("_", " ")      # noqa: E731
     each = lambda r: f"{name(r)} {r['acceptance_rate']:.0%} ({r['accepted']} of {r['judged']})"      # noqa: E731
@@ -220,7 +220,7 @@ def token_kinds(app: AppState) -> Outcome:
                    f"Of the drafts the target judged in this run, it kept {each(best)}, and {each(worst)} (kinds "
                    f"judged fewer than {MIN_JUDGED} times left out). A draft is kept where the text leaves the target "
                    f"little choice and lost where it must choose, so here {name(best)} was the most predictable kind "
-                   f"of token for this pair and {name(worst)} the least.", kinds_figure(tally.table()))
+                   f"of token for this pair and {name(worst)} the least.", ("kinds", tally.table()))
 
 
 def _first_difference(a: str, b: str) -> int:

@@ -70,9 +70,11 @@ def set_slider(page, elem_id: str, value) -> None:
 
 
 def run_race(page, prompt: str, max_new: int = 64, temperature: float = 0.0):
-    if not page.locator("#max-new").is_visible():          # a phone folds the settings away: open them
+    # A phone folds the settings away (below 640 px): open them. Elsewhere they are open: wait for
+    # them, never click (a page still rendering read as folded, and the click then folded it).
+    if page.viewport_size["width"] < 640 and not page.locator("#max-new").is_visible():
         page.click("#settings > button.label-wrap")
-        page.wait_for_selector("#max-new input[type=number]", state="visible")
+    page.wait_for_selector("#max-new input[type=number]", state="visible")
     page.fill("#prompt textarea", prompt)
     set_slider(page, "max-new", max_new)
     set_slider(page, "temperature", temperature)

@@ -151,7 +151,7 @@ def test_generate_and_step_end_when_the_visitor_is_gone(tiny_dirs):
 
 def test_workshop_runs_go_in_slices_and_end_when_the_visitor_is_gone(tiny_dirs):
     from specviz.app.slots import Stopped
-    from specviz.view import workshop
+    from specviz.app import workshop
     app = tiny_app(tiny_dirs)
     app.presets["bundled"] = app.presets["tiny"]           # the exercises' "fast" pair
     done = threading.Event()

@@ -22,13 +22,14 @@ def main() -> int:
     ap.add_argument("--prompts", default="benchmarks/smollm2-prompts.json")
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--confidence-stop", type=float, default=0.0, help="SpecConfig.confidence_stop (0 = off)")
     args = ap.parse_args()
     pair = load_preset(args.preset)
     same = 0
     prompts = load_prompts(args.prompts)
     for p in prompts:
         ids = chat_ids(pair.tokenizer, p["text"]) if p.get("chat") else pair.tokenizer(p["text"])["input_ids"]
-        cfg = SpecConfig(k=args.k, max_new_tokens=args.max_new_tokens)
+        cfg = SpecConfig(k=args.k, max_new_tokens=args.max_new_tokens, confidence_stop=args.confidence_stop)
         done = list(speculate(pair, ids, cfg))[-1]
         ref = hf_generate(pair, ids, cfg)
         eos = set(pair.eos_token_ids)

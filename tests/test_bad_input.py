@@ -54,6 +54,8 @@ def outcome(app, **changes) -> tuple[str, str]:
     (dict(preset=None), "unknown model pair"),
     (dict(custom_target="meta-llama/Llama-3-70B"), "custom models are turned off"),
     (dict(stops="\n".join("abcde")), "at most 4 stop strings"),
+    (dict(confidence_stop=1.5), "draft confidence stop must be between 0 (off) and 0.95"),
+    (dict(confidence_stop="sure"), "draft confidence stop must be a number"),
 ])
 def test_bad_inputs_get_a_clear_message(app, changes, message):
     status, _ = outcome(app, **changes)

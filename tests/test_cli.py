@@ -64,6 +64,22 @@ def test_bench_applies_the_preset(tmp_path):
     assert led["spec"]["tokens"] == 6 and led["plain"]["target_passes"] == 6 and led["cause"]
     r, result = _bench_json(tmp_path, "--preset", "bundled", "--k", "2")
     assert [row["k"] for row in result["rows"]] == [2]            # an explicit --k still wins
+    assert result["settings"]["confidence_stop"] == 0.0           # the bundled preset drafts all k
+
+
+def test_confidence_stop_reaches_run_and_bench(tiny_dirs, tmp_path):
+    pair = ["--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"]]
+    r = cli("run", "--prompt", "def add(a, b):", *pair, "--k", "6", "--confidence-stop", "0.9",
+            "--max-new-tokens", "24", "--json")
+    assert r.returncode == 0, r.stderr
+    events = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    rounds = [e for e in events if e["kind"] == "round_end"]
+    assert any(e["drafted"] < 6 for e in rounds[:-1])            # a doubted draft ended some rounds early
+    r, result = _bench_json(tmp_path, *pair, "--confidence-stop", "0.9")
+    assert r.returncode == 0, r.stderr
+    assert result["settings"]["confidence_stop"] == 0.9
+    r = cli("run", "--prompt", "x", *pair, "--confidence-stop", "1.5")
+    assert r.returncode != 0 and "confidence_stop must be between" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_bench_chat_prompt_on_a_model_without_template_is_one_line(tmp_path):

@@ -39,6 +39,9 @@ SETTINGS = [
     dict(temperature=1.3, top_k=0, top_p=0.8, drafter="model", k=4),
     dict(temperature=1.0, top_k=0, top_p=1.0, drafter="prompt_lookup", k=3),
     dict(temperature=1.0, top_k=0, top_p=1.0, drafter="model", k=3, draft_temperature=2.0),   # a hot draft
+    # Drafting stops after a draft the draft gave < 0.3 (first rounds of 1, 2 and 3 drafts):
+    # whether x2 is drafted depends on x1.
+    dict(temperature=1.0, top_k=0, top_p=1.0, drafter="model", k=3, confidence_stop=0.3),
 ]
 
 
@@ -49,16 +52,21 @@ def test_first_two_tokens_follow_target(small_vocab_pair, setting):
     prompt = [1, 2, 3, 1, 2]   # repeats, so prompt lookup finds a continuation to propose
     cfg_args = {k: setting[k] for k in ("temperature", "top_k", "top_p")}
     counts = np.zeros(V * V, dtype=int)
-    outcomes = set()
+    outcomes, first_drafts = set(), set()
     samples = 2000
     for seed in range(samples):
         cfg = SpecConfig(max_new_tokens=4, seed=seed, drafter=setting["drafter"], k=setting["k"],
-                         draft_temperature=setting.get("draft_temperature"), **cfg_args)
+                         draft_temperature=setting.get("draft_temperature"),
+                         confidence_stop=setting.get("confidence_stop", 0.0), **cfg_args)
         events = list(speculate(pair, prompt, cfg))
         outcomes |= {e.kind for e in events}
+        first_drafts.add(len(next(e for e in events if e.kind == "drafted").token_ids))
         x1, x2 = events[-1].token_ids[:2]
         counts[x1 * V + x2] += 1
     assert {"accepted", "rejected", "resampled"} <= outcomes   # both branches were exercised
+    if setting.get("confidence_stop"):
+        # The stop cut some first rounds short and let others draft all k.
+        assert min(first_drafts) < setting["k"] and setting["k"] in first_drafts
     expected = joint(pair.target, prompt, **{k: setting[k] for k in ("temperature", "top_k", "top_p")})
     assert chi_square_pvalue(counts.tolist(), expected.tolist()) > 1e-3
     if setting["drafter"] == "model" and "draft_temperature" not in setting:

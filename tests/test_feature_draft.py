@@ -92,6 +92,17 @@ def test_greedy_matches_generate(pair_feature, k):
     assert accepted > 0 and rejected > 0       # both paths of the drafter's cache bookkeeping ran
 
 
+@pytest.mark.parametrize("stop", [0.3, 0.7])
+def test_confidence_stop_keeps_greedy_exact(pair_feature, stop):
+    """The feature draft stops early too; its cache bookkeeping holds for rounds of any length."""
+    lengths = set()
+    for prompt in PROMPTS:
+        events = list(speculate(pair_feature, prompt, SpecConfig(k=5, max_new_tokens=N, confidence_stop=stop)))
+        assert events[-1].token_ids == reference(pair_feature, prompt)
+        lengths |= {len(e.token_ids) for e in events if e.kind == "drafted"}
+    assert len(lengths - {0}) > 1                 # rounds of more than one length were drafted
+
+
 def test_first_round_drafts_nothing_then_drafts(pair_feature):
     """No target features exist before the first target pass: round 1 only prefills."""
     events = list(speculate(pair_feature, PROMPTS[0], SpecConfig(k=3, max_new_tokens=12)))

@@ -51,3 +51,42 @@ def test_partial_draft_has_both_outcomes(pair):
     """The fixture pair exercises both branches of verification."""
     kinds = {e.kind for p in PROMPTS for e in speculate(pair, p, SpecConfig(k=4, max_new_tokens=N))}
     assert {"accepted", "rejected", "resampled", "bonus"} <= kinds
+
+
+@pytest.mark.parametrize("stop", [0.3, 0.6, 0.95])
+@pytest.mark.parametrize("k", [2, 5, 8])
+def test_confidence_stop_matches_generate(pair, k, stop):
+    """Drafting stops early once the draft doubts its own token: rounds draft fewer than k,
+    and the output is still greedy decoding's."""
+    short = 0
+    for prompt in PROMPTS:
+        events = list(speculate(pair, prompt, SpecConfig(k=k, max_new_tokens=N, confidence_stop=stop)))
+        assert events[-1].token_ids == reference(pair, prompt)
+        short += sum(e.kind == "round_end" and not e.full and e.drafted < k and e.total_tokens < N for e in events)
+    assert short > 0
+
+
+def test_confidence_stop_cuts_after_a_doubted_draft(pair):
+    """Each proposal drafts until (and including) the first draft the draft model gave < the threshold:
+    a proposal cut short ends on a doubted draft, and every draft before it was confident."""
+    import torch
+    from specviz.engine.cached_model import cached_model
+    from specviz.engine.drafters import ModelDrafter
+    from specviz.engine.sampling import make_generator
+
+    cfg = SpecConfig(k=6, confidence_stop=0.3)
+    prompt = pair.tokenizer(PROMPTS[1])["input_ids"]
+    sequence = prompt + reference(pair, PROMPTS[1])
+    cut = long_confident = 0
+    for end in range(len(prompt), len(sequence)):           # proposals from many contexts
+        ids = sequence[:end]
+        proposal = ModelDrafter(pair.draft, pair.vocab_size, cfg, make_generator(pair.device, 0)).propose(ids, cfg.k)
+        m = proposal.tokens.numel()
+        # The draft's own probabilities of its drafts, recomputed in one pass over ids + drafts.
+        logits = cached_model(pair.draft, pair.vocab_size).feed(torch.tensor(ids + proposal.tokens.tolist()), keep=m + 1)
+        own = torch.softmax(logits[:-1], -1)[torch.arange(m), proposal.tokens].tolist()
+        assert all(p >= 0.3 for p in own[:-1])
+        assert m == cfg.k or own[-1] < 0.3
+        cut += m < cfg.k
+        long_confident += 1 < m < cfg.k
+    assert cut > 0 and long_confident > 0          # both shapes of a cut round occurred

@@ -34,6 +34,7 @@ class RunRequest:
     seed: object = 0
     stops: object = ""
     chat: object = None          # None: the preset's default (on for instruct models)
+    confidence_stop: object = None   # None: the preset's (SpecConfig.confidence_stop; 0 = off)
 
     @classmethod
     def from_form(cls, *values, **named) -> "RunRequest":
@@ -58,9 +59,11 @@ class Prepared:
 def settle(app: AppState, req: RunRequest, max_new=None) -> tuple[Preset, SpecConfig]:
     """Check everything that needs no model: the prompt, the settings, the pair's name."""
     check_prompt(req.prompt, app.max_prompt_chars)
+    preset = app.choose(req.preset, req.custom_target, req.custom_draft)
+    stop_below = preset.confidence_stop if req.confidence_stop is None else req.confidence_stop
     cfg = make_config(req.drafter, req.k, req.adaptive, req.temperature, req.top_k, req.top_p,
-                      req.max_new if max_new is None else max_new, req.seed, app.limits, req.stops)
-    return app.choose(req.preset, req.custom_target, req.custom_draft), cfg
+                      req.max_new if max_new is None else max_new, req.seed, app.limits, req.stops, stop_below)
+    return preset, cfg
 
 
 def prepare(app: AppState, req: RunRequest, max_new=None) -> Prepared:

@@ -15,6 +15,7 @@ from .profile import Limits
 from ..models.chat import chat_ids
 
 MAX_STOP_STRINGS, MAX_STOP_LEN = 4, 64
+MAX_CONFIDENCE_STOP = 0.95   # the page's slider; SpecConfig itself accepts up to 0.99
 MAX_SEED = 2**32 - 1      # the app's seeds (the lossless check derives sample seeds from it: seed x 1,000,003 + i)
 
 
@@ -79,7 +80,7 @@ def stop_strings(text) -> tuple[str, ...]:
 
 
 def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens, seed,
-                limits: Limits = Limits(), stops=None) -> SpecConfig:
+                limits: Limits = Limits(), stops=None, confidence_stop=0.0) -> SpecConfig:
     max_new = as_int("max new tokens", max_new_tokens)
     if not 1 <= max_new <= limits.max_new_tokens:
         raise ConfigError(f"max new tokens must be between 1 and {limits.max_new_tokens}, not {max_new}")
@@ -93,7 +94,10 @@ def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens,
     seed = as_int("seed", seed)
     if not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"seed must be between 0 and {MAX_SEED}, not {seed}")
+    stop_below = as_float("draft confidence stop", confidence_stop)
+    if not 0 <= stop_below <= MAX_CONFIDENCE_STOP:
+        raise ConfigError(f"draft confidence stop must be between 0 (off) and {MAX_CONFIDENCE_STOP}, not {stop_below:g}")
     return SpecConfig(k=k, temperature=as_float("temperature", temperature), top_k=as_int("top-k", top_k),
                       top_p=as_float("top-p", top_p), max_new_tokens=max_new, seed=seed,
                       drafter=drafter, adaptive_k=adaptive, k_min=limits.k_range[0], k_max=limits.k_range[1],
-                      stop_strings=stop_strings(stops))
+                      stop_strings=stop_strings(stops), confidence_stop=stop_below)

@@ -67,9 +67,11 @@ def hf_run(pair: ModelPair, ids: list[int], cfg: SpecConfig, assisted: bool) -> 
     if assisted and cfg.drafter == "prompt_lookup":
         extra = {"prompt_lookup_num_tokens": cfg.k, "max_matching_ngram_size": cfg.lookup_ngram}
     elif assisted:
-        # Constant k, no confidence-based early stop: the same rounds specviz runs.
+        # Constant k and the same confidence-based early stop (transformers' ConfidenceCriteria keeps
+        # the doubted token and drafts no more, as drafters.py does): the same rounds specviz runs.
         extra = {"assistant_model": pair.draft, "num_assistant_tokens": cfg.k,
-                 "num_assistant_tokens_schedule": "constant", "assistant_confidence_threshold": 0.0}
+                 "num_assistant_tokens_schedule": "constant",
+                 "assistant_confidence_threshold": cfg.confidence_stop}
     torch.manual_seed(cfg.seed)
     seconds, new_ids = _timed(pair, lambda: hf_generate(pair, ids, cfg, **extra))
     return Timing(len(new_ids), seconds)

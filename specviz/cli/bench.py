@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from ..paths import BENCHMARKS
-from .run import add_model_args, apply_preset
+from .run import add_confidence_stop_arg, add_model_args, apply_preset
 
 HELDOUT_CHAT_PROMPTS = str(BENCHMARKS / "heldout-prompts.json")
 
@@ -18,6 +18,7 @@ def add_parser(sub) -> None:
     group = p.add_mutually_exclusive_group()
     group.add_argument("--k", type=int, default=None, help="drafts per round (default 4, or the preset's)")
     group.add_argument("--k-sweep", action="store_true", help="k = 1..8, speculative vs plain only")
+    add_confidence_stop_arg(p)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3, help="timed repeats per prompt and method (median kept)")
@@ -46,10 +47,13 @@ def run(args) -> int:
     if args.repeats < 1:
         raise ConfigError("--repeats must be at least 1")
     if not args.random_pair:
-        apply_preset(args)                 # --preset fills --target, --draft, --k and --chat, as for `run`
+        apply_preset(args)                 # --preset fills --target, --draft, --k, --confidence-stop and --chat
+    if args.confidence_stop is None:       # --random-pair: no preset
+        args.confidence_stop = 0.0
     ks = list(range(1, 9)) if args.k_sweep else [args.k or 4]
     cfg = SpecConfig(k=ks[0], temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed,
-                     drafter=args.drafter, forced_acceptance=args.forced_acceptance)
+                     drafter=args.drafter, forced_acceptance=args.forced_acceptance,
+                     confidence_stop=args.confidence_stop)
     if args.random_pair:
         if args.forced_acceptance is None:
             raise ConfigError("--random-pair needs --forced-acceptance: random weights accept nothing by themselves")

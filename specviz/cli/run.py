@@ -46,19 +46,28 @@ def add_sampling_args(p) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--drafter", choices=["model", "prompt_lookup"], default="model")
     p.add_argument("--adaptive-k", action="store_true", help="grow k after full acceptance, shrink after a rejection")
+    add_confidence_stop_arg(p)
     p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     p.add_argument("--fast", action="store_true",
                    help="static KV cache + compiled decode steps (CUDA graphs on CUDA); compiles on first use")
 
 
+def add_confidence_stop_arg(p) -> None:
+    p.add_argument("--confidence-stop", type=float, default=None, metavar="P",
+                   help="stop a round's drafting after a draft the draft model gave less than P (0 = off: "
+                        "always k; default the preset's, else 0)")
+
+
 def apply_preset(args) -> None:
-    """Fill --target, --draft, --k and --chat from --preset where they were not given."""
+    """Fill --target, --draft, --k, --confidence-stop and --chat from --preset where they were not given."""
     from ..models.presets import get_preset
     preset = get_preset(args.preset) if args.preset else None
     if preset is not None and args.target is None:
         args.target, args.draft = preset.target, args.draft or preset.draft
     if args.k is None:
         args.k = preset.k if preset else 4
+    if getattr(args, "confidence_stop", 0.0) is None:
+        args.confidence_stop = preset.confidence_stop if preset else 0.0
     if getattr(args, "chat", None) is None:
         args.chat = bool(preset and preset.chat)
 
@@ -78,7 +87,8 @@ def config_from(args):
     from ..engine.config import SpecConfig
     return SpecConfig(k=args.k, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                       max_new_tokens=args.max_new_tokens, seed=args.seed, drafter=args.drafter,
-                      adaptive_k=args.adaptive_k, stop_strings=tuple(args.stop), fast=args.fast)
+                      adaptive_k=args.adaptive_k, confidence_stop=args.confidence_stop,
+                      stop_strings=tuple(args.stop), fast=args.fast)
 
 
 def pair_from(args):

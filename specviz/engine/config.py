@@ -31,6 +31,11 @@ class SpecConfig:
     adaptive_k: bool = False      # grow k after an all-accepted round, shrink it after a rejection
     k_min: int = 1                # adaptive bounds
     k_max: int = 12
+    # Stop a round's drafting early once the draft is unsure: after drafting a token whose
+    # probability under the draft's own softmax is below this, draft no more that round (k is
+    # then the most drafted). 0 = off: always k. Exact either way: whether position i + 1 is
+    # drafted depends only on tokens already drafted, never on the draft at i + 1 (drafters.py).
+    confidence_stop: float = 0.0
     lookup_ngram: int = 3         # prompt lookup: longest n-gram tried when matching the tail
     stop_strings: tuple[str, ...] = field(default_factory=tuple)  # stop once the text contains one
     # The draft model samples at its own temperature (None: the run's). A "hot" draft guesses
@@ -75,6 +80,7 @@ class SpecConfig:
         _check_int("max_new_tokens", self.max_new_tokens, *MAX_NEW_TOKENS_RANGE)
         _check_int("seed", self.seed, 0, 2**63 - 1)
         _check_int("lookup_ngram", self.lookup_ngram, 1, 16)
+        _check_float("confidence_stop", self.confidence_stop, 0.0, 0.99)
         if self.drafter not in DRAFTERS:
             raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}, not {self.drafter!r}")
         if not isinstance(self.adaptive_k, bool):

@@ -7,6 +7,14 @@ keeps them on its verify pass and hands them to `update`.
   target's p), keeping its own KV cache across rounds. After a round it crops its cache to
   the accepted prefix; after an all-accepted round its cache lacks the last draft and the
   bonus, and the next `propose` feeds them first (the cache catches up).
+  With `confidence_stop` > 0 it stops early: after a draft the draft model itself gave less
+  than that probability (its softmax before temperature and truncation), no more are drafted
+  that round, since the target would most likely reject what follows. transformers calls this
+  `assistant_confidence_threshold`; Agrawal et al. 2024 (AdaEDL) and Huang et al. 2024
+  (SpecDec++) study such stopping rules. It keeps the output exact: the decision to draft
+  position i + 1 reads only drafts up to i (already the prefix if i + 1 is ever judged), never
+  the draw at i + 1, so every judged draft is still a fresh sample from q and every position's
+  token still has law p (a position not drafted is the target's own sample, the bonus).
 - PromptLookupDrafter: no model. It finds the most recent earlier occurrence of the
   sequence's last n tokens (n = lookup_ngram down to 1) in prompt + output and proposes
   what followed it (Saxena 2023, "prompt lookup decoding"). Its q is one-hot.
@@ -23,12 +31,23 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+import math
+
 import torch
 
 from .cached_model import ModelWithCache, cached_model, uncached
 from .config import SpecConfig
 from .kv_buffer import buffered_cache
 from .sampling import choose, warp
+
+
+def unsure(logits: torch.Tensor, token: torch.Tensor, threshold: float) -> bool:
+    """Whether the draft gave its own token (1,) less than `threshold` under softmax(logits) (1, V):
+    log p(token) = logit(token) - logsumexp(logits). One device-to-host read; none when off."""
+    if threshold <= 0:
+        return False
+    row = logits[0].float()
+    return (row[token[0]] - torch.logsumexp(row, -1)).item() < math.log(threshold)
 
 
 @dataclass
@@ -72,13 +91,15 @@ class ModelDrafter:
         self.context_len = len(ids)
         x = uncached(self.lm, ids)                    # tokens not yet in the draft's cache
         tokens, qs = [], []
-        for _ in range(k):
+        for i in range(k):
             logits = self.lm.feed(x, keep=1)          # (1, V)
             q = warp(logits, self.cfg)
             x = choose(logits, q, self.cfg, self.gen)  # (1,): next draft token, fed next step
             tokens.append(x)
             qs.append(q)
-        # The last draft is not fed: the cache holds ids + the first k-1 drafts.
+            if i < k - 1 and unsure(logits, x, self.cfg.confidence_stop):
+                break                                 # the draft doubts x: leave what follows to the target
+        # The last draft is not fed: the cache holds ids + all drafts but the last.
         return Proposal(torch.cat(tokens), torch.cat(qs))
 
     def update(self, n_accepted: int, features: torch.Tensor | None = None, start: int = 0) -> None:
@@ -165,7 +186,7 @@ class FeatureDrafter:
             prev = torch.cat([prev.new_zeros(1, prev.shape[1]), prev])
         x = torch.tensor(ids[cached:], dtype=torch.long, device=self.device)
         tokens, qs = [], []
-        for _ in range(k):
+        for i in range(k):
             hidden = self._feed(x, prev)
             logits = self.model.lm_head(hidden[-1:])[:, : self.vocab_size].float()   # (1, V), -inf off the head
             q = warp(logits, self.cfg)
@@ -173,6 +194,8 @@ class FeatureDrafter:
             prev = hidden[-1:]                          # ... with the draft's own hidden state as its feature
             tokens.append(x)
             qs.append(q)
+            if i < k - 1 and unsure(logits, x, self.cfg.confidence_stop):
+                break                                   # as ModelDrafter: the draft doubts x
         return Proposal(torch.cat(tokens), torch.cat(qs))
 
     def update(self, n_accepted: int, features: torch.Tensor | None = None, start: int = 0) -> None:

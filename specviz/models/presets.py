@@ -31,6 +31,9 @@ class Preset:
     # The draft's acceptance rate on held-out prompts (greedy, benchmarks/): with the costs the app
     # measures at load, it picks the k this machine runs best (app/k_advice.py). None: keep `k`.
     acceptance: float | None = None
+    # Drafting stops early in a round once the draft gives its own token less than this
+    # (SpecConfig.confidence_stop; k is then the most drafted). 0 = off.
+    confidence_stop: float = 0.0
 
 
 def read_spaces(path: str | Path | None = None) -> dict:
@@ -103,7 +106,7 @@ def parse_presets(raw, where: str, k_range: tuple[int, int] = (1, 32)) -> dict[s
     for i, item in enumerate(raw):
         at = f"{where}[{i}]"
         expect(isinstance(item, dict), at, "must be a mapping")
-        known(item, {"key", "label", "target", "draft", "k", "examples", "chat", "acceptance"}, at)
+        known(item, {"key", "label", "target", "draft", "k", "examples", "chat", "acceptance", "confidence_stop"}, at)
         for name in ("key", "label", "target"):
             expect(isinstance(item.get(name), str) and item[name].strip(), f"{at}.{name}", "must be non-empty text")
         expect(item["key"] not in out, f"{at}.key", f"{item['key']!r} is used twice")
@@ -120,8 +123,11 @@ def parse_presets(raw, where: str, k_range: tuple[int, int] = (1, 32)) -> dict[s
         acceptance = item.get("acceptance")
         expect(acceptance is None or (isinstance(acceptance, (int, float)) and not isinstance(acceptance, bool)
                                       and 0 < acceptance < 1), f"{at}.acceptance", "must be a number between 0 and 1")
+        stop = item.get("confidence_stop", 0.0)
+        expect(isinstance(stop, (int, float)) and not isinstance(stop, bool) and 0 <= stop < 1,
+               f"{at}.confidence_stop", "must be a number from 0 (off) to below 1")
         out[item["key"]] = Preset(item["key"], item["label"], target, draft, k, tuple(examples),
-                                  chat=item.get("chat", False), acceptance=acceptance)
+                                  chat=item.get("chat", False), acceptance=acceptance, confidence_stop=float(stop))
     return out
 
 

@@ -22,6 +22,7 @@ from ..app.state import CUSTOM, AppState
 from .handlers import RaceUpdate, run_race, starting, stop_run
 from .render import LEGEND, clean, hint
 from ..app.request import FORM_FIELDS
+from ..app.settings import MAX_CONFIDENCE_STOP
 from .teaching import reset_steps, run_lossless, step_round, what_if_plot
 from .workshop_ui import build_workshop_tab
 from .kinds_plot import kinds_from_trace
@@ -81,6 +82,9 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                                            label="k (drafts per round)", elem_id="k")
                         adaptive = gr.Checkbox(False, label="adaptive k", elem_id="adaptive")
                     k_note = gr.HTML(_k_note_html(app, first), elem_id="k-note")     # where the offered k comes from
+                    confidence_stop = lenient.Slider(
+                        0, MAX_CONFIDENCE_STOP, value=first.confidence_stop, step=0.05, elem_id="confidence-stop",
+                        label="stop drafting once the draft doubts its token (its p below this; 0 = off)")
                     temperature = lenient.Slider(0, 2, value=0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
                     with gr.Row():
                         top_k = lenient.Slider(0, 200, value=0, step=1, label="top-k (0 = off)", elem_id="top-k")
@@ -150,7 +154,8 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         # --- listeners -------------------------------------------------------------------
         controls = {"prompt": prompt, "preset": preset, "custom_target": custom_target, "custom_draft": custom_draft,
                     "drafter": drafter, "k": k, "adaptive": adaptive, "temperature": temperature, "top_k": top_k,
-                    "top_p": top_p, "max_new": max_new, "seed": seed, "stops": stops, "chat": chat}
+                    "top_p": top_p, "max_new": max_new, "seed": seed, "stops": stops, "chat": chat,
+                    "confidence_stop": confidence_stop}
         form = [controls[name] for name in FORM_FIELDS]      # the order RunRequest.from_form reads
         race_outputs = {"status": status, "strip": strip, "spec_meter": spec_meter, "spec_pane": spec_pane,
                         "base_meter": base_meter, "base_pane": base_pane, "plot_acceptance": plot_acc,
@@ -188,7 +193,8 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         if app.fetches:      # a background fetch: its progress in the page until it ends
             ticker = gr.Timer(2.0, active=app.fetching())
             ticker.tick(partial(_fetch_tick, app), None, [fetch_line, ticker], api_name=False, show_progress="hidden")
-        preset.change(partial(_on_preset, app), [preset], [examples.dataset, k, chat, k_note], api_name=False)
+        preset.change(partial(_on_preset, app), [preset], [examples.dataset, k, chat, k_note, confidence_stop],
+                      api_name=False)
         # The k measured for the pair on this machine (a background calibration after its load).
         demo.load(partial(_offered_k, app), [preset], [k, k_note], api_name=False, show_progress="hidden")
     return demo
@@ -207,12 +213,12 @@ def _on_preset(app: AppState, key):
     """A pair was picked: its examples, its k (as measured here, else the preset's), and its chat
     default (custom pairs may be either)."""
     if key == CUSTOM:
-        return gr.skip(), gr.skip(), gr.Checkbox(interactive=True), ""
+        return gr.skip(), gr.skip(), gr.Checkbox(interactive=True), "", 0.0
     p = app.presets.get(key)
     if p is None:
-        return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
     return (gr.Dataset(samples=[[e] for e in p.examples]), app.suggested_k(p),
-            gr.Checkbox(value=p.chat, interactive=p.chat), _k_note_html(app, p))
+            gr.Checkbox(value=p.chat, interactive=p.chat), _k_note_html(app, p), p.confidence_stop)
 
 
 def _offered_k(app: AppState, key):

@@ -1,0 +1,91 @@
+"""How far a pair's draft can carry greedy speculative decoding, counted rather than timed.
+
+For each prompt: the target's greedy continuation (transformers' generate()), then one draft pass over
+prompt + continuation, which gives the draft's top two tokens at every position of the true prefix.
+Greedy rounds are then replayed by counting (a draft is accepted while it equals the target's token):
+
+- chain k: the engine's rounds (its measured tokens per round should match the count);
+- chain k + siblings: each depth's second choice verified too, in the same target pass (a tree of
+  width two: no extra draft step, k more tokens in the pass); where the first choice misses and the
+  second hits, the round gains that token and the target's bonus after it.
+
+    python scripts/draft_headroom.py --preset smollm2 --prompts benchmarks/heldout-prompts.json
+
+Prints the draft's top-1 agreement, how often its second choice is the target's token, and tokens per
+round (with the tokens a verify pass holds) for k = 2..5 with and without siblings, as JSON lines.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from specviz import load_preset  # noqa: E402
+from specviz.bench.prompts import load_prompts  # noqa: E402
+from specviz.models.chat import chat_ids  # noqa: E402
+
+
+def hits(pair, prompts, new_tokens: int) -> tuple[list[list[bool]], list[list[bool]]]:
+    """Per prompt and position: is the draft's first choice the target's token; is its second?"""
+    first, second = [], []
+    with torch.inference_mode():
+        for p in prompts:
+            ids = chat_ids(pair.tokenizer, p["text"]) if p.get("chat") else pair.tokenizer(p["text"])["input_ids"]
+            x = torch.tensor([ids], device=pair.device)
+            out = pair.target.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=new_tokens,
+                                       do_sample=False, temperature=None, top_p=None, top_k=None,
+                                       pad_token_id=pair.tokenizer.pad_token_id or 0)[0]
+            continuation = out[len(ids):].tolist()
+            # Row i of the draft's logits predicts continuation[i] from the true prefix before it.
+            logits = pair.draft(input_ids=out[None, :-1]).logits[0, len(ids) - 1:, : pair.vocab_size]
+            top2 = logits.topk(2, -1).indices.tolist()
+            first.append([t[0] == c for t, c in zip(top2, continuation)])
+            second.append([t[1] == c for t, c in zip(top2, continuation)])
+    return first, second
+
+
+def replay(first, second, k: int, siblings: bool) -> tuple[float, float]:
+    """(tokens per round, tokens per verify pass) of greedy rounds replayed on the counted hits."""
+    tokens = rounds = verified = 0
+    for h1, h2 in zip(first, second):
+        t = 0
+        while t < len(h1):
+            rounds += 1
+            verified += k + 1 + (k if siblings else 0)
+            n = 0
+            while n < k and t + n < len(h1) and h1[t + n]:
+                n += 1                                   # drafts accepted until the first miss
+            gained = n + 1                               # ... plus the correction or the bonus
+            if siblings and n < k and t + n < len(h2) and h2[t + n]:
+                gained = n + 2                           # the sibling is the target's token, then its bonus
+            tokens += gained
+            t += gained
+    return tokens / rounds, verified / rounds
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--preset", default="smollm2")
+    ap.add_argument("--prompts", default="benchmarks/heldout-prompts.json")
+    ap.add_argument("--max-new-tokens", type=int, default=96)
+    args = ap.parse_args()
+    pair = load_preset(args.preset)
+    first, second = hits(pair, load_prompts(args.prompts), args.max_new_tokens)
+    positions = sum(map(len, first))
+    print(json.dumps({"positions": positions, "top1_agreement": round(sum(map(sum, first)) / positions, 3),
+                      "second_choice_is_target": round(sum(map(sum, second)) / positions, 3)}))
+    for k in range(2, 6):
+        for siblings in (False, True):
+            tau, n = replay(first, second, k, siblings)
+            print(json.dumps({"k": k, "siblings": siblings, "tokens_per_round": round(tau, 3),
+                              "tokens_per_verify_pass": round(n, 2)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -117,3 +117,23 @@ def test_generate_api_errors_are_gr_errors(app):
         generate("def f():", "tiny", k=99)
     with pytest.raises(gr.Error, match="unknown model pair"):
         generate("def f():", "../../etc/passwd")
+
+
+def test_a_presets_confidence_stop_is_the_default_and_the_form_overrides_it(tiny_dirs):
+    from dataclasses import replace
+
+    from specviz.app.request import RunRequest, settle
+    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",), confidence_stop=0.5)
+    app = AppState(presets={"tiny": preset}, limits=Limits(max_prompt_tokens=64, max_new_tokens=100), device="cpu")
+    req = RunRequest(prompt="def f():", preset="tiny")
+    assert settle(app, req)[1].confidence_stop == 0.5                          # left out: the pair's
+    assert settle(app, replace(req, confidence_stop=0))[1].confidence_stop == 0.0  # the form's 0 turns it off
+
+
+def test_generate_api_takes_a_confidence_stop(tiny_dirs):
+    from specviz.app.api import generate
+    app = AppState(presets={"tiny": Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",))},
+                   limits=Limits(max_prompt_tokens=64, max_new_tokens=100), device="cpu")
+    full = generate(app, "def add(a, b):", "tiny", k=6, max_new_tokens=40)["stats"]
+    stopped = generate(app, "def add(a, b):", "tiny", k=6, max_new_tokens=40, confidence_stop=0.9)["stats"]
+    assert stopped["drafted"] / stopped["rounds"] < full["drafted"] / full["rounds"]

@@ -57,3 +57,31 @@ def test_k_sweep_and_forced_acceptance_on_random_pair(tmp_path):
     assert result["theory_best_k"] == theory.best_k(0.8, s["cost_ratio"], s["verify_ratio"], 8)
     assert s["theory_speedup"] == pytest.approx(
         theory.expected_speedup(0.8, result["best_k"], s["cost_ratio"], s["verify_ratio"]))
+
+
+@pytest.mark.parametrize("k, stop", [(2, 0.0), (5, 0.5)])
+def test_transformers_assisted_generation_runs_the_same_rounds(pair, k, stop):
+    """transformers reads k and the confidence stop from the assistant's generation config (not from
+    generate()'s arguments): the bench sets them there for the call, and puts the draft's back after."""
+    from transformers.generation import candidate_generator
+
+    from specviz import SpecConfig
+    from specviz.bench.runner import hf_run
+    from specviz.engine.output import encode_prompt
+
+    seen = []
+    original = candidate_generator.AssistedCandidateGenerator.get_candidates
+
+    def spy(self, input_ids, *args, **kwargs):
+        seen.append((self.num_assistant_tokens, self.generation_config.assistant_confidence_threshold))
+        return original(self, input_ids, *args, **kwargs)
+
+    before = pair.draft.generation_config.to_dict()
+    candidate_generator.AssistedCandidateGenerator.get_candidates = spy
+    try:
+        hf_run(pair, encode_prompt(pair, "def add(a, b):\n    return"),
+               SpecConfig(k=k, max_new_tokens=12, confidence_stop=stop), assisted=True)
+    finally:
+        candidate_generator.AssistedCandidateGenerator.get_candidates = original
+    assert seen and set(seen) == {(k, stop)}
+    assert pair.draft.generation_config.to_dict() == before

@@ -74,7 +74,8 @@ def test_confidence_stop_reaches_run_and_bench(tiny_dirs, tmp_path):
     assert r.returncode == 0, r.stderr
     events = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     rounds = [e for e in events if e["kind"] == "round_end"]
-    assert any(e["drafted"] < 6 for e in rounds[:-1])            # a doubted draft ended some rounds early
+    # A doubted draft ended some rounds early that had room for all 6 (not the budget's last rounds).
+    assert any(e["drafted"] < 6 and e["total_tokens"] - e["emitted"] + 7 <= 24 for e in rounds)
     r, result = _bench_json(tmp_path, *pair, "--confidence-stop", "0.9")
     assert r.returncode == 0, r.stderr
     assert result["settings"]["confidence_stop"] == 0.9

@@ -62,7 +62,9 @@ def test_confidence_stop_matches_generate(pair, k, stop):
     for prompt in PROMPTS:
         events = list(speculate(pair, prompt, SpecConfig(k=k, max_new_tokens=N, confidence_stop=stop)))
         assert events[-1].token_ids == reference(pair, prompt)
-        short += sum(e.kind == "round_end" and not e.full and e.drafted < k and e.total_tokens < N for e in events)
+        # Rounds that had room for k drafts (the budget cuts the last ones anyway) yet drafted fewer.
+        short += sum(e.kind == "round_end" and e.drafted < k and e.total_tokens - e.emitted + k + 1 <= N
+                     for e in events)
     assert short > 0
 
 

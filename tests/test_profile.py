@@ -87,7 +87,7 @@ def mutated(tmp_path, change) -> Path:
     (lambda d: d["tiers"]["cpu"]["presets"][1].update(chat="yes"), r"tiers\.cpu\.presets\[1\]\.chat"),
     (lambda d: d["tiers"]["cpu"]["presets"][1].update(draft="assets/models/nowhere"), r"presets\[1\]\.draft"),
     (lambda d: d["tiers"]["cpu"]["presets"][0].update(examples="def f():"), r"presets\[0\]\.examples"),
-    (lambda d: d["tiers"]["cpu"]["presets"][1].update(confidence_stop=1), r"presets\[1\]\.confidence_stop"),
+    (lambda d: d["tiers"]["cpu"]["presets"][1].update(confidence_stop=0.97), r"presets\[1\]\.confidence_stop"),
     (lambda d: d["defaults"]["limits"].update(queue_size=0), r"tiers\.cpu\.limits\.queue_size"),
     (lambda d: d["defaults"]["limits"].update(k_range=[5, 2]), r"limits\.k_range"),
     (lambda d: d["defaults"].update(allow_custom_models="yes"), r"tiers\.cpu\.allow_custom_models"),

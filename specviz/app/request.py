@@ -8,7 +8,7 @@ and the `/generate` API all go through it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from ..engine.config import SpecConfig
 from ..engine.pair import ModelPair
@@ -59,10 +59,13 @@ class Prepared:
 def settle(app: AppState, req: RunRequest, max_new=None) -> tuple[Preset, SpecConfig]:
     """Check everything that needs no model: the prompt, the settings, the pair's name."""
     check_prompt(req.prompt, app.max_prompt_chars)
-    preset = app.choose(req.preset, req.custom_target, req.custom_draft)
-    stop_below = preset.confidence_stop if req.confidence_stop is None else req.confidence_stop
     cfg = make_config(req.drafter, req.k, req.adaptive, req.temperature, req.top_k, req.top_p,
-                      req.max_new if max_new is None else max_new, req.seed, app.limits, req.stops, stop_below)
+                      req.max_new if max_new is None else max_new, req.seed, app.limits, req.stops,
+                      0.0 if req.confidence_stop is None else req.confidence_stop)
+    # The pair after the settings: a bad setting is refused before a custom pair is registered.
+    preset = app.choose(req.preset, req.custom_target, req.custom_draft)
+    if req.confidence_stop is None:                 # the pair's own default
+        cfg = replace(cfg, confidence_stop=preset.confidence_stop)
     return preset, cfg
 
 

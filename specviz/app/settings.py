@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import math
 
-from ..engine.config import SpecConfig
+from ..engine.config import CONFIDENCE_STOP_MAX, SpecConfig
 from ..engine.output import encode_prompt
 from ..errors import ConfigError
 from .profile import Limits
 from ..models.chat import chat_ids
 
 MAX_STOP_STRINGS, MAX_STOP_LEN = 4, 64
-MAX_CONFIDENCE_STOP = 0.95   # the page's slider; SpecConfig itself accepts up to 0.99
 MAX_SEED = 2**32 - 1      # the app's seeds (the lossless check derives sample seeds from it: seed x 1,000,003 + i)
 
 
@@ -95,8 +94,8 @@ def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens,
     if not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"seed must be between 0 and {MAX_SEED}, not {seed}")
     stop_below = as_float("draft confidence stop", confidence_stop)
-    if not 0 <= stop_below <= MAX_CONFIDENCE_STOP:
-        raise ConfigError(f"draft confidence stop must be between 0 (off) and {MAX_CONFIDENCE_STOP}, not {stop_below:g}")
+    if not 0 <= stop_below <= CONFIDENCE_STOP_MAX:
+        raise ConfigError(f"draft confidence stop must be between 0 (off) and {CONFIDENCE_STOP_MAX}, not {stop_below:g}")
     return SpecConfig(k=k, temperature=as_float("temperature", temperature), top_k=as_int("top-k", top_k),
                       top_p=as_float("top-p", top_p), max_new_tokens=max_new, seed=seed,
                       drafter=drafter, adaptive_k=adaptive, k_min=limits.k_range[0], k_max=limits.k_range[1],

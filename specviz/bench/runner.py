@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 
 import torch
@@ -62,18 +63,38 @@ def hf_generate(pair: ModelPair, ids: list[int], cfg: SpecConfig, **extra) -> li
     return out[0, len(ids):].tolist()
 
 
+@contextmanager
+def assistant_settings(model, cfg: SpecConfig):
+    """The draft's own generation config set to cfg's rounds for the length of a call, then restored.
+
+    transformers 5's assisted generation reads `num_assistant_tokens`, its schedule and
+    `assistant_confidence_threshold` from the *assistant's* generation config, not from
+    `generate()`'s arguments (candidate_generator.py); left alone they are 20 drafts a round and a
+    0.4 confidence stop. Set here: k drafts, constant, and specviz's confidence stop (transformers'
+    ConfidenceCriteria keeps the doubted token and drafts no more, as drafters.py does; it reads the
+    draft's processed scores, the same softmax as specviz's when greedy)."""
+    settings = {"num_assistant_tokens": cfg.k, "num_assistant_tokens_schedule": "constant",
+                "assistant_confidence_threshold": cfg.confidence_stop}
+    config = model.generation_config
+    before = {name: getattr(config, name, None) for name in settings}
+    for name, value in settings.items():
+        setattr(config, name, value)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            setattr(config, name, value)
+
+
 def hf_run(pair: ModelPair, ids: list[int], cfg: SpecConfig, assisted: bool) -> Timing:
-    extra = {}
+    extra, rounds = {}, nullcontext()
     if assisted and cfg.drafter == "prompt_lookup":
         extra = {"prompt_lookup_num_tokens": cfg.k, "max_matching_ngram_size": cfg.lookup_ngram}
     elif assisted:
-        # Constant k and the same confidence-based early stop (transformers' ConfidenceCriteria keeps
-        # the doubted token and drafts no more, as drafters.py does): the same rounds specviz runs.
-        extra = {"assistant_model": pair.draft, "num_assistant_tokens": cfg.k,
-                 "num_assistant_tokens_schedule": "constant",
-                 "assistant_confidence_threshold": cfg.confidence_stop}
+        extra, rounds = {"assistant_model": pair.draft}, assistant_settings(pair.draft, cfg)
     torch.manual_seed(cfg.seed)
-    seconds, new_ids = _timed(pair, lambda: hf_generate(pair, ids, cfg, **extra))
+    with rounds:
+        seconds, new_ids = _timed(pair, lambda: hf_generate(pair, ids, cfg, **extra))
     return Timing(len(new_ids), seconds)
 
 

@@ -17,6 +17,7 @@ DRAFTERS = ("model", "prompt_lookup")
 K_RANGE = (1, 32)
 MAX_NEW_TOKENS_RANGE = (1, 8192)
 MIN_TEMPERATURE = 1e-3            # smallest non-zero temperature (and draft_temperature); 0 = greedy
+CONFIDENCE_STOP_MAX = 0.95        # highest confidence_stop (the page's slider and the presets use it too)
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class SpecConfig:
     # probability under the draft's own softmax is below this, draft no more that round (k is
     # then the most drafted). 0 = off: always k. Exact either way: whether position i + 1 is
     # drafted depends only on tokens already drafted, never on the draft at i + 1 (drafters.py).
+    # Under adaptive_k a round cut short leaves k as it was (it did not draft the k planned).
     confidence_stop: float = 0.0
     lookup_ngram: int = 3         # prompt lookup: longest n-gram tried when matching the tail
     stop_strings: tuple[str, ...] = field(default_factory=tuple)  # stop once the text contains one
@@ -80,7 +82,7 @@ class SpecConfig:
         _check_int("max_new_tokens", self.max_new_tokens, *MAX_NEW_TOKENS_RANGE)
         _check_int("seed", self.seed, 0, 2**63 - 1)
         _check_int("lookup_ngram", self.lookup_ngram, 1, 16)
-        _check_float("confidence_stop", self.confidence_stop, 0.0, 0.99)
+        _check_float("confidence_stop", self.confidence_stop, 0.0, CONFIDENCE_STOP_MAX)
         if self.drafter not in DRAFTERS:
             raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}, not {self.drafter!r}")
         if not isinstance(self.adaptive_k, bool):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from ..engine.config import CONFIDENCE_STOP_MAX
 from ..errors import ConfigError, ProfileError
 from .. import paths
 from .loading import HUB_ID
@@ -124,8 +125,8 @@ def parse_presets(raw, where: str, k_range: tuple[int, int] = (1, 32)) -> dict[s
         expect(acceptance is None or (isinstance(acceptance, (int, float)) and not isinstance(acceptance, bool)
                                       and 0 < acceptance < 1), f"{at}.acceptance", "must be a number between 0 and 1")
         stop = item.get("confidence_stop", 0.0)
-        expect(isinstance(stop, (int, float)) and not isinstance(stop, bool) and 0 <= stop < 1,
-               f"{at}.confidence_stop", "must be a number from 0 (off) to below 1")
+        expect(isinstance(stop, (int, float)) and not isinstance(stop, bool) and 0 <= stop <= CONFIDENCE_STOP_MAX,
+               f"{at}.confidence_stop", f"must be a number from 0 (off) to {CONFIDENCE_STOP_MAX}")
         out[item["key"]] = Preset(item["key"], item["label"], target, draft, k, tuple(examples),
                                   chat=item.get("chat", False), acceptance=acceptance, confidence_stop=float(stop))
     return out

@@ -22,7 +22,7 @@ from ..app.state import CUSTOM, AppState
 from .handlers import RaceUpdate, run_race, starting, stop_run
 from .render import LEGEND, clean, hint
 from ..app.request import FORM_FIELDS
-from ..app.settings import MAX_CONFIDENCE_STOP
+from ..engine.config import CONFIDENCE_STOP_MAX
 from .teaching import reset_steps, run_lossless, step_round, what_if_plot
 from .workshop_ui import build_workshop_tab
 from .kinds_plot import kinds_from_trace
@@ -83,8 +83,9 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                         adaptive = gr.Checkbox(False, label="adaptive k", elem_id="adaptive")
                     k_note = gr.HTML(_k_note_html(app, first), elem_id="k-note")     # where the offered k comes from
                     confidence_stop = lenient.Slider(
-                        0, MAX_CONFIDENCE_STOP, value=first.confidence_stop, step=0.05, elem_id="confidence-stop",
-                        label="stop drafting once the draft doubts its token (its p below this; 0 = off)")
+                        0, CONFIDENCE_STOP_MAX, value=first.confidence_stop, step=0.05, elem_id="confidence-stop",
+                        label="draft stops below p (0 = off)",
+                        info="a round drafts no more after a token the draft gave less than p")
                     temperature = lenient.Slider(0, 2, value=0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
                     with gr.Row():
                         top_k = lenient.Slider(0, 200, value=0, step=1, label="top-k (0 = off)", elem_id="top-k")

@@ -11,9 +11,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from specviz import SpecConfig, load_preset, speculate  # noqa: E402
-from specviz.bench.prompts import load_prompts  # noqa: E402
+from specviz.bench.prompts import load_prompts, prompt_ids  # noqa: E402
 from specviz.bench.runner import hf_generate  # noqa: E402
-from specviz.models.chat import chat_ids  # noqa: E402
 
 
 def main() -> int:
@@ -28,7 +27,7 @@ def main() -> int:
     same = 0
     prompts = load_prompts(args.prompts)
     for p in prompts:
-        ids = chat_ids(pair.tokenizer, p["text"]) if p.get("chat") else pair.tokenizer(p["text"])["input_ids"]
+        ids = prompt_ids(pair, p)
         cfg = SpecConfig(k=args.k, max_new_tokens=args.max_new_tokens, confidence_stop=args.confidence_stop)
         done = list(speculate(pair, ids, cfg))[-1]
         ref = hf_generate(pair, ids, cfg)

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from specviz import load_preset  # noqa: E402
-from specviz.bench.prompts import load_prompts  # noqa: E402
-from specviz.models.chat import chat_ids  # noqa: E402
+from specviz import SpecConfig, load_preset  # noqa: E402
+from specviz.bench.prompts import load_prompts, prompt_ids  # noqa: E402
+from specviz.bench.runner import hf_generate  # noqa: E402
 
 
 def hits(pair, prompts, new_tokens: int) -> tuple[list[list[bool]], list[list[bool]]]:
@@ -35,14 +35,11 @@ def hits(pair, prompts, new_tokens: int) -> tuple[list[list[bool]], list[list[bo
     first, second = [], []
     with torch.inference_mode():
         for p in prompts:
-            ids = chat_ids(pair.tokenizer, p["text"]) if p.get("chat") else pair.tokenizer(p["text"])["input_ids"]
-            x = torch.tensor([ids], device=pair.device)
-            out = pair.target.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=new_tokens,
-                                       do_sample=False, temperature=None, top_p=None, top_k=None,
-                                       pad_token_id=pair.tokenizer.pad_token_id or 0)[0]
-            continuation = out[len(ids):].tolist()
+            ids = prompt_ids(pair, p)
+            continuation = hf_generate(pair, ids, SpecConfig(max_new_tokens=new_tokens))   # greedy
+            sequence = torch.tensor([ids + continuation[:-1]], device=pair.device)
             # Row i of the draft's logits predicts continuation[i] from the true prefix before it.
-            logits = pair.draft(input_ids=out[None, :-1]).logits[0, len(ids) - 1:, : pair.vocab_size]
+            logits = pair.draft(input_ids=sequence).logits[0, len(ids) - 1:, : pair.vocab_size]
             top2 = logits.topk(2, -1).indices.tolist()
             first.append([t[0] == c for t, c in zip(top2, continuation)])
             second.append([t[1] == c for t, c in zip(top2, continuation)])

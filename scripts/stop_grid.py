@@ -18,11 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from specviz import SpecConfig, load_preset  # noqa: E402
-from specviz.bench.prompts import load_prompts  # noqa: E402
+from specviz.bench.prompts import load_prompts, prompt_ids  # noqa: E402
 from specviz.bench.runner import measure_prompt, paired_ratio  # noqa: E402
 from specviz.engine.measures import acceptance_rate, draft_acceptance_rate, mean_acceptance_length, pool  # noqa: E402
-from specviz.engine.output import encode_prompt  # noqa: E402
-from specviz.models.chat import chat_ids  # noqa: E402
 
 METHODS = ["specviz plain", "specviz speculative"]
 
@@ -35,8 +33,7 @@ def main() -> int:
     ap.add_argument("--max-new-tokens", type=int, default=96)
     args = ap.parse_args()
     pair = load_preset(args.preset)
-    encoded = [encode_prompt(pair, chat_ids(pair.tokenizer, p["text"]) if p.get("chat") else p["text"])
-               for p in load_prompts(args.prompts)]
+    encoded = [prompt_ids(pair, p) for p in load_prompts(args.prompts)]
     for setting in args.grid.split(","):
         k, stop = setting.split(":")
         cfg = SpecConfig(k=int(k), max_new_tokens=args.max_new_tokens, confidence_stop=float(stop))

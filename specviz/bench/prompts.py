@@ -12,6 +12,8 @@ import json
 import re
 from pathlib import Path
 
+from ..engine.output import encode_prompt
+from ..models.chat import chat_ids
 from ..models.stdlib_split import is_heldout, read_source, source_files, stdlib_root
 
 DEF_LINE = re.compile(r"^[ \t]*def \w+\(.*\):[ \t]*$", re.M)
@@ -65,3 +67,10 @@ def load_prompts(path: str | None, chat: bool | None = None) -> list[dict]:
         raw = Path(path).read_text(encoding="utf-8")
         items = [{"kind": "file", "text": t.strip("\n") + "\n"} for t in re.split(r"^---$", raw, flags=re.M) if t.strip()]
     return [{"kind": i["kind"], "text": i["text"], "chat": bool(i.get("chat", chat))} for i in items]
+
+
+def prompt_ids(pair, prompt: dict) -> list[int]:
+    """One prompt of a set as the target's token ids: through its chat template when the prompt says
+    "chat", else the raw text; validated against the pair (encode_prompt)."""
+    text = prompt["text"]
+    return encode_prompt(pair, chat_ids(pair.tokenizer, text, pair.target_name) if prompt.get("chat") else text)

@@ -18,9 +18,8 @@ from dataclasses import asdict, replace
 import torch
 
 from ..engine import SpecConfig, ledger, measures, theory
-from ..engine.output import encode_prompt
 from ..engine.pair import ModelPair
-from ..models.chat import chat_ids
+from .prompts import prompt_ids
 from .runner import (FAST_METHODS, first_use_seconds, measure_prompt, median, median_timing, paired_cost_ratio,
                      paired_ratio, paired_verify_ratio, phase_breakdown)
 
@@ -61,8 +60,7 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
                 "(--hf-assistant FOLDER times it with a plain draft)")
             methods = [m for m in methods if m != "hf assisted"]
     methods = methods + FAST_METHODS if fast else methods
-    encoded = [(p["kind"], encode_prompt(pair, chat_ids(pair.tokenizer, p["text"], pair.target_name) if p.get("chat") else p["text"]))
-               for p in prompts]
+    encoded = [(p["kind"], prompt_ids(pair, p)) for p in prompts]
     rows, first_use = [], {}
     for k in ks:
         kcfg = replace(cfg, k=k)

@@ -66,7 +66,7 @@ def apply_preset(args) -> None:
         args.target, args.draft = preset.target, args.draft or preset.draft
     if args.k is None:
         args.k = preset.k if preset else 4
-    if getattr(args, "confidence_stop", 0.0) is None:
+    if args.confidence_stop is None:
         args.confidence_stop = preset.confidence_stop if preset else 0.0
     if getattr(args, "chat", None) is None:
         args.chat = bool(preset and preset.chat)

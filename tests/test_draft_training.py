@@ -69,3 +69,57 @@ def test_training_learns_to_read_the_features(tmp_path):
     after = validate_features(draft, val, sub_index, steps=2)
     assert before["a1"] < 0.15 and after["a1"] > 0.5, (before, after)
     assert after["loss"] < before["loss"]
+
+
+def test_smollm2_recipe_continues_an_exported_draft(tmp_path, monkeypatch):
+    """`train-models --pair smollm2 --stage train --continue-from DIR`: the run starts from the exported
+    draft (its layers and head), measures it first on the new validation shards, and says so on the card."""
+    from specviz.training import smollm2_draft
+    from specviz.training.distill_data import save_shard
+    from specviz.training.onpolicy import Record
+
+    class Tokenizer:
+        eos_token_id = VOCAB - 1
+
+        def save_pretrained(self, path):
+            pass
+
+    target = tiny_target()
+    monkeypatch.setattr(smollm2_draft, "load_target", lambda device: (None, Tokenizer(), target))
+
+    def records(first, n):     # the planted rule: each token is the previous one + 1 (mod V)
+        out = []
+        for i in range(first, first + n):
+            ids = (np.random.default_rng(i).integers(0, VOCAB) + np.arange(LENGTH)) % VOCAB
+            out.append(Record(ids[:1].tolist(), ids[1:].tolist(), ids[1:, None].astype(np.uint16),
+                              np.zeros((LENGTH - 1, 1), np.float16), 0.0))
+        return out
+
+    work = tmp_path / "work"
+    (work / "onpolicy").mkdir(parents=True)
+    save_shard(work / "onpolicy" / "shard-0000.npz", records(1000, 24), "code")   # index 0: validation
+    save_shard(work / "onpolicy" / "shard-0001.npz", records(0, 200), "code")
+    head = list(range(0, VOCAB, 2)) + [VOCAB - 1]        # a head of its own, not the shards' most frequent tokens
+    first = make_draft(target, [0], head, "test/target")
+    with torch.no_grad():
+        first.model.norm.weight.mul_(3.0)                # so it differs from a fresh cut of the target
+    smollm2_draft.export(first, Tokenizer(), tmp_path / "first", {}, describe=lambda card: "first\n")
+    from transformers import AutoModelForCausalLM
+    from specviz.training.distill import head_index, read_shards
+    val = read_shards([work / "onpolicy" / "shard-0000.npz"])
+    shipped = AutoModelForCausalLM.from_pretrained(tmp_path / "first", dtype=torch.float32).borrow_from(target)
+    fresh = make_draft(target, [0], head, "test/target")
+    expected, fresh_loss = (validate(d, val, head_index(d))["loss"] for d in (shipped, fresh))
+    assert abs(expected - fresh_loss) > 1e-3
+
+    recipe = smollm2_draft.DraftRecipe(layers=[0, 1, 2], head_size=99, train_minutes=0.05, batch_size=16, lr=1e-4)
+    card = smollm2_draft.train(tmp_path / "next", work, recipe, "cpu", lambda line: None,
+                               continue_from=tmp_path / "first")
+    assert card["continued_from"] == str(tmp_path / "first")
+    assert card["recipe"]["layers"] == [0] and card["recipe"]["head_size"] == len(head)
+    assert card["held_out_start"]["loss"] == pytest.approx(expected, abs=1e-4) and card["training"]["steps"] > 0
+    again = AutoModelForCausalLM.from_pretrained(tmp_path / "next").borrow_from(target)
+    assert again.lm_head.token_ids.tolist() == sorted(head)
+    assert again.config.num_hidden_layers == 1
+    card_text = (tmp_path / "next" / "README.md").read_text()
+    assert "distilled further starting from" in card_text and "before this run" in card_text

@@ -38,6 +38,8 @@ def add_parser(sub) -> None:
     g.add_argument("--lr", type=float, default=1e-3)
     g.add_argument("--feature-minutes", type=float, default=25.0, help="time budget for the target's hidden states")
     g.add_argument("--draft-steps", type=int, default=2, help="feature draft: draft steps per round unrolled in training")
+    g.add_argument("--continue-from", default=None, help="plain draft: distil further the draft exported in this "
+                   "folder (its layers, norm and head) instead of starting from the target's layers")
     g.add_argument("--start-from", default="assets/models/smollm2-draft", help="feature draft: the plain draft it starts as")
     p.set_defaults(func=run)
 
@@ -78,7 +80,8 @@ def run_smollm2(args, device: str, log) -> int:
     if args.stage in ("all", "data"):
         prepare_data(work, recipe, device, log)
     if args.stage in ("all", "train"):
-        train(Path(args.out or "assets/models/smollm2-draft"), work, recipe, device, log)
+        train(Path(args.out or "assets/models/smollm2-draft"), work, recipe, device, log,
+              continue_from=None if args.continue_from is None else Path(args.continue_from))
     if args.stage == "features":
         extract_features(work, recipe, device, log)
     if args.stage == "train-features":

@@ -66,8 +66,15 @@ def head_tokens(seqs: list[Sequence], size: int, always: set[int]) -> tuple[list
         counts.update(s.ids[s.prompt_len:].tolist())
     chosen = list(always) + [t for t, _ in counts.most_common(size) if t not in always]
     chosen = sorted(chosen[:size])
-    covered = sum(counts[t] for t in chosen) / max(1, sum(counts.values()))
-    return chosen, covered
+    return chosen, coverage(seqs, chosen)
+
+
+def coverage(seqs: list[Sequence], token_ids: list[int]) -> float:
+    """The share of the generated tokens in `seqs` that are among `token_ids` (a head's reach)."""
+    counts = Counter()
+    for s in seqs:
+        counts.update(s.ids[s.prompt_len:].tolist())
+    return sum(counts[t] for t in set(token_ids)) / max(1, sum(counts.values()))
 
 
 def head_index(draft) -> torch.Tensor:

@@ -81,9 +81,15 @@ def prepare_data(work: Path, recipe: DraftRecipe, device: str, log: Callable[[st
                     recipe.gen_minutes * 60, log, recipe.seed, recipe.passes)
 
 
-def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None]) -> dict:
-    """Stages 4-5: distil the draft from the shards in `work`, export it to `out`."""
-    from .distill import head_index, head_tokens, make_draft, read_shards, split_shards, train_draft, validate
+def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None],
+          continue_from: Path | None = None) -> dict:
+    """Stages 4-5: distil the draft from the shards in `work`, export it to `out`.
+
+    continue_from: a draft this script exported before. Its layers, norm and head tokens are the
+    starting point instead of the target's layers (more data for a draft trained elsewhere, e.g.
+    on a GPU); its held-out figures on this work folder's validation shards are measured first,
+    so the card compares before and after on the same sequences."""
+    from .distill import coverage, head_index, head_tokens, make_draft, read_shards, split_shards, train_draft, validate
     from .trainer import TrainSettings
 
     _, tokenizer, target = load_target(device)
@@ -91,8 +97,18 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
     if not train_paths or not val_paths:
         raise RuntimeError(f"no on-policy shards in {work}/onpolicy: run the data stages first")
     train_seqs, val_seqs = read_shards(train_paths), read_shards(val_paths)
+    start = None
+    if continue_from is not None:
+        from transformers import AutoModelForCausalLM
+
+        start = AutoModelForCausalLM.from_pretrained(continue_from, dtype=torch.float32).to(device).borrow_from(target)
+        recipe.layers = list(range(start.config.num_hidden_layers))   # the card's layer count
+        recipe.head_size = start.config.head_size
     head_file = work / f"head-{recipe.head_size}.json"
-    if not head_file.exists():   # chosen once, from the training shards, so a resumed run keeps its head
+    if start is not None:        # the draft's own head, whatever these shards' most frequent tokens are
+        ids = start.lm_head.token_ids.tolist()
+        head_file.write_text(json.dumps({"token_ids": ids, "covered": coverage(train_seqs, ids)}))
+    elif not head_file.exists():   # chosen once, from the training shards, so a resumed run keeps its head
         ids, covered = head_tokens(train_seqs, recipe.head_size, {tokenizer.eos_token_id})
         tmp = head_file.with_suffix(f".{os.getpid()}.tmp")   # atomic: parallel runs may race to write it
         tmp.write_text(json.dumps({"token_ids": ids, "covered": covered}))
@@ -104,16 +120,24 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
             "validation_tokens": int(sum(len(s.ids) - s.prompt_len for s in val_seqs)),
             "head_covers": round(head["covered"], 4)}
     log(f"data: {data}")
-    draft = make_draft(target, recipe.layers, head["token_ids"], SMOLLM2.hub_id)
+    draft = start if start is not None else make_draft(target, recipe.layers, head["token_ids"], SMOLLM2.hub_id)
     settings = TrainSettings(budget_s=recipe.train_minutes * 60, batch_size=recipe.batch_size, lr=recipe.lr,
                              warmup_steps=50, weight_decay=0.0, eval_every_s=max(60.0, recipe.train_minutes * 6),
                              checkpoint_every_s=60.0, seed=recipe.seed)
     started = time.monotonic()
-    result = train_draft(draft, train_seqs, val_seqs, settings, str(work / f"draft-{recipe.name}.ckpt"), log)
     sub_index = head_index(draft)
+    ckpt = work / (f"draft-{recipe.name}.ckpt" if start is None else f"draft-{recipe.name}-continued.ckpt")
+    before = validate(draft, val_seqs, sub_index) if start is not None and not ckpt.exists() else None
+    if before:
+        log(f"held-out before (the draft continued from): {before}")
+    result = train_draft(draft, train_seqs, val_seqs, settings, str(ckpt), log)
     final = validate(draft, val_seqs, sub_index)
     log(f"held-out: {final}")
-    card = {"recipe": asdict(recipe), "data": data, "training": {
+    card = {"recipe": asdict(recipe), "data": data,
+            "continued_from": None if continue_from is None else str(continue_from),
+            # measured only when the continuation starts (a resumed run has no such figure)
+            "held_out_start": {k: round(v, 4) for k, v in (before or {}).items()},
+            "training": {
         "steps": result["steps"], "train_minutes": round(result["elapsed_s"] / 60, 1),
         "device": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
         "wall_minutes_this_run": round((time.monotonic() - started) / 60, 1)},
@@ -201,6 +225,20 @@ def export(draft, tokenizer, out: Path, card: dict, describe: Callable[[dict], s
     tmp.replace(out)
 
 
+def continued(card: dict) -> str:
+    return f", then distilled further starting from `{card['continued_from']}`" if card.get("continued_from") else ""
+
+
+def before_line(card: dict) -> str:
+    h0 = card.get("held_out_start")
+    if not card.get("continued_from"):
+        return ""
+    if not h0:
+        return "- before this run: not measured (the run resumed a checkpoint)\n"
+    return (f"- before this run, the draft it continued on the same shards: greedy agreement "
+            f"{h0['greedy_agreement']:.3f}, overlap {h0['overlap']:.3f}, loss {h0['loss']:.3f}\n")
+
+
 def model_card(card: dict) -> str:
     r, d, t, h = card["recipe"], card["data"], card["training"], card["held_out"]
     return f"""# SmolLM2-135M-Instruct draft ({len(r['layers'])} layers, {r['head_size']}-token head)
@@ -208,7 +246,7 @@ def model_card(card: dict) -> str:
 A draft model for speculative decoding with `HuggingFaceTB/SmolLM2-135M-Instruct` as the target,
 trained by specviz's own script: `python -m specviz train-models --pair smollm2`.
 It ships only its own tensors: {len(r['layers'])} Llama decoder layers (initialized from the target's layers
-{r['layers']}), the final norm and the ids of its {r['head_size']} head tokens. At load time it borrows the
+{r['layers']}{continued(card)}), the final norm and the ids of its {r['head_size']} head tokens. At load time it borrows the
 target's embedding module and the target's output rows for those tokens (`BorrowedDraftForCausalLM`,
 `specviz/models/borrowed_draft.py`), so it cannot run without that target.
 
@@ -229,7 +267,7 @@ target's embedding module and the target's output rows for those tokens (`Borrow
 - greedy agreement (draft argmax = target argmax, one-token acceptance at T = 0): {h['greedy_agreement']:.3f}
 - overlap sum_x min(p, q) (one-token acceptance at T = 1, over the top-32): {h['overlap']:.3f}
 - loss: {h['loss']:.3f}
-
+{before_line(card)}
 Acceptance and speed in the race are in the repository's `benchmarks/` and README.
 License: Apache-2.0, as the target.
 """

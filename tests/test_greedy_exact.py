@@ -92,3 +92,25 @@ def test_confidence_stop_cuts_after_a_doubted_draft(pair):
         cut += m < cfg.k
         long_confident += 1 < m < cfg.k
     assert cut > 0 and long_confident > 0          # both shapes of a cut round occurred
+
+
+def test_adaptive_k_leaves_k_alone_after_a_round_the_stop_cut(pair):
+    """Under adaptive k with a confidence stop: a round that drafted fewer than its k (the stop cut it,
+    with room for all k) leaves the next k as it was; a round that drafted all k moves it by one;
+    and the output is still greedy decoding's."""
+    cut = moved = 0
+    for prompt in PROMPTS:
+        cfg = SpecConfig(k=4, k_min=1, k_max=8, adaptive_k=True, max_new_tokens=N, confidence_stop=0.3)
+        events = list(speculate(pair, prompt, cfg))
+        assert events[-1].token_ids == reference(pair, prompt)
+        k = cfg.k
+        for e in (e for e in events if e.kind == "round_end"):
+            room = e.total_tokens - e.emitted + k + 1 <= N            # the budget allowed all k drafts
+            if room and e.drafted < k:
+                assert e.k_next == k, e
+                cut += 1
+            elif e.drafted == k:
+                assert abs(e.k_next - k) == 1 or e.k_next in (cfg.k_min, cfg.k_max), e
+                moved += e.k_next != k
+            k = e.k_next
+    assert cut > 0 and moved > 0

@@ -135,3 +135,22 @@ def test_the_page_says_why_lanes_differ():
     assert "please report" in _summary(view, led, None, True, "torch.float32")
     view.stats.texts = {"spec": "same", "base": "same"}
     assert "(" not in _summary(view, led, None, True, "torch.bfloat16")
+
+
+def test_step_mode_says_why_a_round_drafted_fewer_than_k(tiny_dirs):
+    """A round the confidence stop cut short says so, with the threshold; the last rounds, cut by the
+    token budget, say that instead; full rounds say neither."""
+    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu")
+    form = {**FORM, "k": 6, "max_new": 40, "confidence_stop": 0.9}
+    state, explanations = None, []
+    while True:
+        _, explain, state = step_round(app, state, **form)
+        if state["finished"]:
+            break
+        explanations.append(explain)
+    rounds = [(e, int(m.group(1))) for e in explanations if (m := re.search(r"proposes (\d+) tokens?", e))]
+    stopped = [e for e, _ in rounds if "the confidence stop" in e]
+    budget = [e for e, _ in rounds if "may still be written" in e]
+    assert stopped and all("not k = 6" in e and "a probability below 0.9" in e for e in stopped)
+    assert budget and all("may still be written" in e for e, _ in rounds[-len(budget):])   # only the last rounds
+    assert all(("not k = 6" in e) == (n < 6) for e, n in rounds)

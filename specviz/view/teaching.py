@@ -59,8 +59,30 @@ def step_round(app: AppState, state, *form, stop=None, **named):
             return gr.skip(), status_html("Stopped: click “Next round” to start again.", "done"), None
         except SpecvizError as err:
             return gr.skip(), status_html(str(err), "error"), None
-        state = {"records": records, "next": 0, "html": "", "finished": False}
+        state = {"records": records, "next": 0, "html": "", "finished": False,
+                 # what a round planned to draft, to say why one drafted fewer (_short_round)
+                 "k": cfg.k, "stop": cfg.confidence_stop, "drafter": cfg.drafter,
+                 "max_new": run.config.max_new_tokens, "tokens": 0}
     return _reveal_round(state)
+
+
+def _short_round(state: dict, drafted: int) -> str:
+    """Why a round drafted fewer than its k, when it did: the token budget, the confidence stop, or
+    prompt lookup finding no longer continuation. '' for a round that drafted all it planned."""
+    if "k" not in state:
+        return ""
+    k, left = state["k"], state["max_new"] - state["tokens"]
+    if drafted >= k:
+        return ""
+    if left - 1 < k and drafted == max(0, left - 1):
+        return (f" (not k = {k}: only {plural(left, 'token')} may still be written, and a round always adds "
+                f"one of the target's own)")
+    if state.get("drafter") == "prompt_lookup":
+        return f" (not k = {k}: the earlier text that matches the end of the sequence is followed by no more)"
+    if state.get("stop"):
+        return (f" (not k = {k}: the draft model gave its last token a probability below {state['stop']:g}, "
+                f"the confidence stop, so the target takes over from there)")
+    return f" (not k = {k})"
 
 
 def _reveal_round(state: dict):
@@ -75,7 +97,8 @@ def _reveal_round(state: dict):
                      f"to write), and the target runs one forward pass:</p>")
         elif event.kind == "drafted":
             chips = (f'<p class="explain">Round {event.round}: the draft proposes {plural(len(event.token_ids), "token")} '
-                     f'{draft_chips(event)} and the target checks them all in one forward pass:</p>')
+                     f'{draft_chips(event)}{_short_round(state, len(event.token_ids))} and the target checks them '
+                     f'all in one forward pass:</p>')
         elif event.kind in ("accepted", "rejected", "resampled", "bonus"):
             verdicts.append(f'<li style="--i: {len(verdicts)}">{sentence(event, quote=_tok)}</li>')
         elif event.kind == "round_end":
@@ -83,6 +106,8 @@ def _reveal_round(state: dict):
                     f"{event.drafted} drafts accepted, {plural(event.emitted, 'token')} added for one target pass. "
                     f"Click “Next round” (or press the right arrow).</p>")
             pane_new += fragment(event)
+            if "k" in state:
+                state.update(k=event.k_next, tokens=event.total_tokens)
             shown = state["html"] + f'<span class="new-round">{pane_new}</span>'    # only this round animates
             state.update(next=i, html=state["html"] + pane_new)
             return shown, f'{chips}<ol class="explain reveal">{"".join(verdicts)}</ol>{note}', state

@@ -10,6 +10,7 @@ Greedy rounds are then replayed by counting (a draft is accepted while it equals
   second hits, the round gains that token and the target's bonus after it.
 
     python scripts/draft_headroom.py --preset smollm2 --prompts benchmarks/heldout-prompts.json
+    python scripts/draft_headroom.py --preset smollm2 --draft /tmp/smollm2-draft-more   # a candidate draft
 
 Prints the draft's top-1 agreement, how often its second choice is the target's token, and tokens per
 round (with the tokens a verify pass holds) for k = 2..5 with and without siblings, as JSON lines.
@@ -25,7 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from specviz import SpecConfig, load_preset  # noqa: E402
+from specviz import SpecConfig  # noqa: E402
+from specviz.models.loading import load_pair  # noqa: E402
+from specviz.models.presets import get_preset  # noqa: E402
 from specviz.bench.prompts import load_prompts, prompt_ids  # noqa: E402
 from specviz.bench.runner import hf_generate  # noqa: E402
 
@@ -70,8 +73,10 @@ def main() -> int:
     ap.add_argument("--preset", default="smollm2")
     ap.add_argument("--prompts", default="benchmarks/heldout-prompts.json")
     ap.add_argument("--max-new-tokens", type=int, default=96)
+    ap.add_argument("--draft", default=None, help="another draft for the preset's target (default: the preset's)")
     args = ap.parse_args()
-    pair = load_preset(args.preset)
+    preset = get_preset(args.preset)
+    pair = load_pair(preset.target, args.draft or preset.draft, device="auto")
     first, second = hits(pair, load_prompts(args.prompts), args.max_new_tokens)
     positions = sum(map(len, first))
     print(json.dumps({"positions": positions, "top1_agreement": round(sum(map(sum, first)) / positions, 3),

@@ -102,7 +102,10 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
         from transformers import AutoModelForCausalLM
 
         start = AutoModelForCausalLM.from_pretrained(continue_from, dtype=torch.float32).to(device).borrow_from(target)
-        recipe.layers = list(range(start.config.num_hidden_layers))   # the card's layer count
+        # The card's layers: the target layers the draft was first cut from, as its own card says.
+        first = Path(continue_from, "training.json")
+        layers = json.loads(first.read_text()).get("recipe", {}).get("layers") if first.exists() else None
+        recipe.layers = layers or list(range(start.config.num_hidden_layers))
         recipe.head_size = start.config.head_size
     head_file = work / f"head-{recipe.head_size}.json"
     if start is not None:        # the draft's own head, whatever these shards' most frequent tokens are

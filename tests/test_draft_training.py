@@ -112,9 +112,11 @@ def test_smollm2_recipe_continues_an_exported_draft(tmp_path, monkeypatch):
     expected, fresh_loss = (validate(d, val, head_index(d))["loss"] for d in (shipped, fresh))
     assert abs(expected - fresh_loss) > 1e-3
 
+    (work / f"head-{len(head)}.json").write_text("the folder's own head")   # a plain run's, left alone
     recipe = smollm2_draft.DraftRecipe(layers=[0, 1, 2], head_size=99, train_minutes=0.05, batch_size=16, lr=1e-4)
     card = smollm2_draft.train(tmp_path / "next", work, recipe, "cpu", lambda line: None,
                                continue_from=tmp_path / "first")
+    assert (work / f"head-{len(head)}.json").read_text() == "the folder's own head"
     assert card["continued_from"] == str(tmp_path / "first")
     assert card["recipe"]["layers"] == [0] and card["recipe"]["head_size"] == len(head)
     assert card["held_out_start"]["loss"] == pytest.approx(expected, abs=1e-4) and card["training"]["steps"] > 0
@@ -123,3 +125,9 @@ def test_smollm2_recipe_continues_an_exported_draft(tmp_path, monkeypatch):
     assert again.config.num_hidden_layers == 1
     card_text = (tmp_path / "next" / "README.md").read_text()
     assert "distilled further starting from" in card_text and "before this run" in card_text
+
+    # Continuing another draft in the same folder starts from that draft, not from the first one's checkpoint.
+    other = smollm2_draft.DraftRecipe(train_minutes=0.05, batch_size=16, lr=1e-4)
+    card2 = smollm2_draft.train(tmp_path / "third", work, other, "cpu", lambda line: None,
+                                continue_from=tmp_path / "next")
+    assert card2["held_out_start"] and card2["continued_from"] == str(tmp_path / "next")

@@ -15,6 +15,7 @@ The same code runs on a CPU (hours) or a GPU (minutes); the recipe records where
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -110,13 +111,14 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
     head_file = work / f"head-{recipe.head_size}.json"
     if start is not None:        # the draft's own head, whatever these shards' most frequent tokens are
         ids = start.lm_head.token_ids.tolist()
-        head_file.write_text(json.dumps({"token_ids": ids, "covered": coverage(train_seqs, ids)}))
-    elif not head_file.exists():   # chosen once, from the training shards, so a resumed run keeps its head
-        ids, covered = head_tokens(train_seqs, recipe.head_size, {tokenizer.eos_token_id})
-        tmp = head_file.with_suffix(f".{os.getpid()}.tmp")   # atomic: parallel runs may race to write it
-        tmp.write_text(json.dumps({"token_ids": ids, "covered": covered}))
-        tmp.replace(head_file)
-    head = json.loads(head_file.read_text())
+        head = {"token_ids": ids, "covered": coverage(train_seqs, ids)}   # not written: the folder's own head stays
+    else:
+        if not head_file.exists():   # chosen once, from the training shards, so a resumed run keeps its head
+            ids, covered = head_tokens(train_seqs, recipe.head_size, {tokenizer.eos_token_id})
+            tmp = head_file.with_suffix(f".{os.getpid()}.tmp")   # atomic: parallel runs may race to write it
+            tmp.write_text(json.dumps({"token_ids": ids, "covered": covered}))
+            tmp.replace(head_file)
+        head = json.loads(head_file.read_text())
     data = {"train_shards": len(train_paths), "validation_shards": len(val_paths),
             "train_sequences": len(train_seqs), "validation_sequences": len(val_seqs),
             "train_tokens": int(sum(len(s.ids) - s.prompt_len for s in train_seqs)),
@@ -129,7 +131,10 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
                              checkpoint_every_s=60.0, seed=recipe.seed)
     started = time.monotonic()
     sub_index = head_index(draft)
-    ckpt = work / (f"draft-{recipe.name}.ckpt" if start is None else f"draft-{recipe.name}-continued.ckpt")
+    # A continuation's checkpoint is named after the draft it started from, so continuing another draft
+    # in the same folder starts afresh instead of resuming this one.
+    ckpt = work / (f"draft-{recipe.name}.ckpt" if start is None
+                   else f"draft-{recipe.name}-continued-{fingerprint(Path(continue_from))}.ckpt")
     before = validate(draft, val_seqs, sub_index) if start is not None and not ckpt.exists() else None
     if before:
         log(f"held-out before (the draft continued from): {before}")
@@ -226,6 +231,15 @@ def export(draft, tokenizer, out: Path, card: dict, describe: Callable[[dict], s
     (tmp / "README.md").write_text((describe or model_card)(card))
     shutil.rmtree(out, ignore_errors=True)
     tmp.replace(out)
+
+
+def fingerprint(folder: Path) -> str:
+    """12 hex digits of the SHA-256 of a draft folder's weight files (names and bytes, in name order)."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.safetensors")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def continued(card: dict) -> str:

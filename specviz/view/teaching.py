@@ -62,7 +62,8 @@ def step_round(app: AppState, state, *form, stop=None, **named):
         state = {"records": records, "next": 0, "html": "", "finished": False,
                  # what a round planned to draft, to say why one drafted fewer (_short_round)
                  "k": cfg.k, "stop": cfg.confidence_stop, "drafter": cfg.drafter,
-                 "max_new": run.config.max_new_tokens, "tokens": 0}
+                 # the lane's length rules: its token budget, and the context the pair can hold
+                 "max_new": min(run.config.max_new_tokens, run.pair.max_positions - len(run.ids)), "tokens": 0}
     return _reveal_round(state)
 
 
@@ -75,8 +76,8 @@ def _short_round(state: dict, drafted: int) -> str:
     if drafted >= k:
         return ""
     if left - 1 < k and drafted == max(0, left - 1):
-        return (f" (not k = {k}: only {plural(left, 'token')} may still be written, and a round always adds "
-                f"one of the target's own)")
+        return (f" (not k = {k}: only {plural(left, 'token')} may still be written (the token budget or the "
+                f"context's length), and a round always adds one of the target's own)")
     if state.get("drafter") == "prompt_lookup":
         return f" (not k = {k}: the earlier text that matches the end of the sequence is followed by no more)"
     if state.get("stop"):

@@ -131,3 +131,31 @@ def test_smollm2_recipe_continues_an_exported_draft(tmp_path, monkeypatch):
     card2 = smollm2_draft.train(tmp_path / "third", work, other, "cpu", lambda line: None,
                                 continue_from=tmp_path / "next")
     assert card2["held_out_start"] and card2["continued_from"] == str(tmp_path / "next")
+
+
+def test_keep_best_ends_with_the_best_validated_weights(tmp_path):
+    """train_steps(keep_best=...) ends with the weights of its best validation, not its last step's,
+    and a resumed run remembers that best."""
+    import time
+    from specviz.training.trainer import train_steps
+    model = torch.nn.Linear(1, 1, bias=False)
+    torch.nn.init.zeros_(model.weight)
+    seen = []                                              # (metric, weight) at each validation
+
+    def step_loss(gen):
+        time.sleep(0.02)
+        return -model.weight.sum(), {"tokens": 1}          # every step moves the weight up
+
+    def validate():
+        w = float(model.weight.detach())
+        seen.append((-abs(len(seen) - 2), w))              # peaks at the third validation
+        return {"agreement": seen[-1][0]}
+
+    quick = TrainSettings(budget_s=0.5, batch_size=1, lr=0.1, warmup_steps=1, weight_decay=0.0,
+                          eval_every_s=0.0, checkpoint_every_s=1e9)
+    out = train_steps(model, [model.weight], [{"params": [model.weight], "lr_scale": 1.0}], quick,
+                      str(tmp_path / "ckpt"), step_loss, validate, log=lambda line: None, keep_best="agreement")
+    assert len(seen) >= 4 and out["kept_step"] == 3 < out["steps"]
+    assert float(model.weight) == seen[2][1] != seen[-1][1]
+    saved = torch.load(tmp_path / "ckpt", weights_only=False)["best"]
+    assert saved["step"] == 3 and saved["value"] == 0

@@ -146,7 +146,7 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
             # measured only when the continuation starts (a resumed run has no such figure)
             "held_out_start": {k: round(v, 4) for k, v in (before or {}).items()},
             "training": {
-        "steps": result["steps"], "train_minutes": round(result["elapsed_s"] / 60, 1),
+        "steps": result["steps"], "kept_step": result["kept_step"], "train_minutes": round(result["elapsed_s"] / 60, 1),
         "device": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
         "wall_minutes_this_run": round((time.monotonic() - started) / 60, 1)},
         "held_out": {k: round(v, 4) for k, v in final.items()}, "history": result["history"]}
@@ -242,6 +242,13 @@ def fingerprint(folder: Path) -> str:
     return digest.hexdigest()[:12]
 
 
+def kept(training: dict) -> str:
+    step = training.get("kept_step")
+    if step is None or step == training["steps"]:
+        return ""
+    return f"; the weights of step {step} are kept, where the held-out greedy agreement was highest"
+
+
 def continued(card: dict) -> str:
     return f", then distilled further starting from `{card['continued_from']}`" if card.get("continued_from") else ""
 
@@ -278,7 +285,7 @@ target's embedding module and the target's output rows for those tokens (`Borrow
 
 ## Training
 - loss: cross-entropy against the target's recorded top-32 distribution (forward KL on the head);
-- {t['steps']} steps of {r['batch_size']} sequences, lr {r['lr']}, {t['train_minutes']} min on {t['device']}.
+- {t['steps']} steps of {r['batch_size']} sequences, lr {r['lr']}, {t['train_minutes']} min on {t['device']}{kept(t)}.
 
 ## Held-out figures (validation shards, never trained on)
 - greedy agreement (draft argmax = target argmax, one-token acceptance at T = 0): {h['greedy_agreement']:.3f}
@@ -313,7 +320,7 @@ output rows at load time, and runs only in specviz's engine, which hands it the 
 ## Training
 - loss: cross-entropy against the target's top-32 distribution at each of the {steps} draft steps of a
   round, unrolled in one masked pass (training-time test), step s weighted 0.8^(s-1);
-- {t['steps']} steps of {r['batch_size']} sequences, lr {r['lr']}, {t['train_minutes']} min on {t['device']}.
+- {t['steps']} steps of {r['batch_size']} sequences, lr {r['lr']}, {t['train_minutes']} min on {t['device']}{kept(t)}.
 
 ## Held-out figures (greedy agreement with the target; a2 given the first draft was right)
 - before (W = 0): {f"a1 {h0['a1']:.3f}, a2 {h0['a2']:.3f}" if h0 else "not measured (the run resumed a checkpoint)"}

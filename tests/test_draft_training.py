@@ -125,6 +125,7 @@ def test_smollm2_recipe_continues_an_exported_draft(tmp_path, monkeypatch):
     assert again.config.num_hidden_layers == 1
     card_text = (tmp_path / "next" / "README.md").read_text()
     assert "distilled further starting from" in card_text and "before this run" in card_text
+    assert "decoding temperatures: T = 0: 1 shard;" in card_text          # read from the shards themselves
 
     # Continuing another draft in the same folder starts from that draft, not from the first one's checkpoint.
     other = smollm2_draft.DraftRecipe(train_minutes=0.05, batch_size=16, lr=1e-4)

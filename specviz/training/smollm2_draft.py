@@ -123,7 +123,9 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
             "train_sequences": len(train_seqs), "validation_sequences": len(val_seqs),
             "train_tokens": int(sum(len(s.ids) - s.prompt_len for s in train_seqs)),
             "validation_tokens": int(sum(len(s.ids) - s.prompt_len for s in val_seqs)),
-            "head_covers": round(head["covered"], 4)}
+            "head_covers": round(head["covered"], 4),
+            # what the shards hold, whatever this stage's own --passes says: {temperature: training shards}
+            "shard_temperatures": shard_temperatures(train_paths)}
     log(f"data: {data}")
     draft = start if start is not None else make_draft(target, recipe.layers, head["token_ids"], SMOLLM2.hub_id)
     settings = TrainSettings(budget_s=recipe.train_minutes * 60, batch_size=recipe.batch_size, lr=recipe.lr,
@@ -242,6 +244,22 @@ def fingerprint(folder: Path) -> str:
     return digest.hexdigest()[:12]
 
 
+def shard_temperatures(paths: list[Path]) -> dict[str, int]:
+    """{temperature: shards} over the shards' own records (save_shard writes each shard's temperature)."""
+    counts = Counter()
+    for path in paths:
+        with np.load(path) as z:
+            counts[f"{float(z['temperature']):g}"] += 1
+    return dict(sorted(counts.items()))
+
+
+def temperatures(recipe: dict, data: dict) -> str:
+    found = data.get("shard_temperatures")
+    if found:
+        return ", ".join(f"T = {t}: {n} shard{'s' if n != 1 else ''}" for t, n in found.items())
+    return str(recipe["passes"] or "one pass, 60% greedy, 20% T=0.7, 20% T=1.0")
+
+
 def kept(training: dict) -> str:
     step = training.get("kept_step")
     if step is None or step == training["steps"]:
@@ -279,7 +297,7 @@ target's embedding module and the target's output rows for those tokens (`Borrow
   headers from the Python standard library's training split) and prose (Python documentation);
 - {d['train_sequences']} training sequences, {d['train_tokens']:,} target-written tokens
   ({d['train_shards']} shards); held out: {d['validation_sequences']} sequences, {d['validation_tokens']:,} tokens;
-- decoding temperatures: {r['passes'] or 'one pass, 60% greedy, 20% T=0.7, 20% T=1.0'};
+- decoding temperatures: {temperatures(r, d)};
   up to {r['max_new_tokens']} new tokens each; the target's top-32 log-probabilities kept per token;
 - the head's {r['head_size']} tokens cover {d['head_covers']:.1%} of the training tokens.
 

@@ -61,19 +61,22 @@ def split_shards(paths: list[Path]) -> tuple[list[Path], list[Path]]:
 
 def head_tokens(seqs: list[Sequence], size: int, always: set[int]) -> tuple[list[int], float]:
     """The `size` most frequent generated tokens (plus `always`) and the share of generated tokens they cover."""
-    counts = Counter()
-    for s in seqs:
-        counts.update(s.ids[s.prompt_len:].tolist())
+    counts = generated_counts(seqs)
     chosen = list(always) + [t for t, _ in counts.most_common(size) if t not in always]
     chosen = sorted(chosen[:size])
-    return chosen, coverage(seqs, chosen)
+    return chosen, coverage(counts, chosen)
 
 
-def coverage(seqs: list[Sequence], token_ids: list[int]) -> float:
-    """The share of the generated tokens in `seqs` that are among `token_ids` (a head's reach)."""
+def generated_counts(seqs: list[Sequence]) -> Counter:
+    """How often each token occurs among the generated (target-written) tokens of `seqs`."""
     counts = Counter()
     for s in seqs:
         counts.update(s.ids[s.prompt_len:].tolist())
+    return counts
+
+
+def coverage(counts: Counter, token_ids: list[int]) -> float:
+    """The share of the counted tokens that are among `token_ids` (a head's reach)."""
     return sum(counts[t] for t in set(token_ids)) / max(1, sum(counts.values()))
 
 

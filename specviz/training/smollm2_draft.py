@@ -90,7 +90,8 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
     starting point instead of the target's layers (more data for a draft trained elsewhere, e.g.
     on a GPU); its held-out figures on this work folder's validation shards are measured first,
     so the card compares before and after on the same sequences."""
-    from .distill import coverage, head_index, head_tokens, make_draft, read_shards, split_shards, train_draft, validate
+    from .distill import (coverage, generated_counts, head_index, head_tokens, make_draft, read_shards, split_shards,
+                          train_draft, validate)
     from .trainer import TrainSettings
 
     _, tokenizer, target = load_target(device)
@@ -111,7 +112,7 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
     head_file = work / f"head-{recipe.head_size}.json"
     if start is not None:        # the draft's own head, whatever these shards' most frequent tokens are
         ids = start.lm_head.token_ids.tolist()
-        head = {"token_ids": ids, "covered": coverage(train_seqs, ids)}   # not written: the folder's own head stays
+        head = {"token_ids": ids, "covered": coverage(generated_counts(train_seqs), ids)}   # not written: the folder's own head stays
     else:
         if not head_file.exists():   # chosen once, from the training shards, so a resumed run keeps its head
             ids, covered = head_tokens(train_seqs, recipe.head_size, {tokenizer.eos_token_id})
@@ -236,12 +237,11 @@ def export(draft, tokenizer, out: Path, card: dict, describe: Callable[[dict], s
 
 
 def fingerprint(folder: Path) -> str:
-    """12 hex digits of the SHA-256 of a draft folder's weight files (names and bytes, in name order)."""
-    digest = hashlib.sha256()
-    for path in sorted(folder.glob("*.safetensors")):
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:12]
+    """12 hex digits of the SHA-256 over a draft folder's weight files (each file's name and sha256, in
+    name order)."""
+    from ..models.integrity import sha256
+    lines = "".join(f"{path.name} {sha256(path)}\n" for path in sorted(folder.glob("*.safetensors")))
+    return hashlib.sha256(lines.encode()).hexdigest()[:12]
 
 
 def shard_temperatures(paths: list[Path]) -> dict[str, int]:

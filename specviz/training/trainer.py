@@ -79,10 +79,11 @@ def evaluate(model, windows: torch.Tensor, teacher=None, chunk: int = 8) -> dict
     return out
 
 
-def resume(checkpoint: str, model, opt, gen: torch.Generator, log, device: str = "cpu") -> tuple[int, float, list]:
-    """(step, elapsed seconds, eval history) from the checkpoint, loading its states; zeros if none."""
+def resume(checkpoint: str, model, opt, gen: torch.Generator, log, device: str = "cpu") -> tuple[int, float, list, dict | None]:
+    """(step, elapsed seconds, eval history, best validated weights) from the checkpoint, loading its
+    states; zeros and None if none."""
     if not os.path.exists(checkpoint):
-        return 0, 0.0, []
+        return 0, 0.0, [], None
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)   # load_state_dict copies to the model's device
     missing, unexpected = model.load_state_dict(state["model"], strict=False)
     if unexpected or set(missing) - set(getattr(model, "BORROWED_KEYS", ())):   # only borrowed tensors may be absent
@@ -90,7 +91,7 @@ def resume(checkpoint: str, model, opt, gen: torch.Generator, log, device: str =
     opt.load_state_dict(state["optimizer"])
     gen.set_state(state["generator"])
     log(f"resumed from {checkpoint}: step {state['step']}, {state['elapsed_s'] / 60:.1f} min done")
-    return state["step"], state["elapsed_s"], state["history"]
+    return state["step"], state["elapsed_s"], state["history"], state.get("best")
 
 
 def save_checkpoint(checkpoint: str, model, opt, gen: torch.Generator, step: int, elapsed: float, history: list,
@@ -128,10 +129,9 @@ def train_steps(model, params: list, groups: list[dict], settings: TrainSettings
     past its data's worth overfits, e.g. the GPU run in shared/models peaked at 0.640 and ended at 0.625)."""
     opt = torch.optim.AdamW(groups, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
     gen = torch.Generator().manual_seed(settings.seed)
-    step, elapsed, history = resume(checkpoint, model, opt, gen, log, device=device)
-    named = [(n, p) for n, p in model.named_parameters() if any(p is q for q in params)]
-    best = (torch.load(checkpoint, map_location="cpu", weights_only=False).get("best")
-            if keep_best and os.path.exists(checkpoint) else None)
+    step, elapsed, history, best = resume(checkpoint, model, opt, gen, log, device=device)
+    trained = {id(p) for p in params}
+    named = [(n, p) for n, p in model.named_parameters() if id(p) in trained]
     model.train()
     last_log = last_eval = last_ckpt = time.monotonic()
     window: dict[str, float] = {}
@@ -170,7 +170,7 @@ def train_steps(model, params: list, groups: list[dict], settings: TrainSettings
             last_ckpt = time.monotonic()
     save_checkpoint(checkpoint, model, opt, gen, step, elapsed, history, best)
     kept = step
-    if best is not None and best["step"] != step:
+    if keep_best and best is not None and best["step"] != step:
         with torch.no_grad():
             for n, p in named:
                 p.copy_(best["params"][n])
@@ -186,7 +186,7 @@ def train_lm(model, train_data, eval_data, settings: TrainSettings, checkpoint: 
     opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, betas=(0.9, 0.95),
                             weight_decay=settings.weight_decay)
     gen = torch.Generator().manual_seed(settings.seed)
-    step, elapsed, history = resume(checkpoint, model, opt, gen, log, device)
+    step, elapsed, history, _ = resume(checkpoint, model, opt, gen, log, device)
 
     def save():
         save_checkpoint(checkpoint, model, opt, gen, step, elapsed, history)

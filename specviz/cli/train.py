@@ -40,6 +40,9 @@ def add_parser(sub) -> None:
     g.add_argument("--draft-steps", type=int, default=2, help="feature draft: draft steps per round unrolled in training")
     g.add_argument("--continue-from", default=None, help="plain draft: distil further the draft exported in this "
                    "folder (its layers, norm and head) instead of starting from the target's layers")
+    g.add_argument("--also-work-dir", action="append", default=[], metavar="DIR",
+                   help="another work folder (repeatable): the data stage leaves out the prompts it planned, the "
+                        "train stage joins its shards to this folder's")
     g.add_argument("--start-from", default="assets/models/smollm2-draft", help="feature draft: the plain draft it starts as")
     p.set_defaults(func=run)
 
@@ -78,10 +81,11 @@ def run_smollm2(args, device: str, log) -> int:
     work = Path(args.work_dir or ".specviz-train/smollm2")
     work.mkdir(parents=True, exist_ok=True)
     if args.stage in ("all", "data"):
-        prepare_data(work, recipe, device, log)
+        prepare_data(work, recipe, device, log, others=[Path(d) for d in args.also_work_dir])
     if args.stage in ("all", "train"):
         train(Path(args.out or "assets/models/smollm2-draft"), work, recipe, device, log,
-              continue_from=None if args.continue_from is None else Path(args.continue_from))
+              continue_from=None if args.continue_from is None else Path(args.continue_from),
+              others=[Path(d) for d in args.also_work_dir])
     if args.stage == "features":
         extract_features(work, recipe, device, log)
     if args.stage == "train-features":

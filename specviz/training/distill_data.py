@@ -83,8 +83,11 @@ def save_shard(path: Path, records: list[Record], kind: str) -> None:
 
 
 def build_prompts(work: Path, model, tokenizer, questions: int, log, seed: int = 0,
-                  batch: int = 64) -> list[PromptSpec]:
-    """Stage 1 and 2: self-instruct requests, then the prompt mix (cached in the work folder)."""
+                  batch: int = 64, seen: set[str] = frozenset()) -> list[PromptSpec]:
+    """Stage 1 and 2: self-instruct requests, then the prompt mix (cached in the work folder).
+
+    seen: prompt texts another work folder already decoded; they are left out of the mix, so a
+    second folder adds new sequences instead of repeating the templated requests greedily."""
     questions_file, prompts_file = work / "questions.json", work / "prompts.json"
     if not questions_file.exists():
         t0 = time.monotonic()
@@ -94,6 +97,10 @@ def build_prompts(work: Path, model, tokenizer, questions: int, log, seed: int =
     if not prompts_file.exists():
         train_texts, _ = split_corpus()
         specs = mix(json.loads(questions_file.read_text()), code_prefixes(train_texts), prose_prefixes(), seed)
+        if seen:
+            kept = [s for s in specs if s.text not in seen]
+            log(f"prompts: {len(specs) - len(kept)} already decoded in another work folder, left out")
+            specs = kept
         prompts_file.write_text(json.dumps([[s.kind, s.text] for s in specs], indent=0))
     return [PromptSpec(kind, text) for kind, text in json.loads(prompts_file.read_text())]
 

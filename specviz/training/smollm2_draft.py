@@ -69,33 +69,56 @@ def load_target(device: str):
     return folder, tokenizer, target
 
 
-def prepare_data(work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None]) -> None:
-    """Stages 1-3 (skipped where done)."""
+def seen_prompts(others: list[Path]) -> set[str]:
+    """The prompt texts other work folders planned (their prompts.json)."""
+    seen: set[str] = set()
+    for folder in others:
+        seen |= {text for _, text in json.loads(Path(folder, "prompts.json").read_text())}
+    return seen
+
+
+def shard_split(work: Path, others: list[Path] = ()) -> tuple[list[Path], list[Path]]:
+    """(training, validation) shards of `work` and of each other work folder, each split by its own indices."""
+    from .distill import split_shards
+
+    train_paths, val_paths = [], []
+    for folder in [work, *others]:
+        t, v = split_shards(sorted(Path(folder, "onpolicy").glob("shard-*.npz")))
+        train_paths += t
+        val_paths += v
+    return train_paths, val_paths
+
+
+def prepare_data(work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None],
+                 others: list[Path] = ()) -> None:
+    """Stages 1-3 (skipped where done); prompts the `others` work folders planned are left out."""
     from ..models.packed_linear import mkl_packing_available, pack_linears
 
     _, tokenizer, target = load_target(device)
     if device == "cpu" and mkl_packing_available():
         pack_linears(target)          # 2-3x faster batched decoding on a CPU, same logits to 1e-4
-    specs = build_prompts(work, target, tokenizer, recipe.questions, log, recipe.seed, batch=recipe.gen_batch)
+    specs = build_prompts(work, target, tokenizer, recipe.questions, log, recipe.seed, batch=recipe.gen_batch,
+                          seen=seen_prompts(list(others)))
     log(f"prompts: {len(specs)} {dict(Counter(s.kind for s in specs))}")
     generate_shards(work, target, tokenizer, specs, recipe.gen_batch, recipe.max_new_tokens,
                     recipe.gen_minutes * 60, log, recipe.seed, recipe.passes)
 
 
 def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None],
-          continue_from: Path | None = None) -> dict:
+          continue_from: Path | None = None, others: list[Path] = ()) -> dict:
     """Stages 4-5: distil the draft from the shards in `work`, export it to `out`.
 
     continue_from: a draft this script exported before. Its layers, norm and head tokens are the
     starting point instead of the target's layers (more data for a draft trained elsewhere, e.g.
     on a GPU); its held-out figures on this work folder's validation shards are measured first,
-    so the card compares before and after on the same sequences."""
-    from .distill import (coverage, generated_counts, head_index, head_tokens, make_draft, read_shards, split_shards,
+    so the card compares before and after on the same sequences.
+    others: more work folders whose shards join this one's (training and validation alike)."""
+    from .distill import (coverage, generated_counts, head_index, head_tokens, make_draft, read_shards,
                           train_draft, validate)
     from .trainer import TrainSettings
 
     _, tokenizer, target = load_target(device)
-    train_paths, val_paths = split_shards(sorted((work / "onpolicy").glob("shard-*.npz")))
+    train_paths, val_paths = shard_split(work, list(others))
     if not train_paths or not val_paths:
         raise RuntimeError(f"no on-policy shards in {work}/onpolicy: run the data stages first")
     train_seqs, val_seqs = read_shards(train_paths), read_shards(val_paths)

@@ -37,3 +37,20 @@ def test_shards_of_several_work_folders_split_each_by_its_own_indices(tmp_path):
     alone = [split_shards(sorted((f / "onpolicy").glob("shard-*.npz"))) for f in folders]
     assert train == alone[0][0] + alone[1][0] and val == alone[0][1] + alone[1][1]
     assert len(val) == 2 and len(train) == 6                  # index 0 of each folder is held out
+
+
+def test_shards_say_how_the_target_ran_and_older_shards_read_as_fp32(tmp_path):
+    import numpy as np
+
+    from specviz.training.distill_data import save_shard
+    from specviz.training.onpolicy import Record
+    from specviz.training.smollm2_draft import precisions, shard_precisions
+
+    record = Record([1, 2], [3, 4], np.zeros((2, 4), np.uint16), np.zeros((2, 4), np.float16), 0.0)
+    save_shard(tmp_path / "shard-0001.npz", [record], "chat", "bf16")
+    save_shard(tmp_path / "shard-0002.npz", [record], "chat")
+    older = {k: v for k, v in np.load(tmp_path / "shard-0002.npz").items() if k != "precision"}
+    np.savez(tmp_path / "shard-0003.npz", **older)                  # written before shards named their precision
+    found = shard_precisions(sorted(tmp_path.glob("shard-*.npz")))
+    assert found == {"bf16": 1, "fp32": 2}
+    assert precisions({"shard_precisions": found}) == "bf16 autocast: 1 shard, fp32: 2 shards"

@@ -72,8 +72,8 @@ def plan_shards(specs: list[PromptSpec], batch: int, seed: int = 0,
     return shards
 
 
-def save_shard(path: Path, records: list[Record], kind: str) -> None:
-    np.savez(path.with_suffix(".tmp.npz"), kind=kind, temperature=records[0].temperature,
+def save_shard(path: Path, records: list[Record], kind: str, precision: str = "fp32") -> None:
+    np.savez(path.with_suffix(".tmp.npz"), kind=kind, temperature=records[0].temperature, precision=precision,
              prompt_lens=np.array([len(r.prompt_ids) for r in records]),
              gen_lens=np.array([len(r.generated) for r in records]),
              prompts=np.concatenate([np.array(r.prompt_ids, dtype=np.int32) for r in records]),
@@ -106,8 +106,10 @@ def build_prompts(work: Path, model, tokenizer, questions: int, log, seed: int =
 
 
 def generate_shards(work: Path, model, tokenizer, specs: list[PromptSpec], batch: int, max_new_tokens: int,
-                    budget_s: float, log, seed: int = 0, passes: list[float] | None = None) -> list[Path]:
-    """Stage 3: on-policy shards until every prompt is done or the time budget is spent."""
+                    budget_s: float, log, seed: int = 0, passes: list[float] | None = None,
+                    precision: str = "fp32") -> list[Path]:
+    """Stage 3: on-policy shards until every prompt is done or the time budget is spent.
+    precision: how the caller runs the target's matmuls ("fp32" or "bf16" autocast), written in each shard."""
     folder = work / "onpolicy"
     folder.mkdir(exist_ok=True)
     shards = plan_shards(specs, batch, seed, passes)
@@ -124,7 +126,7 @@ def generate_shards(work: Path, model, tokenizer, specs: list[PromptSpec], batch
         ids = [prompt_ids(tokenizer, PromptSpec(shard["kind"], t)) for t in shard["prompts"]]
         records = generate_records(model, ids, max_new_tokens, shard["temperature"], eos, tokenizer.eos_token_id,
                                    seed=seed + i)
-        save_shard(path, records, shard["kind"])
+        save_shard(path, records, shard["kind"], precision)
         made += 1
         tokens = sum(len(r.generated) for r in records)
         log(f"on-policy shard {i + 1}/{len(shards)} ({shard['kind']}, T={shard['temperature']}): "

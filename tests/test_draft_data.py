@@ -22,9 +22,50 @@ def test_a_second_work_folder_leaves_out_the_prompts_the_first_planned(tmp_path)
     assert not texts & seen
     # the templated requests and the shared question were planned by the first folder: one new request is left
     assert {s.text for s in again if s.kind == "chat"} == {"Name three rivers in Spain."}
-    assert any("already decoded in another work folder" in l for l in lines)
     # the cached mix is the filtered one: a resumed data stage plans the same prompts
     assert {s.text for s in build_prompts(second, None, None, 0, lines.append, seed=1)} == texts
+    assert not any("planned by another work folder too" in line for line in lines)
+
+
+def test_the_mix_keeps_its_proportions_over_what_is_new_and_a_stale_cache_is_reported(tmp_path):
+    from specviz.training.draft_prompts import mix
+
+    code, prose = [f"def f{i}():" for i in range(100)], [f"Prose {i}." for i in range(100)]
+    chat = [f"Question {i}?" for i in range(40)]
+    first = mix(chat, code, prose, seed=0)
+    seen = {s.text for s in first if s.kind != "chat"}               # the first folder took 60% of code and prose
+    second = mix(chat[:20] + [f"New question {i}?" for i in range(20)], code, prose, seed=1, seen=seen)
+    kinds = {k: [s.text for s in second if s.kind == k] for k in ("chat", "code", "prose")}
+    assert not set(kinds["code"] + kinds["prose"]) & seen
+    n_chat = len(kinds["chat"])
+    assert len(kinds["code"]) == min(n_chat * 6 // 10, 100 - sum(s.kind == "code" for s in first))
+    assert len(kinds["prose"]) == min(n_chat * 4 // 10, 100 - sum(s.kind == "prose" for s in first))
+
+    folder = tmp_path / "w"
+    folder.mkdir()
+    (folder / "questions.json").write_text(json.dumps(["What is rust?"]))
+    lines = []
+    cached = build_prompts(folder, None, None, 0, lines.append)          # made without the other folder
+    build_prompts(folder, None, None, 0, lines.append, seen={cached[0].text})
+    assert any("1 of this folder's cached prompts were planned by another work folder" in l for l in lines)
+
+
+def test_other_work_folders_are_checked_before_anything_runs(tmp_path):
+    import pytest
+
+    from specviz.training.smollm2_draft import other_folders
+
+    work, ok, empty = tmp_path / "work", tmp_path / "ok", tmp_path / "empty"
+    for folder in (work, ok, empty):
+        (folder / "onpolicy").mkdir(parents=True)
+    (ok / "prompts.json").write_text("[]")
+    (ok / "onpolicy" / "shard-0000.npz").write_bytes(b"")
+    assert other_folders(work, [ok, tmp_path / "ok" / ".." / "ok", work], "onpolicy") == [ok.resolve()]
+    assert other_folders(work, [ok], "prompts.json") == [ok.resolve()]
+    with pytest.raises(RuntimeError, match="no onpolicy there"):
+        other_folders(work, [empty], "onpolicy")
+    with pytest.raises(RuntimeError, match="no prompts.json there"):
+        other_folders(work, [tmp_path / "typo"], "prompts.json")
 
 
 def test_shards_of_several_work_folders_split_each_by_its_own_indices(tmp_path):
@@ -54,3 +95,27 @@ def test_shards_say_how_the_target_ran_and_older_shards_read_as_fp32(tmp_path):
     found = shard_precisions(sorted(tmp_path.glob("shard-*.npz")))
     assert found == {"bf16": 1, "fp32": 2}
     assert precisions({"shard_precisions": found}) == "bf16 autocast: 1 shard, fp32: 2 shards"
+
+
+def test_generate_shards_writes_the_precision_it_is_given(tmp_path, monkeypatch):
+    import numpy as np
+
+    from specviz.training import distill_data
+    from specviz.training.draft_prompts import PromptSpec
+    from specviz.training.onpolicy import Record
+    from specviz.training.smollm2_draft import shard_precisions
+
+    class Tokenizer:
+        eos_token_id = 0
+
+        def __call__(self, text, add_special_tokens=False):
+            return {"input_ids": [1, 2, 3]}
+
+    def fake_records(model, ids, max_new_tokens, temperature, eos, pad, seed=0):
+        return [Record(p, [4, 0], np.zeros((2, 4), np.uint16), np.zeros((2, 4), np.float16), temperature) for p in ids]
+
+    monkeypatch.setattr(distill_data, "generate_records", fake_records)
+    specs = [PromptSpec("code", f"def f{i}():") for i in range(4)]
+    paths = distill_data.generate_shards(tmp_path, None, Tokenizer(), specs, 2, 8, 60.0, lambda line: None,
+                                         passes=[0.0], precision="bf16")
+    assert paths and shard_precisions(paths) == {"bf16": len(paths)}

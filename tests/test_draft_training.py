@@ -133,6 +133,21 @@ def test_smollm2_recipe_continues_an_exported_draft(tmp_path, monkeypatch):
                                 continue_from=tmp_path / "next")
     assert card2["held_out_start"] and card2["continued_from"] == str(tmp_path / "next")
 
+    # Joining another folder's shards (--also-work-dir): both folders' validation shards, the folders on the
+    # card, and a checkpoint of its own, so a resume never mixes this data set's steps with the other's.
+    more = tmp_path / "more"
+    (more / "onpolicy").mkdir(parents=True)
+    save_shard(more / "onpolicy" / "shard-0000.npz", records(2000, 24), "chat", "bf16")
+    save_shard(more / "onpolicy" / "shard-0001.npz", records(3000, 50), "chat", "bf16")
+    before = set(work.glob("*.ckpt"))
+    card3 = smollm2_draft.train(tmp_path / "fourth", work, smollm2_draft.DraftRecipe(train_minutes=0.05, batch_size=16),
+                                "cpu", lambda line: None, continue_from=tmp_path / "next", others=[more])
+    assert card3["data"]["validation_sequences"] == 48 and card3["data"]["train_sequences"] == 250
+    assert card3["data"]["shard_precisions"] == {"bf16": 1, "fp32": 1} and "gen_precision" not in card3["recipe"]
+    assert card3["held_out_start"]                                   # a fresh start, not the joined-less resume
+    assert [p.name for p in set(work.glob("*.ckpt")) - before] and all("-with-" in p.name for p in set(work.glob("*.ckpt")) - before)
+    assert "with the shards of" in (tmp_path / "fourth" / "README.md").read_text()
+
 
 def test_keep_best_ends_with_the_best_validated_weights(tmp_path):
     """train_steps(keep_best=...) ends with the weights of its best validation, not its last step's,

@@ -32,8 +32,8 @@ def add_parser(sub) -> None:
                    "(default: one pass, temperature drawn per shard)")
     g.add_argument("--gen-batch", type=int, default=64, help="prompts decoded together")
     g.add_argument("--gen-precision", default="fp32", choices=["fp32", "bf16"],
-                   help="the target's matmuls while it writes the data: bf16 autocast makes 1.6x the tokens a minute "
-                        "on a CPU with AMX (argmax as fp32's at 99%% of positions); fp32 by default")
+                   help="the target's matmuls while it writes the data: bf16 autocast makes 1.3x the tokens a minute "
+                        "on a CPU with AMX (argmax as fp32's at 98%% of positions); fp32 by default")
     g.add_argument("--max-new-tokens", type=int, default=160, help="longest continuation recorded")
     g.add_argument("--gen-minutes", type=float, default=150.0, help="time budget for the on-policy data")
     g.add_argument("--train-minutes", type=float, default=60.0, help="time budget for distillation")
@@ -81,6 +81,8 @@ def run_smollm2(args, device: str, log) -> int:
                          gen_batch=args.gen_batch, max_new_tokens=args.max_new_tokens, gen_precision=args.gen_precision, gen_minutes=args.gen_minutes, train_minutes=args.train_minutes,
                          batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                          feature_minutes=args.feature_minutes, draft_steps=args.draft_steps)
+    if args.also_work_dir and args.stage in ("features", "train-features"):
+        raise SystemExit("--also-work-dir joins folders for the data and train stages; the feature draft reads one folder")
     work = Path(args.work_dir or ".specviz-train/smollm2")
     work.mkdir(parents=True, exist_ok=True)
     if args.stage in ("all", "data"):

@@ -86,8 +86,9 @@ def build_prompts(work: Path, model, tokenizer, questions: int, log, seed: int =
                   batch: int = 64, seen: set[str] = frozenset()) -> list[PromptSpec]:
     """Stage 1 and 2: self-instruct requests, then the prompt mix (cached in the work folder).
 
-    seen: prompt texts another work folder already decoded; they are left out of the mix, so a
-    second folder adds new sequences instead of repeating the templated requests greedily."""
+    seen: prompt texts other work folders planned; they are left out of the mix, so a second folder
+    adds new sequences instead of repeating the templated requests greedily. A mix already cached
+    here is kept as it is; if it holds any of them, that is said."""
     questions_file, prompts_file = work / "questions.json", work / "prompts.json"
     if not questions_file.exists():
         t0 = time.monotonic()
@@ -96,13 +97,14 @@ def build_prompts(work: Path, model, tokenizer, questions: int, log, seed: int =
         log(f"self-instruct: {len(questions)} requests kept in {time.monotonic() - t0:.0f} s")
     if not prompts_file.exists():
         train_texts, _ = split_corpus()
-        specs = mix(json.loads(questions_file.read_text()), code_prefixes(train_texts), prose_prefixes(), seed)
-        if seen:
-            kept = [s for s in specs if s.text not in seen]
-            log(f"prompts: {len(specs) - len(kept)} already decoded in another work folder, left out")
-            specs = kept
+        specs = mix(json.loads(questions_file.read_text()), code_prefixes(train_texts), prose_prefixes(), seed, seen)
         prompts_file.write_text(json.dumps([[s.kind, s.text] for s in specs], indent=0))
-    return [PromptSpec(kind, text) for kind, text in json.loads(prompts_file.read_text())]
+    specs = [PromptSpec(kind, text) for kind, text in json.loads(prompts_file.read_text())]
+    repeated = sum(s.text in seen for s in specs)
+    if repeated:
+        log(f"prompts: {repeated} of this folder's cached prompts were planned by another work folder too "
+            f"(the mix was made without --also-work-dir); delete {prompts_file} to plan it again")
+    return specs
 
 
 def generate_shards(work: Path, model, tokenizer, specs: list[PromptSpec], batch: int, max_new_tokens: int,

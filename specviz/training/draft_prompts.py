@@ -132,13 +132,15 @@ def prose_prefixes() -> list[str]:
     return out
 
 
-def mix(self_instruct: list[str], code: list[str], prose: list[str], seed: int = 0) -> list[PromptSpec]:
+def mix(self_instruct: list[str], code: list[str], prose: list[str], seed: int = 0,
+        seen: frozenset[str] | set[str] = frozenset()) -> list[PromptSpec]:
     """Every distinct chat request (templates and self-instruct), then code and prose prompts in
-    proportion (0.6 and 0.4 code and prose prompts per chat prompt), shuffled."""
+    proportion (0.6 and 0.4 code and prose prompts per chat prompt), shuffled. Texts in `seen` (planned
+    by another work folder) are taken out of each pool first, so the proportions hold over what is new."""
     rng = random.Random(seed)
 
     def take(pool: list[str], n: int) -> list[str]:
-        pool = sorted(set(pool))
+        pool = sorted(set(pool) - set(seen))
         rng.shuffle(pool)
         return pool[:n]
 

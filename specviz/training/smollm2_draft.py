@@ -45,9 +45,10 @@ class DraftRecipe:
     passes: list[float] | None = None  # temperatures, one data pass each; None: one pass, mixed
     gen_batch: int = 64
     max_new_tokens: int = 160
-    # the target's matmuls while it writes the data: "fp32", or "bf16" autocast (1.6x the tokens a minute on
-    # this project's AMX CPU at batch 64; teacher-forced, its argmax is fp32's at 99.2% of positions and its
-    # distribution 0.0006 nats away: label noise far below the draft's own 36% disagreement)
+    # the target's matmuls while it writes the data: "fp32", or "bf16" autocast (on this project's AMX CPU at
+    # batch 64: 1.29x the tokens a minute at 160 new tokens, 1.55x at 64; teacher-forced, its argmax is fp32's
+    # at 98.4% of positions and its distribution 0.0005 nats away: label noise far below the draft's own 36%
+    # disagreement; scripts/gen_precision_check.py, benchmarks/cpu-gen-precision.json)
     gen_precision: str = "fp32"
     gen_minutes: float = 150.0
     train_minutes: float = 60.0
@@ -71,6 +72,23 @@ def load_target(device: str):
     for p in target.parameters():
         p.requires_grad_(False)
     return folder, tokenizer, target
+
+
+def other_folders(work: Path, others: list[Path], need: str) -> list[Path]:
+    """The --also-work-dir folders, resolved, each once, never `work` itself, each holding `need`
+    ("prompts.json" for the data stage, "onpolicy" shards for the train stage): a typo stops the run
+    before the target loads instead of joining nothing."""
+    found: list[Path] = []
+    for folder in others:
+        folder = Path(folder).resolve()
+        if folder == Path(work).resolve() or folder in found:
+            continue
+        has = (folder / "prompts.json").is_file() if need == "prompts.json" \
+            else any((folder / "onpolicy").glob("shard-*.npz"))
+        if not has:
+            raise RuntimeError(f"--also-work-dir {folder}: no {need} there (run its data stage first)")
+        found.append(folder)
+    return found
 
 
 def seen_prompts(others: list[Path]) -> set[str]:
@@ -98,13 +116,15 @@ def prepare_data(work: Path, recipe: DraftRecipe, device: str, log: Callable[[st
     """Stages 1-3 (skipped where done); prompts the `others` work folders planned are left out."""
     from ..models.packed_linear import mkl_packing_available, pack_linears
 
+    seen = seen_prompts(other_folders(work, list(others), "prompts.json"))
+
     _, tokenizer, target = load_target(device)
     bf16 = recipe.gen_precision == "bf16"
     if not bf16 and device == "cpu" and mkl_packing_available():
         pack_linears(target)          # 2-3x faster batched fp32 decoding on a CPU, same logits to 1e-4
     with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16):
         specs = build_prompts(work, target, tokenizer, recipe.questions, log, recipe.seed, batch=recipe.gen_batch,
-                              seen=seen_prompts(list(others)))
+                              seen=seen)
         log(f"prompts: {len(specs)} {dict(Counter(s.kind for s in specs))}")
         generate_shards(work, target, tokenizer, specs, recipe.gen_batch, recipe.max_new_tokens,
                         recipe.gen_minutes * 60, log, recipe.seed, recipe.passes, precision=recipe.gen_precision)
@@ -116,15 +136,17 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
 
     continue_from: a draft this script exported before. Its layers, norm and head tokens are the
     starting point instead of the target's layers (more data for a draft trained elsewhere, e.g.
-    on a GPU); its held-out figures on this work folder's validation shards are measured first,
-    so the card compares before and after on the same sequences.
-    others: more work folders whose shards join this one's (training and validation alike)."""
+    on a GPU); its held-out figures on the validation shards (this folder's and the others') are
+    measured first, so the card compares before and after on the same sequences.
+    others: more work folders whose shards join this one's (training and validation alike); the
+    checkpoint's name and the card say which."""
     from .distill import (coverage, generated_counts, head_index, head_tokens, make_draft, read_shards,
                           train_draft, validate)
     from .trainer import TrainSettings
 
+    others = other_folders(work, list(others), "onpolicy")
     _, tokenizer, target = load_target(device)
-    train_paths, val_paths = shard_split(work, list(others))
+    train_paths, val_paths = shard_split(work, others)
     if not train_paths or not val_paths:
         raise RuntimeError(f"no on-policy shards in {work}/onpolicy: run the data stages first")
     train_seqs, val_seqs = read_shards(train_paths), read_shards(val_paths)
@@ -149,7 +171,8 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
             tmp.write_text(json.dumps({"token_ids": ids, "covered": covered}))
             tmp.replace(head_file)
         head = json.loads(head_file.read_text())
-    data = {"train_shards": len(train_paths), "validation_shards": len(val_paths),
+        head["covered"] = coverage(generated_counts(train_seqs), head["token_ids"])   # of these shards, not the first run's
+    data = {"joined_work_dirs": [os.path.relpath(f) for f in others],"train_shards": len(train_paths), "validation_shards": len(val_paths),
             "train_sequences": len(train_seqs), "validation_sequences": len(val_seqs),
             "train_tokens": int(sum(len(s.ids) - s.prompt_len for s in train_seqs)),
             "validation_tokens": int(sum(len(s.ids) - s.prompt_len for s in val_seqs)),
@@ -164,16 +187,19 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
     started = time.monotonic()
     sub_index = head_index(draft)
     # A continuation's checkpoint is named after the draft it started from, so continuing another draft
-    # in the same folder starts afresh instead of resuming this one.
-    ckpt = work / (f"draft-{recipe.name}.ckpt" if start is None
-                   else f"draft-{recipe.name}-continued-{fingerprint(Path(continue_from))}.ckpt")
+    # in the same folder starts afresh instead of resuming this one; a run that joins other folders'
+    # shards, after the folders, so a resume never mixes one data set's steps with another's.
+    joined = "" if not others else "-with-" + hashlib.sha256("\n".join(map(str, others)).encode()).hexdigest()[:8]
+    ckpt = work / (f"draft-{recipe.name}{joined}.ckpt" if start is None
+                   else f"draft-{recipe.name}-continued-{fingerprint(Path(continue_from))}{joined}.ckpt")
     before = validate(draft, val_seqs, sub_index) if start is not None and not ckpt.exists() else None
     if before:
         log(f"held-out before (the draft continued from): {before}")
     result = train_draft(draft, train_seqs, val_seqs, settings, str(ckpt), log)
     final = validate(draft, val_seqs, sub_index)
     log(f"held-out: {final}")
-    card = {"recipe": asdict(recipe), "data": data,
+    # the data stage's precision is the shards' to say (data["shard_precisions"]), not this stage's flag
+    card = {"recipe": {k: v for k, v in asdict(recipe).items() if k != "gen_precision"}, "data": data,
             "continued_from": None if continue_from is None else str(continue_from),
             # measured only when the continuation starts (a resumed run has no such figure)
             "held_out_start": {k: round(v, 4) for k, v in (before or {}).items()},
@@ -304,6 +330,11 @@ def temperatures(recipe: dict, data: dict) -> str:
     return str(recipe["passes"] or "one pass, 60% greedy, 20% T=0.7, 20% T=1.0")
 
 
+def joined(data: dict) -> str:
+    folders = data.get("joined_work_dirs")
+    return ", with the shards of " + ", ".join(f"`{f}`" for f in folders) if folders else ""
+
+
 def kept(training: dict) -> str:
     step = training.get("kept_step")
     if step is None or step == training["steps"]:
@@ -340,7 +371,7 @@ target's embedding module and the target's output rows for those tokens (`Borrow
 - prompts: chat requests through the chat template (self-instruct and templates), code (function
   headers from the Python standard library's training split) and prose (Python documentation);
 - {d['train_sequences']} training sequences, {d['train_tokens']:,} target-written tokens
-  ({d['train_shards']} shards); held out: {d['validation_sequences']} sequences, {d['validation_tokens']:,} tokens;
+  ({d['train_shards']} shards{joined(d)}); held out: {d['validation_sequences']} sequences, {d['validation_tokens']:,} tokens;
 - decoding temperatures: {temperatures(r, d)}; the target's matmuls: {precisions(d)};
   up to {r['max_new_tokens']} new tokens each; the target's top-32 log-probabilities kept per token;
 - the head's {r['head_size']} tokens cover {d['head_covers']:.1%} of the training tokens.

@@ -85,14 +85,14 @@ def test_shards_say_how_the_target_ran_and_older_shards_read_as_fp32(tmp_path):
 
     from specviz.training.distill_data import save_shard
     from specviz.training.onpolicy import Record
-    from specviz.training.smollm2_draft import precisions, shard_precisions
+    from specviz.training.smollm2_draft import precisions, shard_tally
 
     record = Record([1, 2], [3, 4], np.zeros((2, 4), np.uint16), np.zeros((2, 4), np.float16), 0.0)
     save_shard(tmp_path / "shard-0001.npz", [record], "chat", "bf16")
     save_shard(tmp_path / "shard-0002.npz", [record], "chat")
     older = {k: v for k, v in np.load(tmp_path / "shard-0002.npz").items() if k != "precision"}
     np.savez(tmp_path / "shard-0003.npz", **older)                  # written before shards named their precision
-    found = shard_precisions(sorted(tmp_path.glob("shard-*.npz")))
+    _, found = shard_tally(sorted(tmp_path.glob("shard-*.npz")))
     assert found == {"bf16": 1, "fp32": 2}
     assert precisions({"shard_precisions": found}) == "bf16 autocast: 1 shard, fp32: 2 shards"
 
@@ -103,7 +103,7 @@ def test_generate_shards_writes_the_precision_it_is_given(tmp_path, monkeypatch)
     from specviz.training import distill_data
     from specviz.training.draft_prompts import PromptSpec
     from specviz.training.onpolicy import Record
-    from specviz.training.smollm2_draft import shard_precisions
+    from specviz.training.smollm2_draft import shard_tally
 
     class Tokenizer:
         eos_token_id = 0
@@ -118,4 +118,4 @@ def test_generate_shards_writes_the_precision_it_is_given(tmp_path, monkeypatch)
     specs = [PromptSpec("code", f"def f{i}():") for i in range(4)]
     paths = distill_data.generate_shards(tmp_path, None, Tokenizer(), specs, 2, 8, 60.0, lambda line: None,
                                          passes=[0.0], precision="bf16")
-    assert paths and shard_precisions(paths) == {"bf16": len(paths)}
+    assert paths and shard_tally(paths)[1] == {"bf16": len(paths)}

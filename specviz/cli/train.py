@@ -1,7 +1,6 @@
 """`python -m specviz train-models`: the bundled pair, or the SmolLM2 draft, with the project's own trainer."""
 from __future__ import annotations
 
-import argparse
 import time
 
 
@@ -83,14 +82,14 @@ def run_smollm2(args, device: str, log) -> int:
                          feature_minutes=args.feature_minutes, draft_steps=args.draft_steps)
     if args.also_work_dir and args.stage in ("features", "train-features"):
         raise SystemExit("--also-work-dir joins folders for the data and train stages; the feature draft reads one folder")
-    work = Path(args.work_dir or ".specviz-train/smollm2")
+    work, others = Path(args.work_dir or ".specviz-train/smollm2"), [Path(d) for d in args.also_work_dir]
     work.mkdir(parents=True, exist_ok=True)
     if args.stage in ("all", "data"):
-        prepare_data(work, recipe, device, log, others=[Path(d) for d in args.also_work_dir])
+        prepare_data(work, recipe, device, log, others=others)
     if args.stage in ("all", "train"):
         train(Path(args.out or "assets/models/smollm2-draft"), work, recipe, device, log,
               continue_from=None if args.continue_from is None else Path(args.continue_from),
-              others=[Path(d) for d in args.also_work_dir])
+              others=others)
     if args.stage == "features":
         extract_features(work, recipe, device, log)
     if args.stage == "train-features":

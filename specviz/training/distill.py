@@ -59,12 +59,10 @@ def split_shards(paths: list[Path]) -> tuple[list[Path], list[Path]]:
     return train, val
 
 
-def head_tokens(seqs: list[Sequence], size: int, always: set[int]) -> tuple[list[int], float]:
-    """The `size` most frequent generated tokens (plus `always`) and the share of generated tokens they cover."""
-    counts = generated_counts(seqs)
+def head_tokens(counts: Counter, size: int, always: set[int]) -> list[int]:
+    """The `size` most frequent of the counted tokens (generated_counts), `always` among them, sorted."""
     chosen = list(always) + [t for t, _ in counts.most_common(size) if t not in always]
-    chosen = sorted(chosen[:size])
-    return chosen, coverage(counts, chosen)
+    return sorted(chosen[:size])
 
 
 def generated_counts(seqs: list[Sequence]) -> Counter:

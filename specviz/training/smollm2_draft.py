@@ -161,26 +161,26 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
         recipe.layers = layers or list(range(start.config.num_hidden_layers))
         recipe.head_size = start.config.head_size
     head_file = work / f"head-{recipe.head_size}.json"
+    counts = generated_counts(train_seqs)
     if start is not None:        # the draft's own head, whatever these shards' most frequent tokens are
-        ids = start.lm_head.token_ids.tolist()
-        head = {"token_ids": ids, "covered": coverage(generated_counts(train_seqs), ids)}   # not written: the folder's own head stays
+        head = start.lm_head.token_ids.tolist()   # not written: the folder's own head stays
     else:
         if not head_file.exists():   # chosen once, from the training shards, so a resumed run keeps its head
-            ids, covered = head_tokens(train_seqs, recipe.head_size, {tokenizer.eos_token_id})
             tmp = head_file.with_suffix(f".{os.getpid()}.tmp")   # atomic: parallel runs may race to write it
-            tmp.write_text(json.dumps({"token_ids": ids, "covered": covered}))
+            tmp.write_text(json.dumps({"token_ids": head_tokens(counts, recipe.head_size, {tokenizer.eos_token_id})}))
             tmp.replace(head_file)
-        head = json.loads(head_file.read_text())
-        head["covered"] = coverage(generated_counts(train_seqs), head["token_ids"])   # of these shards, not the first run's
-    data = {"joined_work_dirs": [os.path.relpath(f) for f in others],"train_shards": len(train_paths), "validation_shards": len(val_paths),
+        head = json.loads(head_file.read_text())["token_ids"]
+    temperatures_found, precisions_found = shard_tally(train_paths)
+    data = {"joined_work_dirs": [os.path.relpath(f) for f in others],
+            "train_shards": len(train_paths), "validation_shards": len(val_paths),
             "train_sequences": len(train_seqs), "validation_sequences": len(val_seqs),
             "train_tokens": int(sum(len(s.ids) - s.prompt_len for s in train_seqs)),
             "validation_tokens": int(sum(len(s.ids) - s.prompt_len for s in val_seqs)),
-            "head_covers": round(head["covered"], 4),
+            "head_covers": round(coverage(counts, head), 4),      # of the shards trained on, whichever run chose it
             # what the shards hold, whatever this stage's own --passes says: {temperature: training shards}
-            "shard_temperatures": shard_temperatures(train_paths), "shard_precisions": shard_precisions(train_paths)}
+            "shard_temperatures": temperatures_found, "shard_precisions": precisions_found}
     log(f"data: {data}")
-    draft = start if start is not None else make_draft(target, recipe.layers, head["token_ids"], SMOLLM2.hub_id)
+    draft = start if start is not None else make_draft(target, recipe.layers, head, SMOLLM2.hub_id)
     settings = TrainSettings(budget_s=recipe.train_minutes * 60, batch_size=recipe.batch_size, lr=recipe.lr,
                              warmup_steps=50, weight_decay=0.0, eval_every_s=max(60.0, recipe.train_minutes * 6),
                              checkpoint_every_s=60.0, seed=recipe.seed)
@@ -299,34 +299,30 @@ def fingerprint(folder: Path) -> str:
     return hashlib.sha256(lines.encode()).hexdigest()[:12]
 
 
-def shard_temperatures(paths: list[Path]) -> dict[str, int]:
-    """{temperature: shards} over the shards' own records (save_shard writes each shard's temperature)."""
-    counts = Counter()
+def shard_tally(paths: list[Path]) -> tuple[dict[str, int], dict[str, int]]:
+    """({temperature: shards}, {precision: shards}) from the shards' own records (save_shard writes each
+    shard's temperature and how the target's matmuls ran; older shards have no precision: fp32)."""
+    temperatures, precisions = Counter(), Counter()
     for path in paths:
         with np.load(path) as z:
-            counts[f"{float(z['temperature']):g}"] += 1
-    return dict(sorted(counts.items()))
+            temperatures[f"{float(z['temperature']):g}"] += 1
+            precisions[str(z["precision"]) if "precision" in z.files else "fp32"] += 1
+    return dict(sorted(temperatures.items())), dict(sorted(precisions.items()))
 
 
-def shard_precisions(paths: list[Path]) -> dict[str, int]:
-    """{precision: shards}: how the target's matmuls ran while it wrote each shard (older shards: fp32)."""
-    counts = Counter()
-    for path in paths:
-        with np.load(path) as z:
-            counts[str(z["precision"]) if "precision" in z.files else "fp32"] += 1
-    return dict(sorted(counts.items()))
+def per_shard(counts: dict[str, int], label: Callable[[str], str]) -> str:
+    return ", ".join(f"{label(key)}: {n} shard{'s' if n != 1 else ''}" for key, n in counts.items())
 
 
 def precisions(data: dict) -> str:
-    found = data.get("shard_precisions") or {"fp32": data["train_shards"]}
-    names = {"fp32": "fp32", "bf16": "bf16 autocast"}
-    return ", ".join(f"{names.get(p, p)}: {n} shard{'s' if n != 1 else ''}" for p, n in found.items())
+    names = {"bf16": "bf16 autocast"}
+    return per_shard(data.get("shard_precisions") or {"fp32": data["train_shards"]}, lambda p: names.get(p, p))
 
 
 def temperatures(recipe: dict, data: dict) -> str:
     found = data.get("shard_temperatures")
     if found:
-        return ", ".join(f"T = {t}: {n} shard{'s' if n != 1 else ''}" for t, n in found.items())
+        return per_shard(found, lambda t: f"T = {t}")
     return str(recipe["passes"] or "one pass, 60% greedy, 20% T=0.7, 20% T=1.0")
 
 

@@ -92,17 +92,23 @@ def positions_needed(out, cfg) -> int:
 
 
 def cached_model(model, vocab_size: int, fast: bool = False, positions: int = 0,
-                 keep_hidden: bool = False, graphs: bool | None = None) -> ModelWithCache:
+                 keep_hidden: bool = False, graphs: bool | None = None, draft: bool = False) -> ModelWithCache:
     """The model-with-cache a run decodes with (`positions`: the most tokens the run will hold in
     the cache; `keep_hidden`: keep the final hidden states of each feed, for a feature draft):
     the eager one for a feature draft; the fast path's compiled one when `fast`; the CUDA-graph
-    one when `graphs`, or when `graphs` is None and the model is on CUDA and can take it; else eager."""
+    one when `graphs`, or when `graphs` is None and the model is on CUDA and can take it; for a
+    `draft` on the CPU that is a plain Llama decoder, the lean step (lean_draft.py); else eager."""
     if keep_hidden:
         return CachedModel(model, vocab_size, keep_hidden=True)
     if fast:
         from .static_model import StaticCachedModel
         return StaticCachedModel(model, vocab_size, positions)
     device = model.get_input_embeddings().weight.device
+    if draft and device.type == "cpu" and not graphs:
+        from .lean_draft import LeanCachedModel, lean_weights
+        weights = lean_weights(model)
+        if weights is not None:
+            return LeanCachedModel(weights, vocab_size, positions)
     if graphs or (graphs is None and device.type == "cuda"):
         from .graph_model import GraphCachedModel, unsupported
         why = unsupported(model)
@@ -113,10 +119,12 @@ def cached_model(model, vocab_size: int, fast: bool = False, positions: int = 0,
     return CachedModel(model, vocab_size)
 
 
-def path_stats(*models) -> dict:
+def path_stats(target, draft=None) -> dict:
     """What `Done.stats` says about how a lane decoded: `decode_path` (the target's: "eager",
-    "CUDA graphs", "torch.compile", or "eager replay" for the graph path off CUDA) and
-    `capture_s`, the seconds this run spent capturing graphs (0 when its pooled caches had them)."""
-    present = [m for m in models if m is not None]
-    return {"decode_path": getattr(present[0], "decode_path", "eager") if present else "eager",
-            "capture_s": sum(getattr(m, "capture_s", 0.0) for m in present)}
+    "CUDA graphs", "torch.compile", or "eager replay" for the graph path off CUDA), `capture_s`,
+    the seconds this run spent capturing graphs (0 when its pooled caches had them), and
+    `draft_path`, how the draft model stepped ("" without one; e.g. "lean eager, int8 weights")."""
+    present = [m for m in (target, draft) if m is not None]
+    return {"decode_path": getattr(target, "decode_path", "eager") if target is not None else "eager",
+            "capture_s": sum(getattr(m, "capture_s", 0.0) for m in present),
+            "draft_path": getattr(draft, "decode_path", "eager") if draft is not None else ""}

@@ -54,10 +54,12 @@ class MachineCosts:
                 "threads": self.threads}
 
 
-def _median_pass(model, vocab_size: int, context: torch.Tensor, tokens: int, repeats: int) -> float:
-    # The model-with-cache a race would get on this device (eager on a CPU, CUDA graphs on a GPU),
-    # so the passes timed are the passes a race runs; the first one warms up (and captures a graph).
-    lm = cached_model(model, vocab_size, positions=len(context) + tokens + 1)
+def _median_pass(model, vocab_size: int, context: torch.Tensor, tokens: int, repeats: int,
+                 draft: bool = False) -> float:
+    # The model-with-cache a race would get on this device (eager on a CPU, CUDA graphs on a GPU,
+    # a draft's lean step on a CPU), so the passes timed are the passes a race runs; the first one
+    # warms up (and captures a graph).
+    lm = cached_model(model, vocab_size, positions=len(context) + tokens + 1, draft=draft)
     try:
         lm.feed(context, keep=1)
         times = []
@@ -82,7 +84,7 @@ def measure_costs(pair: ModelPair, k_max: int, context: int = CONTEXT, repeats: 
     plain = _median_pass(pair.target, pair.vocab_size, ctx, 1, repeats)
     draft = None
     if pair.draft is not None and not pair.draft_reads_features:
-        draft = _median_pass(pair.draft, pair.vocab_size, ctx, 1, repeats)
+        draft = _median_pass(pair.draft, pair.vocab_size, ctx, 1, repeats, draft=True)
     passes = {n: _median_pass(pair.target, pair.vocab_size, ctx, n, repeats) for n in range(2, k_max + 2)}
     return MachineCosts(plain_s=plain, draft_s=draft, pass_s={1: plain, **passes}, threads=torch.get_num_threads())
 

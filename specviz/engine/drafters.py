@@ -76,7 +76,7 @@ class ModelDrafter:
     reads_target_features = False
 
     def __init__(self, model, vocab_size: int, cfg: SpecConfig, gen: torch.Generator, positions: int = 0):
-        self.lm = cached_model(model, vocab_size, cfg.fast, positions, graphs=cfg.cuda_graphs)
+        self.lm = cached_model(model, vocab_size, cfg.fast, positions, graphs=cfg.cuda_graphs, draft=True)
         # Its own sampling settings: the run's, or the run's at the draft's own temperature. The
         # q it returns is the distribution it sampled from, so the acceptance rule stays exact.
         self.cfg = cfg if cfg.draft_temperature is None else replace(cfg, temperature=cfg.draft_temperature)

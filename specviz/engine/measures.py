@@ -178,6 +178,8 @@ class LaneStats:
     draft_forwards: int = 0                       # draft model forward passes (0 for prompt lookup)
     decode_path: str = "eager"                    # "eager", "CUDA graphs", "torch.compile" or "eager replay"
     capture_s: float = 0.0                        # seconds this run spent capturing CUDA graphs
+    draft_path: str = ""                          # how the draft model stepped ("" without one): "eager" (transformers'
+                                                  # forward), "lean eager, fp32 weights" / "..., int8 weights" (lean_draft.py), ...
     rule: str | None = None                       # speculative lanes: the acceptance rule's name ("forced" when forced)
     rule_lossless: bool | None = None             # speculative lanes: does that rule keep the target's distribution?
 

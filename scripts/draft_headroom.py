@@ -11,6 +11,7 @@ Greedy rounds are then replayed by counting (a draft is accepted while it equals
 
     python scripts/draft_headroom.py --preset smollm2 --prompts benchmarks/heldout-prompts.json
     python scripts/draft_headroom.py --preset smollm2 --draft /tmp/smollm2-draft-more   # a candidate draft
+    SPECVIZ_DRAFT_STEP=fp32 python scripts/draft_headroom.py --preset smollm2   # the draft's fp32 weights
 
 Prints the draft's top-1 agreement, how often its second choice is the target's token, and tokens per
 round (with the tokens a verify pass holds) for k = 2..5 with and without siblings, as JSON lines.
@@ -31,6 +32,7 @@ from specviz.models.loading import load_pair  # noqa: E402
 from specviz.models.presets import get_preset  # noqa: E402
 from specviz.bench.prompts import load_prompts, prompt_ids  # noqa: E402
 from specviz.bench.runner import hf_generate  # noqa: E402
+from specviz.engine.cached_model import cached_model  # noqa: E402
 
 
 def hits(pair, prompts, new_tokens: int) -> tuple[list[list[bool]], list[list[bool]]]:
@@ -41,8 +43,10 @@ def hits(pair, prompts, new_tokens: int) -> tuple[list[list[bool]], list[list[bo
             ids = prompt_ids(pair, p)
             continuation = hf_generate(pair, ids, SpecConfig(max_new_tokens=new_tokens))   # greedy
             sequence = torch.tensor([ids + continuation[:-1]], device=pair.device)
-            # Row i of the draft's logits predicts continuation[i] from the true prefix before it.
-            logits = pair.draft(input_ids=sequence).logits[0, len(ids) - 1:, : pair.vocab_size]
+            # Row i of the draft's logits predicts continuation[i] from the true prefix before it. The
+            # draft runs as the engine steps it (on a CPU, the lean step and the weights chosen there).
+            lm = cached_model(pair.draft, pair.vocab_size, positions=sequence.shape[1], draft=True)
+            logits = lm.feed(sequence[0], keep=len(continuation))
             top2 = logits.topk(2, -1).indices.tolist()
             first.append([t[0] == c for t, c in zip(top2, continuation)])
             second.append([t[1] == c for t, c in zip(top2, continuation)])

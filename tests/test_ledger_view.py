@@ -36,6 +36,10 @@ def test_the_gpu_path_and_its_one_time_capture_are_said():
     assert "no capture cost" in path_line(later)
     eager = SimpleNamespace(done={"spec": SimpleNamespace(decode_path="eager", capture_s=0.0)})
     assert path_line(eager) == ""
+    lean = SimpleNamespace(done={"spec": SimpleNamespace(decode_path="eager", capture_s=0.0,
+                                                         draft_path="lean eager, int8 weights"),
+                                 "base": SimpleNamespace(decode_path="eager", capture_s=0.0, draft_path="")})
+    assert path_line(lean).startswith("Draft steps: lean eager, int8 weights (")
     out = ledger_html(build(SPEC, PLAIN), path=line)
     assert 'class="decode-path"' in out and "captured in 3.2 s" in out
     assert 'class="decode-path"' not in ledger_html(build(SPEC, PLAIN))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..engine import SpecConfig, decode_baseline, measures, speculate
+from ..engine.lean_draft import LeanCachedModel
 from ..engine.measures import LaneStats
 from ..engine.pair import ModelPair
 from ..engine.timing import synchronize
@@ -166,9 +167,19 @@ def phase_breakdown(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
     wrap(pair.target, "target forward")
     if pair.draft is not None and cfg.drafter == "model":
         wrap(pair.draft, "draft forward")
+    # A draft on the CPU steps through the lean path (engine/lean_draft.py), not its model's forward.
+    lean_feed = LeanCachedModel.feed
+
+    def timed_feed(self, *args, **kwargs):
+        start = time.perf_counter()
+        out = lean_feed(self, *args, **kwargs)
+        spent["draft forward"] += time.perf_counter() - start
+        return out
+    LeanCachedModel.feed = timed_feed
     try:
         events = list(speculate(pair, ids, cfg))
     finally:
+        LeanCachedModel.feed = lean_feed
         for model, original in originals.values():
             model.forward = original
     ends = [e for e in events if e.kind == "round_end"]

@@ -57,6 +57,7 @@ def summary_line(stats: LaneStats, label: str) -> str:
             f"{stats.tokens_per_s:.1f} tok/s" if stats.tokens_per_s else "",
             f"acceptance {rate:.2f}" if rate is not None else "",
             f"{per_round:.2f} tokens per full round" if per_round and rate is not None else "",
-            f"{stats.target_forwards} target passes"]
+            f"{stats.target_forwards} target passes",
+            f"draft: {stats.draft_path}" if stats.draft_path not in ("", "eager") else ""]
     return ", ".join(b for b in bits if b)
 

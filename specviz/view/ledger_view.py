@@ -52,16 +52,22 @@ def build(stats):
 def path_line(stats) -> str:
     """How the lanes decoded, when it is not the plain eager path: "CUDA graphs, captured in N s"
     on a pair's first race (the one-time cost of the GPU path, engine/graph_model.py), else that
-    the graphs were already there ("" on the eager path)."""
+    the graphs were already there; and how the draft stepped when not through transformers'
+    forward (engine/lean_draft.py). "" when both are eager."""
     dones = [d for d in stats.done.values() if d is not None]
+    lines = []
     paths = sorted({getattr(d, "decode_path", "eager") for d in dones} - {"eager"})
-    if not paths:
-        return ""
     capture = sum(getattr(d, "capture_s", 0.0) or 0.0 for d in dones)
-    if capture > 0:
-        return (f"Decode path: {', '.join(paths)}, captured in {capture:.1f} s during this race: a one-time cost "
-                f"for this pair (counted on the lanes' clocks); later races replay the graphs.")
-    return f"Decode path: {', '.join(paths)} (captured in an earlier race: no capture cost in this one)."
+    if paths and capture > 0:
+        lines.append(f"Decode path: {', '.join(paths)}, captured in {capture:.1f} s during this race: a one-time cost "
+                     f"for this pair (counted on the lanes' clocks); later races replay the graphs.")
+    elif paths:
+        lines.append(f"Decode path: {', '.join(paths)} (captured in an earlier race: no capture cost in this one).")
+    drafts = sorted({getattr(d, "draft_path", "") or "" for d in dones} - {"", "eager"})
+    if drafts:
+        lines.append(f"Draft steps: {', '.join(drafts)} (a short loop instead of transformers' forward, "
+                     f"weights chosen by timing on this machine; the target decides the output either way).")
+    return " ".join(lines)
 
 
 def _num(x, fmt=".2f") -> str:

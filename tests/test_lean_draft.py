@@ -125,3 +125,32 @@ def test_the_bench_breakdown_times_lean_draft_steps(pair):
     out = phase_breakdown(pair, ids, SpecConfig(k=3, max_new_tokens=24))
     assert out["share"]["draft forward"] > 0.05
     assert LeanCachedModel.feed is feed
+
+
+def _small_llama(width: int, vocab: int = 20) -> LlamaForCausalLM:
+    torch.manual_seed(5)
+    return LlamaForCausalLM(LlamaConfig(vocab_size=vocab, hidden_size=width, intermediate_size=2 * width,
+                                        num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                                        max_position_embeddings=64)).eval()
+
+
+@pytest.mark.parametrize("choice", ["auto", "int8"])
+def test_int8_only_where_the_kernel_fits(monkeypatch, choice):
+    """torch's CPU int8 kernel needs input widths that are multiples of 16 (others give wrong numbers or
+    crash): such a draft keeps fp32 even when int8 is asked for. A vocabulary under 32 tokens times fine."""
+    monkeypatch.setenv(lean_draft.ENV, choice)
+    monkeypatch.setattr(lean_draft, "_built", type(lean_draft._built)())
+    odd, even = _small_llama(40), _small_llama(32)
+    assert lean_draft.lean_weights(odd).format == "fp32"
+    weights = lean_draft.lean_weights(even)
+    assert weights is not None and (choice == "auto" or weights.format == "int8")
+
+
+def test_what_the_loop_would_get_wrong_is_refused(pair):
+    model = _small_llama(32)
+    model.config.num_hidden_layers = 2                       # more than the model has
+    assert "fewer layers" in unsupported(model)
+    from specviz.models.borrowed_draft import BorrowedDraftForCausalLM
+    loose = BorrowedDraftForCausalLM(_borrowed(pair).config)   # never given its target's tensors
+    assert "borrow_from" in unsupported(loose)
+    assert "fp32" in unsupported(_small_llama(32).to(torch.float64))

@@ -17,6 +17,12 @@ def table(result: dict) -> str:
     s = result["settings"]
     lines.append(f"temperature {s['temperature']}, max new tokens {s['max_new_tokens']}, drafter {s['drafter']}, "
                  f"repeats {result['repeats']} (median), medians over prompts")
+    step = result.get("draft_step")
+    if step:
+        timed = step.get("timed_step_ms")
+        lines.append(f"specviz's draft steps: {step['path']}" + (
+            " (timed here: " + ", ".join(f"{f} {ms:.2f} ms" for f, ms in timed.items()) + " a warm step)" if timed else "")
+            + "; transformers' assisted generation steps it through its own forward, fp32")
     if result["not_lossless"]:
         lines.append(f"!! forced acceptance {s['forced_acceptance']}: NOT LOSSLESS, a timing experiment only")
     methods = result["methods"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..engine import SpecConfig, decode_baseline, measures, speculate
-from ..engine.lean_draft import LeanCachedModel
+from ..engine.lean_draft import LeanCachedModel, lean_weights
 from ..engine.measures import LaneStats
 from ..engine.pair import ModelPair
 from ..engine.timing import synchronize
@@ -168,6 +168,9 @@ def phase_breakdown(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
     if pair.draft is not None and cfg.drafter == "model":
         wrap(pair.draft, "draft forward")
     # A draft on the CPU steps through the lean path (engine/lean_draft.py), not its model's forward.
+    # Its weights are built (and their format timed) before the clock starts, outside any round.
+    if pair.draft is not None and cfg.drafter == "model":
+        lean_weights(pair.draft)
     lean_feed = LeanCachedModel.feed
 
     def timed_feed(self, *args, **kwargs):

@@ -18,6 +18,7 @@ from dataclasses import asdict, replace
 import torch
 
 from ..engine import SpecConfig, ledger, measures, theory
+from ..engine.lean_draft import lean_weights
 from ..engine.pair import ModelPair
 from .prompts import prompt_ids
 from .runner import (FAST_METHODS, first_use_seconds, measure_prompt, median, median_timing, paired_cost_ratio,
@@ -90,7 +91,20 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
         if s["acceptance_rate"] is not None and s["cost_ratio"] is not None and s["verify_ratio"] is not None:
             result["theory_best_k"] = theory.best_k(s["acceptance_rate"], s["cost_ratio"], s["verify_ratio"], max(ks))
     result["breakdown"] = phase_breakdown(pair, encoded[0][1], replace(cfg, k=best["k"]))
+    result["draft_step"] = draft_step(pair, cfg)
     return result
+
+
+def draft_step(pair, cfg) -> dict | None:
+    """How specviz's draft stepped (engine/lean_draft.py): the format and, when it was timed here, both
+    formats' warm step in ms. None without a draft model or off the CPU. transformers' assisted generation steps
+    the draft through its own forward on the draft's own (fp32) weights."""
+    if pair.draft is None or cfg.drafter != "model" or pair.device.type != "cpu":
+        return None                     # (off the CPU the lean step never runs)
+    weights = lean_weights(pair.draft)
+    if weights is None:
+        return {"path": "transformers' forward"}
+    return {"path": f"lean eager, {weights.format} weights", "timed_step_ms": getattr(weights, "step_ms", None)}
 
 
 def _prompt_row(kind: str, prompt_tokens: int, runs: dict, k: int, forced: float | None) -> dict:

@@ -23,9 +23,10 @@ int8 with one scale per output row, multiplied with the activations rounded to b
 (`torch.ops.aten._weight_int8pack_mm`). A quarter of the bytes: what matters when the step
 starts with the weights out of cache. On the SmolLM2 draft this costs 0.0014 of held-out
 greedy agreement (0.6158 -> 0.6144 on 256 validation sequences). Which of the two runs is
-measured once per draft model on this machine, the first time it is needed: int8 only where
-it is clearly faster (a CPU without fast bf16 keeps fp32). `SPECVIZ_DRAFT_STEP` = fp32, int8
-or transformers overrides the choice (for comparisons).
+timed once per draft model and process, on warm steps, the first time it is needed: int8 only
+where it is clearly faster (a CPU without fast bf16 keeps fp32), and only where every matrix's
+input width is a multiple of 16 (what torch's CPU int8 kernel needs). `SPECVIZ_DRAFT_STEP` =
+fp32, int8 (where it fits) or transformers overrides the choice (for comparisons).
 
 None of this touches exactness: the output's law is fixed by the target and the acceptance
 rule, whatever the draft proposes, as long as q is the distribution the draft sampled from
@@ -58,9 +59,12 @@ def unsupported(model) -> str | None:
         return "it reads the target's hidden states"
     if cfg is None or getattr(cfg, "model_type", None) not in ("llama", "specviz_borrowed_draft"):
         return "not a Llama-family model"
-    weight = model.get_input_embeddings().weight
-    if weight.device.type != "cpu" or weight.dtype != torch.float32:
+    if getattr(model, "borrowed", True) is False:
+        return "its target's embedding and head rows are not attached yet (borrow_from)"
+    if any(p.device.type != "cpu" or p.dtype != torch.float32 for p in model.parameters()):
         return "not fp32 on the CPU"
+    if len(model.model.layers) < cfg.num_hidden_layers:
+        return "fewer layers than its config says"
     if getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False):
         return "its layers have biases"
     if getattr(cfg, "hidden_act", None) != "silu" or getattr(cfg, "pretraining_tp", 1) != 1:
@@ -73,8 +77,12 @@ def unsupported(model) -> str | None:
     return None
 
 
-def _int8_available() -> bool:
-    return hasattr(torch.ops.aten, "_weight_int8pack_mm")
+def _int8_fits(model) -> bool:
+    """Whether the int8 kernel can run this draft: torch's CPU `_weight_int8pack_mm` needs every matrix's
+    input width to be a multiple of 16 (others give wrong results, some crash the process)."""
+    cfg = model.config
+    widths = (cfg.hidden_size, cfg.num_attention_heads * cfg.head_dim, cfg.intermediate_size)
+    return hasattr(torch.ops.aten, "_weight_int8pack_mm") and all(w % 16 == 0 for w in widths)
 
 
 class Int8Rows:
@@ -82,9 +90,10 @@ class Int8Rows:
 
     def __init__(self, weight: torch.Tensor):
         w = weight.detach().float()
-        scale = w.abs().amax(dim=1).clamp_min(1e-12) / 127      # the largest |w| of each row maps to 127
-        self.q = torch.round(w / scale[:, None]).to(torch.int8).contiguous()
-        self.scale = scale.to(torch.bfloat16)
+        # The largest |w| of each row maps to 127; the scale is rounded to the kernel's bf16 first, so
+        # the rows are quantized against the scale the kernel will multiply by.
+        self.scale = (w.abs().amax(dim=1).clamp_min(1e-12) / 127).to(torch.bfloat16)
+        self.q = torch.round(w / self.scale.float()[:, None]).clamp(-127, 127).to(torch.int8).contiguous()
         self.in_features, self.out_features = w.shape[1], w.shape[0]
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -120,7 +129,7 @@ class LeanWeights:
         dec = model.model
         self.embedding = dec.embed_tokens.weight           # the model's own (a borrowed draft's: its target's)
         self.layers = []
-        for layer in dec.layers:
+        for layer in dec.layers[:cfg.num_hidden_layers]:       # as LlamaModel runs them
             att, mlp = layer.self_attn, layer.mlp
             self.layers.append({
                 "norm1": layer.input_layernorm.weight.detach(),
@@ -142,11 +151,12 @@ class LeanWeights:
 
 def _timed_step(weights: LeanWeights, repeats: int = 15) -> float:
     lm = LeanCachedModel(weights, model_vocab=weights.vocab_rows, positions=64)
-    lm.feed(torch.arange(32), keep=1)
+    rows = weights.embedding.shape[0]
+    lm.feed(torch.arange(32) % rows, keep=1)          # any in-vocabulary ids: the cost depends on the count
     times = []
     for i in range(repeats + 2):
         start = time.perf_counter()
-        lm.feed(torch.tensor([33 + i]), keep=1)
+        lm.feed(torch.tensor([(33 + i) % rows]), keep=1)
         times.append(time.perf_counter() - start)
         lm.crop(32)
     return statistics.median(times[2:])
@@ -162,7 +172,7 @@ def lean_weights(model) -> "LeanWeights | None":
         if choice != "transformers" and unsupported(model) is None:
             with torch.inference_mode():
                 weights = LeanWeights(model, "fp32")
-                if choice == "int8" or (choice == "auto" and _int8_available()):
+                if choice != "fp32" and _int8_fits(model):      # any other value: as auto
                     int8 = LeanWeights(model, "int8")
                     if choice == "int8":
                         weights = int8

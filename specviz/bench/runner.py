@@ -149,11 +149,11 @@ def paired_ratio(a: list[Timing], b: list[Timing]) -> float | None:
 def phase_breakdown(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
     """Where a speculative round's time goes: forward passes timed by wrapping the models."""
     spent = {"draft forward": 0.0, "target forward": 0.0}
-    originals = {}
+    originals = []
 
-    def wrap(model, key):
-        original = model.forward
-        originals[key] = (model, original)
+    def wrap(owner, name, key):
+        original = getattr(owner, name)
+        originals.append((owner, name, original))
 
         def timed(*args, **kwargs):
             synchronize(pair.device)
@@ -162,29 +162,20 @@ def phase_breakdown(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
             synchronize(pair.device)
             spent[key] += time.perf_counter() - start
             return out
-        model.forward = timed
+        setattr(owner, name, timed)
 
-    wrap(pair.target, "target forward")
+    wrap(pair.target, "forward", "target forward")
     if pair.draft is not None and cfg.drafter == "model":
-        wrap(pair.draft, "draft forward")
-    # A draft on the CPU steps through the lean path (engine/lean_draft.py), not its model's forward.
-    # Its weights are built (and their format timed) before the clock starts, outside any round.
-    if pair.draft is not None and cfg.drafter == "model":
+        wrap(pair.draft, "forward", "draft forward")
+        # A draft on the CPU steps through the lean path (engine/lean_draft.py), not its model's forward;
+        # its weights are built (and their format timed) here, before the clock starts, outside any round.
         lean_weights(pair.draft)
-    lean_feed = LeanCachedModel.feed
-
-    def timed_feed(self, *args, **kwargs):
-        start = time.perf_counter()
-        out = lean_feed(self, *args, **kwargs)
-        spent["draft forward"] += time.perf_counter() - start
-        return out
-    LeanCachedModel.feed = timed_feed
+        wrap(LeanCachedModel, "feed", "draft forward")
     try:
         events = list(speculate(pair, ids, cfg))
     finally:
-        LeanCachedModel.feed = lean_feed
-        for model, original in originals.values():
-            model.forward = original
+        for owner, name, original in reversed(originals):
+            setattr(owner, name, original)
     ends = [e for e in events if e.kind == "round_end"]
     draft = sum(e.draft_s for e in ends)
     verify = sum(e.verify_s for e in ends)

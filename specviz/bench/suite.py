@@ -104,7 +104,7 @@ def draft_step(pair, cfg) -> dict | None:
     weights = lean_weights(pair.draft)
     if weights is None:
         return {"path": "transformers' forward"}
-    return {"path": f"lean eager, {weights.format} weights", "timed_step_ms": getattr(weights, "step_ms", None)}
+    return {"path": weights.path, "timed_step_ms": getattr(weights, "step_ms", None)}
 
 
 def _prompt_row(kind: str, prompt_tokens: int, runs: dict, k: int, forced: float | None) -> dict:

@@ -106,7 +106,7 @@ class Fp32Rows:
     def __init__(self, weight: torch.Tensor):
         w = weight.detach().float().contiguous()
         self.linear = PackedLinear(w) if mkl_packing_available() else None
-        self.weight = w
+        self.weight = w if self.linear is None else None      # PackedLinear holds its own copies
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear(x) if self.linear is not None else F.linear(x, self.weight)
@@ -124,6 +124,7 @@ class LeanWeights:
         cfg = model.config
         rows = Int8Rows if fmt == "int8" else Fp32Rows
         self.format = fmt
+        self.path = f"lean eager, {fmt} weights"            # what Done.stats.draft_path and the bench say
         self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
         self.eps = cfg.rms_norm_eps
         dec = model.model
@@ -170,16 +171,16 @@ def lean_weights(model) -> "LeanWeights | None":
         choice = os.environ.get(ENV, "auto")
         weights = None
         if choice != "transformers" and unsupported(model) is None:
+            int8_fits = choice != "fp32" and _int8_fits(model)      # any other value: as auto
             with torch.inference_mode():
-                weights = LeanWeights(model, "fp32")
-                if choice != "fp32" and _int8_fits(model):      # any other value: as auto
-                    int8 = LeanWeights(model, "int8")
-                    if choice == "int8":
-                        weights = int8
-                    else:
+                if choice == "int8" and int8_fits:
+                    weights = LeanWeights(model, "int8")
+                else:
+                    weights = LeanWeights(model, "fp32")
+                    if int8_fits:                                   # auto: timed here, kept if clearly faster
+                        int8 = LeanWeights(model, "int8")
                         fp32_s, int8_s = _timed_step(weights), _timed_step(int8)
-                        weights.step_ms = {"fp32": 1e3 * fp32_s, "int8": 1e3 * int8_s}
-                        int8.step_ms = weights.step_ms
+                        weights.step_ms = int8.step_ms = {"fp32": 1e3 * fp32_s, "int8": 1e3 * int8_s}
                         if int8_s < INT8_GAIN * fp32_s:
                             weights = int8
         _built[model] = weights
@@ -194,7 +195,7 @@ class LeanCachedModel:
         self.vocab_size = model_vocab
         self.device = torch.device("cpu")
         self.forwards = 0
-        self.decode_path = f"lean eager, {weights.format} weights"
+        self.decode_path = weights.path
         self._length = 0
         self._capacity = 0
         self._grow(max(FIRST_CAPACITY, positions))

@@ -10,8 +10,8 @@ Three kinds, as the app's users write them:
 - prose: raw completions of the opening sentences of paragraphs of Python's own documentation
   (`pydoc_data.topics`, shipped with every interpreter).
 Nothing here needs the network. A fixed hash of each prompt's text sends ~3% of them to a
-validation split that the draft never trains on; the benchmark's prompts (specviz/bench) are
-written separately and checked against this set.
+validation split that the draft never trains on. The benchmark's prompt files are written separately;
+tests/test_draft_data.py lists the few that come close to a templated request (and why each is there).
 """
 from __future__ import annotations
 
@@ -70,6 +70,71 @@ EXTRA = [
     "Give me a packing list for a beach holiday.", "Who wrote Pride and Prejudice?",
 ]
 
+# A third family (2026-11-23): more of what people type in a workshop: further topics and request forms,
+# code tasks in other languages, how-tos and requests written in other languages. Written without the
+# benchmark's prompt files in hand beyond checking that none of their topics or tasks is repeated here.
+MORE_TOPICS = [
+    "the Great Wall of China", "octopuses", "the Silk Road", "the Industrial Revolution", "glaciers", "coral reefs",
+    "the speed of light", "electricity", "magnets", "the periodic table", "the ancient Egyptians", "the Vikings",
+    "Shakespeare", "impressionist painting", "the violin", "football", "yoga", "procrastination", "habits",
+    "friendship", "volunteering", "budgeting", "mortgages", "taxes", "smartphones", "passwords", "cloud computing",
+    "open-source software", "spreadsheets", "artificial intelligence", "robots", "3D printing", "satellites", "Mars",
+    "the Sun", "comets", "dinosaurs", "evolution", "bacteria", "the brain", "memory", "stress", "vitamins",
+    "houseplants", "composting", "honey", "chocolate", "tea", "pizza", "rice", "trains", "airplanes", "bicycles",
+    "cities", "libraries", "museums", "podcasts", "board games", "video games", "the piano", "poetry", "novels",
+    "mythology", "the Cold War", "the United Nations", "elections", "wind turbines", "nuclear power", "batteries",
+    "deserts", "Antarctica", "hurricanes", "lightning", "the ocean", "sharks", "owls", "the Middle Ages", "castles",
+]
+MORE_REQUESTS = [
+    "Tell me about {t}.", "Can you explain {t} to a child?", "How does {t} work?", "What is the history of {t}?",
+    "Give me a fun fact about {t}.", "Write three quiz questions about {t}, with answers.",
+    "What should a beginner know about {t}?", "Explain {t} in two sentences.", "Write a short story about {t}.",
+    "What are the biggest myths about {t}?", "Give me a simple analogy for {t}.",
+    "Write the opening paragraph of a blog post about {t}.", "Make a one-week study plan for learning about {t}.",
+    "What questions could I ask an expert on {t}?", "Sum up {t} as a bulleted list of key ideas.",
+]
+MORE_CODE_TASKS = [
+    "reverses a string", "checks whether two strings are anagrams", "converts a Roman numeral to an integer",
+    "finds the second largest number in a list", "counts the lines in a file", "checks whether a year is a leap year",
+    "computes the median of a list", "splits a list into chunks of size n", "finds the common elements of two lists",
+    "returns the prime factors of a number", "generates a random password", "removes punctuation from a string",
+    "finds the longest word in a sentence", "rotates a list by k positions", "computes the dot product of two vectors",
+    "checks whether the parentheses in a string are balanced", "returns the n-th row of Pascal's triangle",
+    "converts a number to binary", "sums the digits of a number", "finds the missing number in a list of 1 to n",
+]
+MORE_CODE_REQUESTS = [
+    "Write a TypeScript function that {t}.", "Write a C function that {t}.", "Write a Rust function that {t}.",
+    "Can you write Python code that {t}? Please explain it.", "Write a Go function that {t}.",
+]
+MORE_HOWTO = [
+    "install a Python package with pip", "write a good README", "build a small REST API with Flask", "use git branches",
+    "debug a Python script", "format a date in JavaScript", "back up my photos", "learn to touch type",
+    "write a resignation letter", "plan a birthday party", "boil an egg", "fix a leaky faucet",
+    "stay focused while studying", "write a SQL join", "deploy a static website", "read a JSON file in Python",
+]
+OTHER_LANGUAGES = [
+    "Explique-moi comment fonctionne la photosynthèse.", "Quels sont les avantages du vélo en ville ?",
+    "Écris un petit poème sur la mer.", "Donne-moi trois conseils pour apprendre l'anglais.",
+    "Comment faire une omelette ?", "Pourquoi les chats ronronnent-ils ?",
+    "¿Cuál es la diferencia entre un virus y una bacteria?", "Escribe un correo corto para reservar una mesa.",
+    "Dame tres consejos para dormir mejor.", "¿Cómo funciona un motor eléctrico?",
+    "Explica qué es la inteligencia artificial.", "¿Qué puedo cocinar con arroz y huevos?",
+    "Erkläre mir, wie ein Regenbogen entsteht.", "Was sind die Vorteile von Sport?",
+    "Schreibe eine kurze Geburtstagskarte für meine Schwester.", "Wie lerne ich am besten Vokabeln?",
+    "Spiegami cos'è la gravità.", "Quali sono i monumenti più famosi di Roma?",
+    "Explique o que é uma célula.", "Quais são os planetas do sistema solar?",
+]
+MORE_EXTRA = [
+    "What time zone is Tokyo in?", "Convert 5 miles to kilometers.", "Write a birthday message for my best friend.",
+    "What's a good name for a bakery?", "Give me a workout I can do at home in 20 minutes.",
+    "Write a short apology for missing a meeting.", "What should I pack for a weekend hiking trip?",
+    "Help me write a text inviting friends to dinner on Saturday.", "What is the tallest mountain in Africa?",
+    "Give me five ideas for a science fair project.", "Rewrite this sentence to sound more formal: we gotta fix this asap.",
+    "What are some good questions to ask at the end of a job interview?", "Plan a three-day trip to Lisbon.",
+    "Write a product description for a reusable water bottle.", "How many minutes are there in a week?",
+    "Explain the rules of tic-tac-toe.", "Write a riddle and give its answer.", "What is the boiling point of water in Fahrenheit?",
+]
+
 
 @dataclass(frozen=True)
 class PromptSpec:
@@ -87,11 +152,14 @@ def is_validation(text: str) -> bool:
 
 
 def template_requests() -> list[str]:
-    """Every templated chat request (topics x requests, code tasks x code requests, how-tos, extras)."""
-    out = [r.format(t=t) for t in TOPICS for r in REQUESTS]
-    out += [r.format(t=t) for t in CODE_TASKS for r in CODE_REQUESTS]
-    out += [f"How do I {h}?" for h in HOWTO] + [f"Explain step by step how to {h}." for h in HOWTO]
-    return out + EXTRA
+    """Every templated chat request (topics x requests, code tasks x code requests, how-tos, extras, other languages)."""
+    topics, requests = TOPICS + MORE_TOPICS, REQUESTS + MORE_REQUESTS
+    howto = HOWTO + MORE_HOWTO
+    out = [r.format(t=t) for t in topics for r in requests]
+    out += [r.format(t=t) for t in CODE_TASKS for r in CODE_REQUESTS]      # the new forms only with the new tasks
+    out += [r.format(t=t) for t in MORE_CODE_TASKS for r in CODE_REQUESTS + MORE_CODE_REQUESTS]
+    out += [f"How do I {h}?" for h in howto] + [f"Explain step by step how to {h}." for h in howto]
+    return out + EXTRA + MORE_EXTRA + OTHER_LANGUAGES
 
 
 _DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async\s+)?def [A-Za-z_]\w*\(.*$")

@@ -172,6 +172,6 @@ def test_keep_best_ends_with_the_best_validated_weights(tmp_path):
     out = train_steps(model, [model.weight], [{"params": [model.weight], "lr_scale": 1.0}], quick,
                       str(tmp_path / "ckpt"), step_loss, validate, log=lambda line: None, keep_best="agreement")
     assert len(seen) >= 4 and out["kept_step"] == 3 < out["steps"]
-    assert float(model.weight) == seen[2][1] != seen[-1][1]
+    assert float(model.weight.detach()) == seen[2][1] != seen[-1][1]
     saved = torch.load(tmp_path / "ckpt", weights_only=False)["best"]
     assert saved["step"] == 3 and saved["value"] == 0

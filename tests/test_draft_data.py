@@ -143,14 +143,7 @@ def test_no_benchmark_prompt_is_a_templated_training_request_beyond_the_listed_o
 
     root = Path(__file__).resolve().parent.parent
     templates = [t.lower() for t in template_requests()]
-    close = set()
-    for name in ("unseen-prompts.json", "heldout-prompts.json"):
-        for prompt in json.loads((root / "benchmarks" / name).read_text()):
-            text = prompt["text"].lower()
-            matcher = difflib.SequenceMatcher(None, b=text)
-            for t in templates:
-                matcher.set_seq1(t)
-                if matcher.real_quick_ratio() > 0.78 and matcher.quick_ratio() > 0.78 and matcher.ratio() > 0.78:
-                    close.add(prompt["text"])
-                    break
+    close = {prompt["text"] for name in ("unseen-prompts.json", "heldout-prompts.json")
+             for prompt in json.loads((root / "benchmarks" / name).read_text())
+             if difflib.get_close_matches(prompt["text"].lower(), templates, n=1, cutoff=0.78)}
     assert close == KNOWN_NEAR_DUPLICATES

@@ -38,6 +38,25 @@ def test_bench_compares_all_methods(tiny_dirs, tmp_path):
     assert {"specviz_vs_hf_assisted", "specviz_plain_vs_hf_generate", "theory_speedup"} <= set(summary)
     assert abs(sum(result["breakdown"]["share"].values()) - 1) < 1e-6
     assert {"code", "grounded", "free text"} == {p["kind"] for p in result["rows"][0]["per_prompt"]}
+    # The draft's path is what the speculative lanes recorded, not re-derived from the device.
+    recorded = {p["draft_path"] for p in result["rows"][0]["per_prompt"]}
+    assert len(recorded) == 1
+    path = recorded.pop()
+    assert result["draft_step"]["path"] == ("transformers' forward" if path == "eager" else path)
+
+
+def test_draft_step_reports_the_recorded_paths_and_builds_nothing():
+    from types import SimpleNamespace
+
+    import torch
+
+    from specviz.bench.suite import draft_step
+    draftless = SimpleNamespace(draft=None)
+    assert draft_step(draftless, [{"draft_path": ""}, {}]) is None          # prompt lookup / no draft model
+    unbuilt = SimpleNamespace(draft=torch.nn.Linear(1, 1))                  # no lean weights built for it
+    assert draft_step(unbuilt, [{"draft_path": "eager"}]) == {"path": "transformers' forward"}
+    assert draft_step(unbuilt, [{"draft_path": "lean eager, int8 weights"}, {"draft_path": "eager"}]) == \
+        {"path": "transformers' forward, lean eager, int8 weights"}
 
 
 @pytest.mark.slow    # a benchmark in a subprocess

@@ -18,7 +18,7 @@ from dataclasses import asdict, replace
 import torch
 
 from ..engine import SpecConfig, ledger, measures, theory
-from ..engine.lean_draft import lean_weights
+from ..engine.lean_draft import built_lean_weights
 from ..engine.pair import ModelPair
 from .prompts import prompt_ids
 from .runner import (FAST_METHODS, first_use_seconds, measure_prompt, median, median_timing, paired_cost_ratio,
@@ -91,20 +91,23 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
         if s["acceptance_rate"] is not None and s["cost_ratio"] is not None and s["verify_ratio"] is not None:
             result["theory_best_k"] = theory.best_k(s["acceptance_rate"], s["cost_ratio"], s["verify_ratio"], max(ks))
     result["breakdown"] = phase_breakdown(pair, encoded[0][1], replace(cfg, k=best["k"]))
-    result["draft_step"] = draft_step(pair, cfg)
+    result["draft_step"] = draft_step(pair, [p for row in rows for p in row["per_prompt"]])
     return result
 
 
-def draft_step(pair, cfg) -> dict | None:
-    """How specviz's draft stepped (engine/lean_draft.py): the format and, when it was timed here, both
-    formats' warm step in ms. None without a draft model or off the CPU. transformers' assisted generation steps
-    the draft through its own forward on the draft's own (fp32) weights."""
-    if pair.draft is None or cfg.drafter != "model" or pair.device.type != "cpu":
-        return None                     # (off the CPU the lean step never runs)
-    weights = lean_weights(pair.draft)
-    if weights is None:
-        return {"path": "transformers' forward"}
-    return {"path": weights.path, "timed_step_ms": getattr(weights, "step_ms", None)}
+def draft_step(pair, prompt_rows: list[dict]) -> dict | None:
+    """How specviz's draft stepped, as its speculative lanes recorded it (Done.stats.draft_path), and
+    when the lean step (engine/lean_draft.py) timed both formats here, each one's warm step in ms.
+    None when no lane stepped a draft model. transformers' assisted generation steps the draft through
+    its own forward on the draft's own (fp32) weights."""
+    paths = sorted({row.get("draft_path") or "" for row in prompt_rows} - {""})
+    if not paths:
+        return None                     # prompt lookup, or no draft model
+    step = {"path": ", ".join("transformers' forward" if p == "eager" else p for p in paths)}
+    weights = built_lean_weights(pair.draft) if pair.draft is not None else None
+    if weights is not None and weights.path in paths:
+        step["timed_step_ms"] = getattr(weights, "step_ms", None)
+    return step
 
 
 def _prompt_row(kind: str, prompt_tokens: int, runs: dict, k: int, forced: float | None) -> dict:
@@ -116,7 +119,8 @@ def _prompt_row(kind: str, prompt_tokens: int, runs: dict, k: int, forced: float
            "methods": {n: {"tokens": t.tokens, "seconds": t.seconds, "tokens_per_s": t.rate} for n, t in timings.items()},
            "accepted": s.accepted, "verified": s.accepted + s.rejected, "rounds": s.rounds,
            "tokens": s.tokens, "full_rounds": s.full_rounds,
-           "full_round_tokens": s.full_round_tokens, "cost_ratio": c, "verify_ratio": v}
+           "full_round_tokens": s.full_round_tokens, "cost_ratio": c, "verify_ratio": v,
+           "draft_path": timings["specviz speculative"].stats.draft_path}
     # The median runs' tallies (counts and phase seconds), pooled over prompts for the ledger.
     row["tallies"] = {lane: asdict(timings[name].stats.tally)
                       for lane, name in (("spec", "specviz speculative"), ("plain", "specviz plain"))}

@@ -163,6 +163,12 @@ def _timed_step(weights: LeanWeights, repeats: int = 15) -> float:
     return statistics.median(times[2:])
 
 
+def built_lean_weights(model) -> "LeanWeights | None":
+    """The lean layout already built for `model` (None if none was, or it uses transformers' forward); builds nothing."""
+    with _lock:
+        return _built.get(model)
+
+
 def lean_weights(model) -> "LeanWeights | None":
     """The lean layout of `model` in the format chosen on this machine (None: use transformers' forward)."""
     with _lock:

@@ -34,7 +34,7 @@ def main() -> int:
 
     import torch
     from specviz.engine.cached_model import CachedModel
-    from specviz.engine.lean_draft import LeanCachedModel, LeanWeights
+    from specviz.engine.lean_draft import LeanCachedModel, LeanWeights, step_seconds
     from specviz.models.presets import load_preset
 
     rows = []
@@ -55,11 +55,7 @@ def main() -> int:
                     lm.feed(context, keep=1)
 
                 def step(lm) -> float:
-                    start = time.perf_counter()
-                    lm.feed(context[5:6], keep=1)
-                    took = time.perf_counter() - start
-                    lm.crop(len(context))
-                    return took
+                    return step_seconds(lm, context[5:6], len(context))
 
                 times = {(w, when): [] for w in WAYS for when in ("warm", "after_target")}
                 plain = []

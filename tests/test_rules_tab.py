@@ -13,7 +13,7 @@ from specviz.models.presets import Preset
 from specviz.view import rules_tab
 from specviz.view.render import clean
 from specviz.view.kinds_plot import kinds_figure, kinds_from_trace
-from specviz.view.rules_tab import LOSSY, RULES, RuleRow, check_rule, first_position, run_rules
+from specviz.view.rules_tab import LOSSY, RuleRow, check_rule, first_position, run_rules
 
 FORM = dict(prompt="def add(a, b):\n    return", preset="tiny-random", custom_target="", custom_draft="",
             drafter="model", k=3, adaptive=False, temperature=0.0, top_k=0, top_p=1.0, max_new=200, seed=0, stops="")

@@ -103,7 +103,7 @@ def pair_from(args):
 
 
 def run(args) -> int:
-    from ..engine import decode_baseline, race, speculate, to_dict
+    from ..engine import race, speculate, to_dict
     from . import terminal
 
     apply_preset(args)

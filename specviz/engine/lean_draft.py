@@ -150,16 +150,21 @@ class LeanWeights:
         self.inv_freq = dec.rotary_emb.inv_freq.detach().float()
 
 
+def step_seconds(lm, token: torch.Tensor, length: int) -> float:
+    """Seconds one draft step takes: `lm` (a cache holding `length` tokens) fed `token` (1,), then
+    cropped back to `length`, so the next call times the same step (scripts/draft_step_profile.py too)."""
+    start = time.perf_counter()
+    lm.feed(token, keep=1)
+    took = time.perf_counter() - start
+    lm.crop(length)
+    return took
+
+
 def _timed_step(weights: LeanWeights, repeats: int = 15) -> float:
     lm = LeanCachedModel(weights, model_vocab=weights.vocab_rows, positions=64)
     rows = weights.embedding.shape[0]
     lm.feed(torch.arange(32) % rows, keep=1)          # any in-vocabulary ids: the cost depends on the count
-    times = []
-    for i in range(repeats + 2):
-        start = time.perf_counter()
-        lm.feed(torch.tensor([(33 + i) % rows]), keep=1)
-        times.append(time.perf_counter() - start)
-        lm.crop(32)
+    times = [step_seconds(lm, torch.tensor([(33 + i) % rows]), 32) for i in range(repeats + 2)]
     return statistics.median(times[2:])
 
 

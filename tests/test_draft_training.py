@@ -148,6 +148,15 @@ def test_smollm2_recipe_continues_an_exported_draft(tmp_path, monkeypatch):
     assert [p.name for p in set(work.glob("*.ckpt")) - before] and all("-with-" in p.name for p in set(work.glob("*.ckpt")) - before)
     assert "with the shards of" in (tmp_path / "fourth" / "README.md").read_text()
 
+    # A loss leaning on the argmax (--argmax-weight) is another run: a checkpoint of its own, and the card says so.
+    before = set(work.glob("*.ckpt"))
+    card4 = smollm2_draft.train(tmp_path / "fifth", work, smollm2_draft.DraftRecipe(train_minutes=0.05, batch_size=16,
+                                                                                    argmax_weight=0.5),
+                                "cpu", lambda line: None, continue_from=tmp_path / "next")
+    assert card4["held_out_start"] and card4["recipe"]["argmax_weight"] == 0.5
+    assert [p.name for p in set(work.glob("*.ckpt")) - before] and all("-argmax0.5" in p.name for p in set(work.glob("*.ckpt")) - before)
+    assert "0.5 x the cross-entropy of the target's argmax" in (tmp_path / "fifth" / "README.md").read_text()
+
 
 def test_keep_best_ends_with_the_best_validated_weights(tmp_path):
     """train_steps(keep_best=...) ends with the weights of its best validation, not its last step's,

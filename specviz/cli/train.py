@@ -40,6 +40,9 @@ def add_parser(sub) -> None:
     g.add_argument("--lr", type=float, default=1e-3)
     g.add_argument("--feature-minutes", type=float, default=25.0, help="time budget for the target's hidden states")
     g.add_argument("--draft-steps", type=int, default=2, help="feature draft: draft steps per round unrolled in training")
+    g.add_argument("--argmax-weight", type=float, default=0.0,
+                   help="plain draft: share of the loss given to the target's argmax alone (0-1; 0: the recorded "
+                        "distribution only)")
     g.add_argument("--continue-from", default=None, help="plain draft: distil further the draft exported in this "
                    "folder (its layers, norm and head) instead of starting from the target's layers")
     g.add_argument("--also-work-dir", action="append", default=[], metavar="DIR",
@@ -79,7 +82,10 @@ def run_smollm2(args, device: str, log) -> int:
                          passes=None if args.passes is None else [float(x) for x in args.passes.split(",")],
                          gen_batch=args.gen_batch, max_new_tokens=args.max_new_tokens, gen_precision=args.gen_precision, gen_minutes=args.gen_minutes, train_minutes=args.train_minutes,
                          batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-                         feature_minutes=args.feature_minutes, draft_steps=args.draft_steps)
+                         feature_minutes=args.feature_minutes, draft_steps=args.draft_steps,
+                         argmax_weight=args.argmax_weight)
+    if not 0 <= recipe.argmax_weight <= 1:
+        raise SystemExit(f"--argmax-weight must be between 0 and 1, not {recipe.argmax_weight:g}")
     if args.also_work_dir and args.stage in ("features", "train-features"):
         raise SystemExit("--also-work-dir joins folders for the data and train stages; the feature draft reads one folder")
     work, others = Path(args.work_dir or ".specviz-train/smollm2"), [Path(d) for d in args.also_work_dir]

@@ -148,9 +148,13 @@ def bf16_matmuls(device: torch.device) -> bool:
                 or getattr(cpu, "_is_avx512_bf16_supported", lambda: False)())
 
 
-def loss_and_metrics(draft, ids, mask, rows, cols, teacher, mixed: bool = True) -> tuple[torch.Tensor, dict]:
+def loss_and_metrics(draft, ids, mask, rows, cols, teacher, mixed: bool = True,
+                     argmax_weight: float = 0.0) -> tuple[torch.Tensor, dict]:
     """The distillation loss and its metrics; mixed: bf16 autocast where it is faster (training steps;
-    validation passes mixed=False, so held-out figures are the fp32 draft's, as the engine runs it)."""
+    validation passes mixed=False, so held-out figures are the fp32 draft's, as the engine runs it).
+    argmax_weight w: the loss is (1 - w) x the cross-entropy against the recorded distribution + w x the
+    cross-entropy of the target's argmax alone (greedy acceptance rewards only the argmax; an
+    under-capacity draft fit to the whole distribution may spread its mass). 0: the distribution only."""
     device = draft.device
     ids, mask, rows, cols = (t.to(device, non_blocking=True) for t in (ids, mask, rows, cols))
     top, probs = (t.to(device, non_blocking=True) for t in teacher)   # (N, K) head indices, (N, K) p
@@ -164,6 +168,9 @@ def loss_and_metrics(draft, ids, mask, rows, cols, teacher, mixed: bool = True) 
     logq_top = logq.gather(1, top.clamp(min=0)) * inside    # log q of the teacher's top tokens in the head
     # Cross-entropy against the recorded p: -sum_k p_k log q_k = KL(p || q) + H(p) on the head's tokens.
     loss = -(probs * logq_top).sum(-1).mean()
+    if argmax_weight:
+        # -log q(argmax p); 0 where the argmax lies outside the head (nothing the draft could propose)
+        loss = (1 - argmax_weight) * loss + argmax_weight * -logq_top[:, 0].mean()
     with torch.no_grad():
         greedy = (logq.argmax(-1) == top[:, 0]) & inside[:, 0]      # draft argmax == target argmax
         overlap = torch.minimum(probs, logq_top.exp() * inside).sum(-1)   # sum min(p, q) over the top-K
@@ -190,8 +197,10 @@ def validate(draft, seqs: list[Sequence], sub_index: torch.Tensor, batch_size: i
 
 
 def train_draft(draft, train: list[Sequence], val: list[Sequence], settings: TrainSettings, checkpoint: str,
-                log: Callable[[str], None] = print) -> dict:
-    """Train the draft's own layers until the time budget is spent; resumable from `checkpoint`."""
+                log: Callable[[str], None] = print, argmax_weight: float = 0.0) -> dict:
+    """Train the draft's own layers until the time budget is spent; resumable from `checkpoint`.
+    argmax_weight: see loss_and_metrics. Validation keeps the distribution's loss, so held-out losses compare
+    across runs; the step kept is the one of best held-out greedy agreement either way."""
     sub_index = head_index(draft)
     params = [p for n, p in draft.named_parameters() if p.requires_grad and not n.startswith(("model.embed_tokens", "lm_head"))]
     keep = set(params)
@@ -202,7 +211,7 @@ def train_draft(draft, train: list[Sequence], val: list[Sequence], settings: Tra
     def step_loss(gen: torch.Generator):
         if not batches:       # drawn with the loop's generator, which a resumed run restores
             batches.append(Batches(train, settings.batch_size, sub_index, gen))
-        return loss_and_metrics(draft, *batches[0].sample())
+        return loss_and_metrics(draft, *batches[0].sample(), argmax_weight=argmax_weight)
 
     return train_steps(draft, params, [{"params": params, "lr_scale": 1.0}], settings, checkpoint, step_loss,
                        lambda: validate(draft, val, sub_index), log, device=str(draft.device),

@@ -57,6 +57,7 @@ class DraftRecipe:
     seed: int = 0
     feature_minutes: float = 25.0      # feature draft: time budget for the target's hidden states
     draft_steps: int = 2               # feature draft: draft steps per round unrolled in training
+    argmax_weight: float = 0.0         # plain draft: share of the loss on the target's argmax (distill.loss_and_metrics)
 
     @property
     def name(self) -> str:
@@ -190,12 +191,14 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
     # in the same folder starts afresh instead of resuming this one; a run that joins other folders'
     # shards, after the folders, so a resume never mixes one data set's steps with another's.
     joined = "" if not others else "-with-" + hashlib.sha256("\n".join(map(str, others)).encode()).hexdigest()[:8]
-    ckpt = work / (f"draft-{recipe.name}{joined}.ckpt" if start is None
-                   else f"draft-{recipe.name}-continued-{fingerprint(Path(continue_from))}{joined}.ckpt")
+    # A loss leaning on the argmax is another run: its own checkpoint.
+    loss = "" if not recipe.argmax_weight else f"-argmax{recipe.argmax_weight:g}"
+    ckpt = work / (f"draft-{recipe.name}{loss}{joined}.ckpt" if start is None
+                   else f"draft-{recipe.name}-continued-{fingerprint(Path(continue_from))}{loss}{joined}.ckpt")
     before = validate(draft, val_seqs, sub_index) if start is not None and not ckpt.exists() else None
     if before:
         log(f"held-out before (the draft continued from): {before}")
-    result = train_draft(draft, train_seqs, val_seqs, settings, str(ckpt), log)
+    result = train_draft(draft, train_seqs, val_seqs, settings, str(ckpt), log, argmax_weight=recipe.argmax_weight)
     final = validate(draft, val_seqs, sub_index)
     log(f"held-out: {final}")
     # the data stage's precision is the shards' to say (data["shard_precisions"]), not this stage's flag
@@ -352,6 +355,12 @@ def before_line(card: dict) -> str:
             f"{h0['greedy_agreement']:.3f}, overlap {h0['overlap']:.3f}, loss {h0['loss']:.3f}\n")
 
 
+def loss_line(recipe: dict) -> str:
+    soft = "cross-entropy against the target's recorded top-32 distribution (forward KL on the head)"
+    w = recipe.get("argmax_weight", 0.0)       # absent from cards written before the option
+    return soft if not w else f"{1 - w:g} x the {soft} + {w:g} x the cross-entropy of the target's argmax"
+
+
 def model_card(card: dict) -> str:
     r, d, t, h = card["recipe"], card["data"], card["training"], card["held_out"]
     return f"""# SmolLM2-135M-Instruct draft ({len(r['layers'])} layers, {r['head_size']}-token head)
@@ -373,7 +382,7 @@ target's embedding module and the target's output rows for those tokens (`Borrow
 - the head's {r['head_size']} tokens cover {d['head_covers']:.1%} of the training tokens.
 
 ## Training
-- loss: cross-entropy against the target's recorded top-32 distribution (forward KL on the head);
+- loss: {loss_line(r)};
 - {t['steps']} steps of {r['batch_size']} sequences, lr {r['lr']}, {t['train_minutes']} min on {t['device']}{kept(t)}.
 
 ## Held-out figures (validation shards, never trained on)

@@ -1,0 +1,44 @@
+"""The plain draft's distillation loss (distill.loss_and_metrics), checked term by term on a tiny draft."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from specviz.training.distill import Sequence, collate, loss_and_metrics, make_draft
+
+VOCAB, HEAD = 32, 16
+
+
+@pytest.fixture(scope="module")
+def draft():
+    torch.manual_seed(0)
+    target = LlamaForCausalLM(LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                          num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64,
+                                          tie_word_embeddings=False))
+    return make_draft(target, [0], list(range(HEAD)), "test/target").eval()
+
+
+def batch():
+    """One sequence, 3 generated positions; the target's top-2 at each: the second position's argmax (20)
+    lies outside the draft's 16-token head."""
+    top_ids = np.array([[5, 6], [20, 7], [9, 1]])
+    probs = np.array([[0.6, 0.4], [0.7, 0.3], [0.5, 0.5]])
+    seq = Sequence(np.array([3, 5, 20, 9]), 1, top_ids, np.log(probs).astype(np.float32))
+    sub_index = torch.tensor([i if i < HEAD else -1 for i in range(VOCAB)])
+    return collate([seq], sub_index), top_ids, probs
+
+
+@pytest.mark.parametrize("w", [0.0, 0.5, 1.0])
+def test_argmax_weight_mixes_the_distribution_and_the_argmax_cross_entropies(draft, w):
+    (ids, mask, rows, cols, teacher), top_ids, probs = batch()
+    with torch.no_grad():
+        loss, metrics = loss_and_metrics(draft, ids, mask, rows, cols, teacher, mixed=False, argmax_weight=w)
+        hidden = draft.model(input_ids=ids, attention_mask=mask).last_hidden_state[rows, cols]
+        logq = F.log_softmax(draft.lm_head.subset_logits(hidden).float(), -1).numpy()   # (3, HEAD)
+    # by hand: tokens outside the head contribute nothing (the draft cannot propose them)
+    lq = np.array([[logq[i, t] if t < HEAD else 0.0 for t in row] for i, row in enumerate(top_ids)])
+    soft = -(probs * lq).sum(-1).mean()
+    hard = -lq[:, 0].mean()
+    assert loss.item() == pytest.approx((1 - w) * soft + w * hard, rel=1e-5)
+    assert metrics["tokens"] == 3

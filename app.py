@@ -41,11 +41,14 @@ def main(argv: list[str] | None = None) -> int:
     from specviz.app.cpu_threads import decode_threads
     from specviz.app.profile import load_profile
     from specviz.app.state import AppState
+    from specviz.models.loading import pick_device
     from specviz.view.fair_queue import queue_demo
     from specviz.view.ui import build_demo, launch_options
 
     try:
         profile = load_profile(tier=args.profile)
+        if not zerogpu.ON_ZEROGPU:           # (there, CUDA appears only inside the GPU worker)
+            pick_device(args.device)         # a device this machine lacks: said now, not at the first visitor's run
     except SpecvizError as err:
         print(f"specviz cannot start: {err}", file=sys.stderr)
         return 2

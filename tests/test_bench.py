@@ -18,6 +18,35 @@ def test_builtin_prompt_set_has_three_kinds_from_heldout_files():
         assert code.endswith(":") and any(code in text for text in heldout)
 
 
+@pytest.mark.parametrize("name, content, says", [
+    ("missing.json", None, "cannot read it"),
+    ("bad.json", "[1,", "not valid JSON"),
+    ("object.json", '{"a": 1}', "not a JSON object"),
+    ("empty.json", "[]", "holds no prompts"),
+    ("item.json", '["fine", {"kind": "code"}]', "item 1 is not"),
+    ("blank.json", '["  "]', "item 0 is not"),
+    ("empty.txt", "---\n\n---\n", "holds no prompts"),
+])
+def test_a_bad_prompt_file_is_one_clear_error(tmp_path, name, content, says):
+    from specviz.bench.prompts import load_prompts
+    from specviz.errors import ConfigError
+    path = tmp_path / name
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ConfigError, match=says):
+        load_prompts(str(path))
+
+
+def test_prompt_files_of_both_shapes_load(tmp_path):
+    from specviz.bench.prompts import load_prompts
+    (tmp_path / "p.json").write_text(json.dumps(["a", {"kind": "chat", "text": "b", "chat": True}, {"text": "c"}]))
+    assert load_prompts(str(tmp_path / "p.json"), chat=False) == [
+        {"kind": "file", "text": "a", "chat": False}, {"kind": "chat", "text": "b", "chat": True},
+        {"kind": "file", "text": "c", "chat": False}]
+    (tmp_path / "p.txt").write_text("one\n---\ntwo\n----\nstill two\n")     # only a line of exactly --- separates
+    assert [p["text"] for p in load_prompts(str(tmp_path / "p.txt"))] == ["one\n", "two\n----\nstill two\n"]
+
+
 @pytest.mark.slow    # a benchmark in a subprocess
 def test_bench_compares_all_methods(tiny_dirs, tmp_path):
     out = tmp_path / "bench.json"

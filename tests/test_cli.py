@@ -2,6 +2,7 @@
 import json
 
 import pytest
+import torch
 
 from .helpers import cli
 
@@ -42,10 +43,16 @@ def test_bad_arguments_exit_nonzero_without_traceback(tiny_dirs):
                  ["run", "--prompt", "x", "--k", "many"],
                  ["run", "--prompt", "x", "--target", "/no/such/dir", "--draft", "/no/such/dir"],
                  ["run", "--prompt", " ", "--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"]],
-                 ["run", "--prompt", "x", "--temperature", "9", "--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"]]):
+                 ["run", "--prompt", "x", "--temperature", "9", "--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"]],
+                 ["run", "--prompt", "x", "--device", "tpu", "--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"]],
+                 ["bench", "--k", "0", "--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"]],   # was run at k = 4
+                 ["bench", "--prompts", "/no/such/prompts.json", "--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"]]):
         r = cli(*args)
-        assert r.returncode != 0
+        assert r.returncode == 2, (args, r.stderr)
         assert "Traceback" not in r.stderr and r.stderr.strip()
+    if not torch.cuda.is_available():       # a device this machine lacks: one line, before any model loads
+        r = cli("run", "--prompt", "x", "--device", "cuda", "--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"])
+        assert r.returncode == 2 and "sees no CUDA GPU" in r.stderr and "Traceback" not in r.stderr
 
 
 def _bench_json(tmp_path, *args):

@@ -106,6 +106,12 @@ def test_app_refuses_to_start_on_a_bad_profile(tmp_path, monkeypatch):
     assert app.main(["--profile", "cpu"]) == 2
 
 
+def test_app_refuses_to_start_on_a_device_it_lacks(capsys):
+    import app
+    assert app.main(["--profile", "cpu", "--device", "tpu", "--no-fetch"]) == 2
+    assert "unknown device 'tpu'" in capsys.readouterr().err
+
+
 def test_readme_front_matter_matches_the_project():
     text = (ROOT / "README.md").read_text()
     assert text.startswith("---\n")

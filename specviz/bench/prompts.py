@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from ..engine.output import encode_prompt
+from ..errors import ConfigError
 from ..models.chat import chat_ids
 from ..models.stdlib_split import is_heldout, read_source, source_files, stdlib_root
 
@@ -57,16 +58,45 @@ def builtin_prompts() -> list[dict]:
 
 def load_prompts(path: str | None, chat: bool | None = None) -> list[dict]:
     """The prompts of a file (or the built-in set). A prompt's own "chat" key wins; `chat` (the
-    --chat/--no-chat switch or the preset's) applies to the prompts that do not say."""
+    --chat/--no-chat switch or the preset's) applies to the prompts that do not say.
+    A file that is missing, malformed or empty is a ConfigError naming what is wrong, before any model loads."""
     if path is None:
         items = builtin_prompts()
-    elif path.endswith(".json"):
-        items = [{"kind": "file", "text": i} if isinstance(i, str) else {"kind": i.get("kind", "file"), **i}
-                 for i in json.loads(Path(path).read_text(encoding="utf-8"))]
     else:
-        raw = Path(path).read_text(encoding="utf-8")
-        items = [{"kind": "file", "text": t.strip("\n") + "\n"} for t in re.split(r"^---$", raw, flags=re.M) if t.strip()]
+        try:
+            raw = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise ConfigError(f"--prompts {path}: cannot read it ({err.__class__.__name__}: "
+                              f"{getattr(err, 'strerror', None) or err})") from None
+        if path.endswith(".json"):
+            items = _json_prompts(path, raw)
+        else:
+            items = [{"kind": "file", "text": t.strip("\n") + "\n"} for t in re.split(r"^---$", raw, flags=re.M)
+                     if t.strip()]
+        if not items:
+            raise ConfigError(f"--prompts {path}: it holds no prompts")
     return [{"kind": i["kind"], "text": i["text"], "chat": bool(i.get("chat", chat))} for i in items]
+
+
+def _json_prompts(path: str, raw: str) -> list[dict]:
+    """A JSON list whose items are strings or {"text", optional "kind" and "chat"} objects."""
+    shape = 'a JSON list of strings or of {"kind", "text", "chat"} objects'
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"--prompts {path}: not valid JSON ({err.msg} at line {err.lineno}); it must be {shape}") from None
+    if not isinstance(data, list):
+        kind = {"dict": "object", "str": "string", "int": "number", "float": "number", "bool": "boolean",
+                "NoneType": "null"}.get(type(data).__name__, type(data).__name__)
+        raise ConfigError(f"--prompts {path}: it must be {shape}, not a JSON {kind}")
+    items = []
+    for n, item in enumerate(data):
+        if isinstance(item, str):
+            item = {"text": item}
+        if not (isinstance(item, dict) and isinstance(item.get("text"), str) and item["text"].strip()):
+            raise ConfigError(f"--prompts {path}: item {n} is not a non-empty string or an object with a \"text\"")
+        items.append({"kind": str(item.get("kind", "file")), **{k: v for k, v in item.items() if k != "kind"}})
+    return items
 
 
 def prompt_ids(pair, prompt: dict) -> list[int]:

@@ -13,7 +13,8 @@ HELDOUT_CHAT_PROMPTS = str(BENCHMARKS / "heldout-prompts.json")
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="benchmark specviz against plain decoding and transformers, in one process")
     add_model_args(p)
-    p.add_argument("--prompts", default=None, help="JSON list or ----separated text file (default: built-in set; "
+    p.add_argument("--prompts", default=None, help="a .json list of strings or {kind, text, chat} objects, or a "
+                   "text file with the prompts separated by lines holding only --- (default: the built-in set; "
                    "with a chat preset, benchmarks/heldout-prompts.json)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--k", type=int, default=None, help="drafts per round (default 4, or the preset's)")
@@ -50,10 +51,12 @@ def run(args) -> int:
         apply_preset(args)                 # --preset fills --target, --draft, --k, --confidence-stop and --chat
     if args.confidence_stop is None:       # --random-pair: no preset
         args.confidence_stop = 0.0
-    ks = list(range(1, 9)) if args.k_sweep else [args.k or 4]
+    ks = list(range(1, 9)) if args.k_sweep else [4 if args.k is None else args.k]   # --k 0 is refused, not 4
     cfg = SpecConfig(k=ks[0], temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed,
                      drafter=args.drafter, forced_acceptance=args.forced_acceptance,
                      confidence_stop=args.confidence_stop)
+    # the file is read (and a bad one refused) before any model loads
+    prompts = load_prompts(args.prompts or (HELDOUT_CHAT_PROMPTS if args.chat else None), chat=args.chat)
     if args.random_pair:
         if args.forced_acceptance is None:
             raise ConfigError("--random-pair needs --forced-acceptance: random weights accept nothing by themselves")
@@ -62,7 +65,6 @@ def run(args) -> int:
     else:
         from .run import pair_from
         pair = pair_from(args)
-    prompts = load_prompts(args.prompts or (HELDOUT_CHAT_PROMPTS if args.chat else None), chat=args.chat)
     assistant = None
     if args.hf_assistant:
         from ..models.loading import load_draft_for

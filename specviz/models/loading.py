@@ -38,8 +38,24 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 
 def pick_device(device: str = "auto") -> torch.device:
+    """"auto": a CUDA GPU, else Apple's MPS, else the CPU. A named device must exist here (a LoadError says
+    what is available otherwise, before any model is read)."""
     if device != "auto":
-        return torch.device(device)
+        try:
+            dev = torch.device(device)
+        except (RuntimeError, TypeError):
+            raise LoadError(f"unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps") from None
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise LoadError(f"device {device!r}: this torch ({torch.__version__}) sees no CUDA GPU here; use cpu or auto")
+        if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise LoadError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA GPU(s), "
+                            f"numbered from 0")
+        if dev.type == "mps" and not (getattr(torch.backends, "mps", None) is not None
+                                      and torch.backends.mps.is_available()):
+            raise LoadError(f"device {device!r}: Apple's MPS is not available here; use cpu or auto")
+        if dev.type not in ("cpu", "cuda", "mps"):
+            raise LoadError(f"device {device!r}: specviz runs on cpu, cuda or mps")
+        return dev
     if torch.cuda.is_available():
         return torch.device("cuda")
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():

@@ -29,6 +29,7 @@ from ..paths import MODELS
 from . import borrowed_draft  # noqa: F401 - registers the borrowed-weights draft with the Auto classes
 from . import feature_draft  # noqa: F401 - and the feature draft (a borrowed draft that reads target features)
 from .fetch import FETCHABLE, fetch_hint, fetched
+from .hub_reach import offline_kwargs
 from .integrity import verify
 from .packed_linear import mkl_packing_available, pack_linears
 
@@ -86,6 +87,12 @@ def resolve(name: str) -> str:
     return os.path.expanduser(name)
 
 
+def hub_kwargs(name: str) -> dict:
+    """from_pretrained's extra arguments for `name`: a hub id (not a folder, not fetched) loads from the
+    local cache only when the Hub cannot be reached (hub_reach.py), instead of retrying for a minute."""
+    return {} if is_local(name) or fetched(name) is not None else offline_kwargs()
+
+
 def _check_name(name: str) -> None:
     if is_local(name):
         if not os.path.isdir(os.path.expanduser(name)):
@@ -98,7 +105,7 @@ def load_tokenizer(name: str):
     from transformers import AutoTokenizer
     _check_name(name)
     try:
-        return AutoTokenizer.from_pretrained(resolve(name), trust_remote_code=False)
+        return AutoTokenizer.from_pretrained(resolve(name), trust_remote_code=False, **hub_kwargs(name))
     except Exception as err:  # noqa: BLE001 - every failure becomes one readable line
         raise LoadError(_explain(name, "tokenizer", err)) from err
 
@@ -107,7 +114,7 @@ def load_model(name: str, device: torch.device, dtype: torch.dtype, spread: bool
     from transformers import AutoModelForCausalLM
     _check_name(name)
     verify(resolve(name), Path(name).name if is_local(name) else name)    # recorded sums (integrity.py)
-    kwargs = {"dtype": dtype, "trust_remote_code": False}
+    kwargs = {"dtype": dtype, "trust_remote_code": False, **hub_kwargs(name)}
     if spread:
         kwargs["device_map"] = "auto"
     try:
@@ -201,7 +208,7 @@ def _from_hub(name, what: str) -> str:
         return str(folder)
     from huggingface_hub import snapshot_download
     try:
-        return snapshot_download(name, allow_patterns=HUB_FILES)
+        return snapshot_download(name, allow_patterns=HUB_FILES, **offline_kwargs())
     except Exception as err:  # noqa: BLE001 - every failure becomes one readable line
         raise LoadError(f"could not load the {what} {name!r}: {_hub_reason(err)}") from None
 

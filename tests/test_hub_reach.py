@@ -18,6 +18,8 @@ def fresh(monkeypatch):
     monkeypatch.setattr(hub_reach, "_last", None)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    for name in hub_reach.PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
     calls = []
     return calls
 
@@ -49,6 +51,12 @@ def test_an_answering_hub_adds_no_argument(fresh, monkeypatch):
     assert hub_reach.hub_reachable() and hub_reach.offline_kwargs() == {}
 
 
+def test_behind_a_proxy_it_leaves_the_question_to_huggingface_hub(fresh, monkeypatch):
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setattr(hub_reach.socket, "create_connection", lambda *a, **k: pytest.fail("asked directly"))
+    assert hub_reach.hub_reachable()
+
+
 @pytest.mark.slow    # two CLI runs in subprocesses
 def test_no_network_loads_a_cached_hub_model_at_once_and_refuses_a_missing_one_at_once(tmp_path):
     # A hub cache holding one model (the bundled target under a hub id), and a Hub that refuses connections.
@@ -56,7 +64,8 @@ def test_no_network_loads_a_cached_hub_model_at_once_and_refuses_a_missing_one_a
     shutil.copytree(ROOT / "assets" / "models" / "target", repo / "snapshots" / ("0" * 40))
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text("0" * 40)
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    dropped = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", *hub_reach.PROXY_VARIABLES)
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(HF_HUB_CACHE=str(tmp_path / "hub"), HF_ENDPOINT="http://127.0.0.1:9", PYTHONPATH=str(ROOT))
 
     def run(target):

@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 TIMEOUT_S = 3.0
 REMEMBER_S = 60.0
 _last: tuple[float, bool] | None = None      # (when asked, reachable)
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 
 def _truthy(value: str | None) -> bool:
@@ -23,10 +24,13 @@ def _truthy(value: str | None) -> bool:
 
 
 def hub_reachable() -> bool:
-    """False when HF_HUB_OFFLINE is set, or the Hub's host does not accept a connection within TIMEOUT_S."""
+    """False when HF_HUB_OFFLINE is set, or the Hub's host does not accept a connection within TIMEOUT_S.
+    True without asking behind a proxy (HTTPS_PROXY and the like), where only huggingface_hub can tell."""
     global _last
     if _truthy(os.environ.get("HF_HUB_OFFLINE")) or _truthy(os.environ.get("TRANSFORMERS_OFFLINE")):
         return False
+    if any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return True      # behind a proxy a direct connection proves nothing: leave it to huggingface_hub
     now = time.monotonic()
     if _last is not None and now - _last[0] < REMEMBER_S:
         return _last[1]

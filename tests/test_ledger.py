@@ -55,6 +55,11 @@ def test_a_loss_is_called_a_loss_and_names_low_acceptance():
     even = break_even_acceptance(2, led.c, led.v)
     assert led.break_even_a == pytest.approx(even)
     assert "only 30%" in led.cause and f"a = {even:.2f}" in led.cause and "Faster" not in led.cause
+    assert "a round of k = 2 drafts cost" in led.cause
+    # Rounds cut short (a stop, the budget): the mean is not read as the setting.
+    cut = build(LaneTally(rounds=10, drafted=19, accepted=3, rejected=7, tokens=13, draft_s=0.19, verify_s=1.9,
+                          target_s=1.8, accept_s=0.1, elapsed_s=2.2), plain)
+    assert "a round (1.9 drafts on average) cost" in cut.cause and "k = 1.9" not in cut.cause
 
 
 def test_a_win_says_faster_and_the_threshold():

@@ -103,7 +103,9 @@ def _pct(x: float) -> str:
 def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) -> str:
     if verdict == "unmeasured" or None in (a, c, v):
         return "Not enough of a race to tell: no draft was judged, or one lane made no tokens."
-    price = f"a round of k = {k:.3g} drafts cost {k * c + v:.2f} plain steps ({k:.3g} × c = {k * c:.2f} drafting, " \
+    # k is the mean drafts a round made: the setting, or less where rounds were cut short (say which)
+    drafts = f"a round of k = {k:g} drafts" if float(k).is_integer() else f"a round ({k:.3g} drafts on average)"
+    price = f"{drafts} cost {k * c + v:.2f} plain steps ({k:.3g} × c = {k * c:.2f} drafting, " \
             f"v = {v:.2f} verifying)"
     other = spec.other_s / spec.total_s if spec.total_s else 0.0
     if verdict == "faster":

@@ -39,7 +39,7 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 
 def pick_device(device: str = "auto") -> torch.device:
-    """"auto": a CUDA GPU, else Apple's MPS, else the CPU. A named device must exist here (a LoadError says
+    """With "auto": a CUDA GPU, else Apple's MPS, else the CPU. A named device must exist here (a LoadError says
     what is available otherwise, before any model is read)."""
     if device != "auto":
         try:

@@ -38,6 +38,10 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
+def _mps_available() -> bool:
+    return getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+
+
 def pick_device(device: str = "auto") -> torch.device:
     """With "auto": a CUDA GPU, else Apple's MPS, else the CPU. A named device must exist here (a LoadError says
     what is available otherwise, before any model is read)."""
@@ -51,15 +55,14 @@ def pick_device(device: str = "auto") -> torch.device:
         if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
             raise LoadError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA GPU(s), "
                             f"numbered from 0")
-        if dev.type == "mps" and not (getattr(torch.backends, "mps", None) is not None
-                                      and torch.backends.mps.is_available()):
+        if dev.type == "mps" and not _mps_available():
             raise LoadError(f"device {device!r}: Apple's MPS is not available here; use cpu or auto")
         if dev.type not in ("cpu", "cuda", "mps"):
             raise LoadError(f"device {device!r}: specviz runs on cpu, cuda or mps")
         return dev
     if torch.cuda.is_available():
         return torch.device("cuda")
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+    if _mps_available():
         return torch.device("mps")
     return torch.device("cpu")
 

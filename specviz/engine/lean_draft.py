@@ -160,12 +160,19 @@ def step_seconds(lm, token: torch.Tensor, length: int) -> float:
     return took
 
 
-def _timed_step(weights: LeanWeights, repeats: int = 15) -> float:
-    lm = LeanCachedModel(weights, model_vocab=weights.vocab_rows, positions=64)
-    rows = weights.embedding.shape[0]
-    lm.feed(torch.arange(32) % rows, keep=1)          # any in-vocabulary ids: the cost depends on the count
-    times = [step_seconds(lm, torch.tensor([(33 + i) % rows]), 32) for i in range(repeats + 2)]
-    return statistics.median(times[2:])
+def _timed_steps(candidates: list[LeanWeights], repeats: int = 15) -> list[float]:
+    """Median seconds of one warm draft step in each layout, the layouts' steps interleaved: a burst of
+    other load on the machine then slows them alike instead of deciding the choice."""
+    caches = []
+    for weights in candidates:
+        lm = LeanCachedModel(weights, model_vocab=weights.vocab_rows, positions=64)
+        lm.feed(torch.arange(32) % weights.embedding.shape[0], keep=1)   # any in-vocabulary ids: the cost depends on the count
+        caches.append(lm)
+    times: list[list[float]] = [[] for _ in candidates]
+    for i in range(repeats + 2):                                          # the first two of each: warm-up
+        for lm, weights, kept in zip(caches, candidates, times):
+            kept.append(step_seconds(lm, torch.tensor([(33 + i) % weights.embedding.shape[0]]), 32))
+    return [statistics.median(kept[2:]) for kept in times]
 
 
 def built_lean_weights(model) -> "LeanWeights | None":
@@ -190,7 +197,7 @@ def lean_weights(model) -> "LeanWeights | None":
                     weights = LeanWeights(model, "fp32")
                     if int8_fits:                                   # auto: timed here, kept if clearly faster
                         int8 = LeanWeights(model, "int8")
-                        fp32_s, int8_s = _timed_step(weights), _timed_step(int8)
+                        fp32_s, int8_s = _timed_steps([weights, int8])
                         weights.step_ms = int8.step_ms = {"fp32": 1e3 * fp32_s, "int8": 1e3 * int8_s}
                         if int8_s < INT8_GAIN * fp32_s:
                             weights = int8

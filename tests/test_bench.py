@@ -133,3 +133,35 @@ def test_transformers_assisted_generation_runs_the_same_rounds(pair, k, stop):
         candidate_generator.AssistedCandidateGenerator.get_candidates = original
     assert seen and set(seen) == {(k, stop)}
     assert pair.draft.generation_config.to_dict() == before
+
+
+def test_assisted_generation_hides_transformers_warning_about_its_own_call(pair, monkeypatch):
+    """transformers 5's candidate generator calls the draft's generate() with a generation_config and
+    generation arguments together, and logs a deprecation warning about that call of its own: the bench
+    hides that one record (and only while assisted generation runs), since no bench user passed anything."""
+    import logging
+
+    from specviz import SpecConfig
+    from specviz.bench import runner
+    from specviz.engine.output import encode_prompt
+
+    log = logging.getLogger("transformers.generation.utils")
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    log.addHandler(handler)
+
+    def assisted_run() -> list[str]:
+        seen.clear()
+        logging.Logger.warning_once.cache_clear()          # transformers logs it once per process
+        runner.hf_run(pair, encode_prompt(pair, "def add(a, b):\n    return"), SpecConfig(k=3, max_new_tokens=8),
+                      assisted=True)
+        return [m for m in seen if m.startswith("Passing `generation_config` together")]
+
+    try:
+        assert assisted_run() == []
+        assert runner._not_assisted_own_call not in log.filters      # removed after the call
+        monkeypatch.setattr(runner, "_not_assisted_own_call", lambda record: True)
+        assert len(assisted_run()) == 1                               # the control: transformers does log it
+    finally:
+        log.removeHandler(handler)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from . import measures as m
-from .theory import break_even_acceptance, expected_speedup
+from .theory import break_even_acceptance, expected_speedup, expected_tokens_per_round
 
 EVEN_BAND = 0.03      # speedups within 3% of 1.0 are reported as "about even" (run-to-run noise)
 SLOW_DRAFT_C = 0.3    # a draft step above 0.3 plain steps is named as the cause when drafting outweighs verifying
@@ -73,7 +73,7 @@ def lane_ledger(t: m.LaneTally) -> LaneLedger:
 def build(spec: m.LaneTally, plain: m.LaneTally) -> Ledger:
     """The ledger of a finished race (or of a benchmark's pooled tallies)."""
     a, c, v = m.acceptance_rate(spec), m.cost_ratio(spec, plain), m.verify_ratio(spec, plain)
-    k = spec.drafted / spec.rounds if spec.rounds else 0.0
+    k = m.drafts_per_round(spec) or 0.0
     speedup = m.lane_speedup(spec, plain)
     # No theory for a round that measured no time at all (a trace without phase timings).
     theory = expected_speedup(a, k, c, v) if None not in (a, c, v) and k > 0 and k * c + v > 0 else None
@@ -100,6 +100,12 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def k_label(k: float) -> str:
+    """How a ledger names its k: `k = 3`, or `2.94 drafts a round` where rounds were cut short
+    (the mean is what the formula used; it is not a setting anyone chose)."""
+    return f"k = {k:g}" if float(k).is_integer() else f"{k:.3g} drafts a round"
+
+
 def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) -> str:
     if verdict == "unmeasured" or None in (a, c, v):
         return "Not enough of a race to tell: no draft was judged, or one lane made no tokens."
@@ -107,7 +113,6 @@ def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) ->
     drafts = f"a round of k = {k:g} drafts" if float(k).is_integer() else f"a round ({k:.3g} drafts on average)"
     price = f"{drafts} cost {k * c + v:.2f} plain steps ({k:.3g} × c = {k * c:.2f} drafting, " \
             f"v = {v:.2f} verifying)"
-    other = spec.other_s / spec.total_s if spec.total_s else 0.0
     if verdict == "faster":
         return (f"Faster: the draft guessed {_pct(a)} right, so each target pass gave {tau:.2f} tokens while "
                 f"{price}; here speculation pays above a = {even:.2f}." if tau is not None and even is not None else
@@ -128,9 +133,22 @@ def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) ->
         return (f"{verdict.capitalize()}: the draft guessed {_pct(a)} right, about the break-even a = {even:.2f} "
                 f"for this k on this machine, where {price}; the formula predicts {theory:.2f}x.")
     # The acceptance clears the break-even and the formula predicts a gain, yet the race did not gain.
-    return (f"{verdict.capitalize()}: the draft guessed {_pct(a)} right, above the break-even a = {even:.2f}, "
-            f"and the formula predicts {theory:.2f}x, but {_pct(other)} of the speculative lane's time went outside "
-            f"the model passes (detokenizing, cache crops, events) or to a busy machine.")
+    # The formula assumes a's hits spread evenly over rounds; the tokens the passes actually gave say
+    # whether the rounds themselves fell short, before any time outside the passes is blamed.
+    cost = k * c + v
+    gives = tau / cost if tau is not None and cost > 0 else None
+    if gives is not None and gives < 1 + EVEN_BAND:
+        return (f"{verdict.capitalize()}: the draft guessed {_pct(a)} right, above the break-even a = {even:.2f}, "
+                f"but each target pass gave only {tau:.2f} tokens, fewer than the {expected_tokens_per_round(a, k):.2f} "
+                f"the formula expects from that a (hits and misses did not spread evenly over the rounds), "
+                f"while {price}: {gives:.2f}x at most.")
+    # The rounds would have gained: what the race lost went outside the passes (their share, measured).
+    outside = (spec.accept_s + spec.other_s) / spec.total_s if spec.total_s else 0.0
+    rounds = f"each target pass gave {tau:.2f} tokens while {price}, {gives:.2f}x before anything else, but " \
+        if gives is not None else "but "
+    return (f"{verdict.capitalize()}: the draft guessed {_pct(a)} right, above the break-even a = {even:.2f}; "
+            f"{rounds}{_pct(outside)} of the speculative lane's time went outside the model passes (acceptance, "
+            f"sampling, detokenizing, cache crops, events, or a machine busy with other work).")
 
 
 def text_lines(led: Ledger) -> list[str]:
@@ -149,6 +167,6 @@ def text_lines(led: Ledger) -> list[str]:
         return "-" if x is None else format(x, spec)
 
     return [f"why: {led.cause}", lane("speculative", led.spec), lane("plain", led.plain),
-            f"  a = {fmt(led.a)} (accepted / judged), tau = {fmt(led.tau)} tokens a pass, k = {led.k:.3g}, "
+            f"  a = {fmt(led.a)} (accepted / judged), tau = {fmt(led.tau)} tokens a pass, {k_label(led.k)}, "
             f"c = {fmt(led.c, '.3f')}, v = {fmt(led.v)}; break-even a here = {fmt(led.break_even_a)}; "
             f"formula E/(k c + v) = {fmt(led.theory)}x, measured {fmt(led.speedup)}x"]

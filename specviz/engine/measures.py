@@ -106,6 +106,12 @@ def draft_acceptance_rate(t: LaneTally) -> float | None:
     return t.accepted / t.drafted if t.drafted else None
 
 
+def drafts_per_round(t: LaneTally) -> float | None:
+    """The drafts a round actually made, on average: the setting k, or less where a stop rule, the
+    length limit or a drafter with nothing to propose cut rounds short. The theory's k for a race."""
+    return t.drafted / t.rounds if t.rounds else None
+
+
 def mean_acceptance_length(t: LaneTally) -> float | None:
     """tau = tokens emitted / target passes (one pass a round), between 1 and k + 1."""
     return t.tokens / t.rounds if t.rounds else None

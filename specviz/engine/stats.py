@@ -85,6 +85,7 @@ class RunStats:
             return {}
         out = {"tokens_per_round": theory.expected_tokens_per_round(a, self.k)}
         if c is not None and v is not None:
-            out["speedup"] = theory.expected_speedup(a, self.k, c, v)
+            # Priced at the drafts the rounds actually made, as the race's ledger is (one figure, not two).
+            out["speedup"] = theory.expected_speedup(a, measures.drafts_per_round(self.tallies["spec"]) or self.k, c, v)
             out["best_k"] = theory.best_k(a, c, v)
         return out

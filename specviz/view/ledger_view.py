@@ -107,7 +107,7 @@ def ledger_html(led, stopped: bool = False, path: str = "") -> str:
     figures = [("a", _num(led.a), "acceptance rate: accepted / judged drafts"),
                ("c", _num(led.c, ".3f"), "one draft step, in plain target steps"),
                ("v", _num(led.v), "one verify pass with acceptance, in plain target steps"),
-               ("break-even a", even, f"speculation pays above this a on this machine at k = {led.k:.3g}: "
+               ("break-even a", even, f"speculation pays above this a on this machine at {ledger_mod.k_label(led.k)}: "
                                       f"where E(a, k) = k·c + v"),
                ("theory", "—" if led.theory is None else f"{led.theory:.2f}×", "E(a, k) / (k·c + v) with these a, c, v")]
     figs = "".join(f'<span class="fig" tabindex="0" data-tip="{clean(tip)}"><b>{clean(name)}</b> = {clean(value)}</span>'
@@ -117,4 +117,4 @@ def ledger_html(led, stopped: bool = False, path: str = "") -> str:
             f'<p class="cause">{clean(cause)}</p>'
             + (f'<p class="decode-path">{clean(path)}</p>' if path else "") +
             f'<div class="bars">{_bar("speculative", led.spec, scale)}{_bar("plain", led.plain, scale)}</div>'
-            f'<div class="figs">{figs}<span class="fig-k">k = {led.k:.3g}</span></div></div>')
+            f'<div class="figs">{figs}<span class="fig-k">{clean(ledger_mod.k_label(led.k))}</span></div></div>')

@@ -87,6 +87,19 @@ def test_tooltip_carries_the_numbers():
     assert 'data-round="3"' in span and 'data-kind="rejected"' in span
 
 
+def test_a_greedy_correction_is_not_called_a_residual_draw():
+    """Greedy: the correction is the target's argmax and the event's list is p's top, so the tooltip says so
+    (it once read "drawn from norm(max(0, p − q))" and listed the rejected draft as a residual candidate)."""
+    from specviz.engine.events import Resampled
+    from specviz.engine.explain import tooltip
+    top = [(5, "·isinstance", 0.449), (6, "·n", 0.449)]
+    greedy = tooltip(Resampled(round=4, position=1, token_id=5, piece="·isinstance", prob=0.449, p=0.449, top_residual=top))
+    assert "its own most likely token" in greedy and "target's top: '·isinstance' 0.45" in greedy
+    assert "norm(max" not in greedy and "residual" not in greedy
+    sampled = tooltip(Resampled(round=4, position=1, token_id=5, piece="a", prob=0.7, p=0.3, top_residual=[(5, "a", 0.7)]))
+    assert "drawn from norm(max(0, p − q))" in sampled and "probability there = 0.700" in sampled
+
+
 def test_pane_html_is_append_only_and_text_matches(pair):
     view = RaceView(k=4)
     previous = {"spec": "", "base": ""}

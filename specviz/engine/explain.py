@@ -30,6 +30,12 @@ def _num(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
+def _target_top_choice(event) -> bool:
+    """A correction that is the target's own argmax (greedy rules): its probability is p itself, and
+    the event's top list is p's, not a residual's."""
+    return bool(event.top_residual) and abs(event.prob - event.p) < 1e-9
+
+
 def tooltip(event) -> str:
     """Plain-text explanation of one token event, with the round's real numbers."""
     kind = event.kind
@@ -48,6 +54,9 @@ def tooltip(event) -> str:
         return f"{kind} · {head}\n{nums}\n{why}{tail}"
     if kind == "resampled":
         top = ", ".join(f"{shown(piece)} {prob:.2f}" for _, piece, prob in event.top_residual)
+        if _target_top_choice(event):       # greedy: the correction is p's argmax, its list is p's top
+            return (f"resampled · {head}\nthe target's correction: its own most likely token\n"
+                    f"p (target) = {_num(event.p)}\ntarget's top: {top}")
         return (f"resampled · {head}\nthe target's correction, drawn from norm(max(0, p − q))\n"
                 f"probability there = {_num(event.prob)}   p (target) = {_num(event.p)}\nresidual top: {top}")
     if kind == "bonus" and event.position == 0:
@@ -74,7 +83,7 @@ def sentence(event, quote=shown) -> str:
             return base + "below that: accepted."
         return base + f"not below that: rejected, and {_after(event.discarded)}."
     if k == "resampled":
-        if event.top_residual and abs(event.prob - event.p) < 1e-9:
+        if _target_top_choice(event):
             return f"The target puts its own top choice {quote(event.piece)} (p = {event.p:.3f}) in its place."
         return (f"The target replaces it with {quote(event.piece)}, drawn from the leftover distribution "
                 f"norm(max(0, p − q)), where it has probability {event.prob:.3f}.")

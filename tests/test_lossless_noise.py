@@ -34,3 +34,16 @@ def test_verdict_is_one_plain_line():
     from specviz.view.teaching import lossless_verdict
     assert lossless_verdict(0.43).startswith("Verdict: consistent with the target's distribution: p = 0.430")
     assert "not consistent" in lossless_verdict(1e-5)
+
+
+def test_the_draft_contrast_claims_only_what_the_numbers_show():
+    """'the output follows p' only once the verdict is in and consistent, and only where the draft is
+    clearly farther from p than sampling noise (it was once said on every streamed update, p-value 0.004
+    included, and on a pair whose draft was as close to p as the noise)."""
+    from specviz.view.teaching import _draft_contrast
+    claim = "the output follows p"
+    assert claim in _draft_contrast(0.40, 0.05, consistent=True, final=True)
+    assert claim not in _draft_contrast(0.40, 0.05, consistent=True, final=False)      # streaming
+    assert claim not in _draft_contrast(0.40, 0.05, consistent=False, final=True)      # the check failed
+    close = _draft_contrast(0.081, 0.072, consistent=True, final=True)                 # draft within the noise
+    assert claim not in close and "cannot show the difference" in close

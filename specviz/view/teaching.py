@@ -176,6 +176,20 @@ def lossless_verdict(p_value: float) -> str:
             f"Run it again with another seed: if it repeats, please report it.")
 
 
+def _draft_contrast(draft: float, noise: float, consistent: bool, final: bool) -> str:
+    """The draft's own distance to the target, and only what it shows: "the output follows p" is said
+    once the verdict is in and says so, and only where the draft is clearly farther than sampling noise."""
+    head = f"For contrast, the draft's own distribution is {draft:.3f} away from the target's"
+    if not final:
+        return head + ": the proposals follow q; the verdict on the output comes with the last sample."
+    if not consistent:
+        return head + "."
+    if draft < 2 * noise:
+        return (head + f", within twice the sampling noise ({noise:.3f}): at this many samples the draft itself "
+                "would look about as close, so this run cannot show the difference; more samples would.")
+    return head + ": the proposals follow q, yet the output follows p."
+
+
 def _lossless_summary(r, final: bool = True, note: str = "") -> str:
     draft = r.tv_draft()
     parts = [f"<b>{r.samples}</b> samples at temperature {r.temperature:g}." + (f" {clean(note)}" if note else ""),
@@ -183,8 +197,7 @@ def _lossless_summary(r, final: bool = True, note: str = "") -> str:
              f"sampling noise alone gives about {r.tv_noise():.3f}.",
              f"Chi-square test against the target's exact probabilities: p-value {r.p_value():.3f}."]
     if draft is not None:
-        parts.append(f"For contrast, the draft's own distribution is {draft:.3f} away from the target's: "
-                     f"the proposals follow q, yet the output follows p.")
+        parts.append(_draft_contrast(draft, r.tv_noise(), final and r.p_value() >= ALPHA, final))
     if final:
         parts.append(f'<b class="lossless-verdict">{clean(lossless_verdict(r.p_value()))}</b>')
     return '<div class="lossless">' + "<br>".join(parts) + "</div>"

@@ -277,3 +277,19 @@ def test_uploads_are_refused(tiny_dirs):
         assert r.status_code >= 400
     finally:
         demo.close()
+
+
+def test_exercise_one_names_the_bigger_of_its_two_round_costs(tiny_dirs):
+    """Exercise 1's explanation prices a round as k c + v and names whichever share is bigger (it once
+    blamed the draft steps alone, while the verify pass cost far more on a CPU)."""
+    from specviz.app import workshop
+    from specviz.engine import measures
+    app = tiny_app(tiny_dirs)
+    app.presets["bundled"] = app.presets["tiny"]
+    outcome = workshop.race(app)
+    stats = outcome.chart[1]
+    c, v = stats.cost_ratio(), stats.verify_ratio()
+    k = measures.drafts_per_round(stats.tallies["spec"])
+    assert f"a round costs {k * c + v:.2f} plain steps" in outcome.why
+    named = "one verify pass costs v" if v - 1 >= k * c else "each draft step costs c"
+    assert named in outcome.why

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..engine import SpecConfig
+from ..engine import SpecConfig, measures
 from ..engine.events import from_dict
 from ..models.fetch import FETCHABLE, fetched
 from ..engine.stats import RunStats
@@ -81,11 +81,16 @@ def race(app: AppState) -> Outcome:
     stats = race_stats(app, pick(app, "fast"), max_new_tokens=96)
     s, a, tpr = stats.measured_speedup(), stats.acceptance_rate, stats.tokens_per_round
     spec, base = _passes(stats)
-    c = stats.cost_ratio() or 0.0
+    c, v = stats.cost_ratio() or 0.0, stats.verify_ratio() or 1.0
+    k = measures.drafts_per_round(stats.tallies["spec"]) or stats.k
+    # A round costs k c + v plain steps (drafting, then one verify pass): name the bigger of the two.
+    bigger = (f"one verify pass costs v = {v:.2f} plain steps (it checks {k + 1:.3g} tokens at once)" if v - 1 >= k * c
+              else f"each draft step costs c = {c:.2f} of a plain step, and {k:.3g} of them come first")
     return Outcome(round(s, 2), f"{s:.2f}×",
                    f"The target checked the drafts in {spec} passes where plain decoding needed {base}: with "
                    f"{a:.0%} of drafts accepted, each pass yielded {tpr:.2f} tokens. The speedup is smaller than "
-                   f"that because each draft step costs c = {c:.2f} of a target step, and k of them come first.",
+                   f"that because a round costs {k * c + v:.2f} plain steps, not 1: mostly because {bigger} "
+                   f"({k:.3g} × c = {k * c:.2f} drafting, v = {v:.2f} verifying).",
                    ("race", stats))
 
 

@@ -98,7 +98,8 @@ def run(app: AppState, key, number, choice, progress):
         return
     prediction = choice if ex.choices else _number(number)
     if prediction is None or prediction == "":
-        yield ('<div class="status status-error">Commit to a prediction first (a number for this one): that is '
+        what = "pick one of the answers" if ex.choices else "type a number"
+        yield (f'<div class="status status-error">Commit to a prediction first ({what}): that is '
                'the point of the exercise.</div>'), gr.skip(), progress, gr.skip()
         return
     yield '<div class="status">Running it, measured live …</div>', gr.Plot(value=None, visible=False), progress, gr.skip()

@@ -65,6 +65,17 @@ def test_bad_inputs_get_a_clear_message(app, changes, message):
     assert "status-done" in status and "data-kind" in pane
 
 
+def test_a_prompt_past_the_models_context_gets_the_one_server_limit(tiny_dirs):
+    """Where the model reads fewer tokens than the server allows, the page's one message names the smaller
+    limit (it once said 'models/target reads at most 2048' above one size and 'at most 1,024' below it)."""
+    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",))
+    roomy = AppState(presets={"tiny": preset}, limits=Limits(max_prompt_tokens=100_000, max_new_tokens=100), device="cpu")
+    positions = roomy.pair(preset).max_positions
+    status, _ = outcome(roomy, prompt="x = 1\n" * positions)
+    assert "status-error" in status and f"this server accepts at most {positions - 1:,}: shorten it" in status
+    assert "reads at most" not in status
+
+
 def test_custom_ids_when_allowed(tiny_dirs):
     app = AppState(presets={"tiny": Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ())},
                    allow_custom_models=True, device="cpu")

@@ -57,12 +57,14 @@ def check_prompt(prompt, max_chars: int) -> str:
 def prompt_ids(pair, prompt: str, limits: Limits, chat: bool = False) -> list[int]:
     """Tokenize (through the target's chat template for instruct presets); a prompt over the
     token limit is refused (never cut silently)."""
-    ids = encode_prompt(pair, prompt)                # empty or non-text prompts fail here
+    ids = encode_prompt(pair, prompt, check_length=False)          # empty or non-text prompts fail here
     if chat and getattr(pair.tokenizer, "chat_template", None):
-        ids = encode_prompt(pair, chat_ids(pair.tokenizer, prompt))
-    if len(ids) > limits.max_prompt_tokens:
-        raise ConfigError(f"the prompt is {len(ids):,} tokens long; this server accepts at most "
-                          f"{limits.max_prompt_tokens:,}: shorten it")
+        ids = encode_prompt(pair, chat_ids(pair.tokenizer, prompt), check_length=False)
+    # One limit, one message: the server's, or the model's context where that is smaller (minus one
+    # position for the output).
+    most = min(limits.max_prompt_tokens, pair.max_positions - 1)
+    if len(ids) > most:
+        raise ConfigError(f"the prompt is {len(ids):,} tokens long; this server accepts at most {most:,}: shorten it")
     return ids
 
 

@@ -13,8 +13,9 @@ from .detokenize import IncrementalDetokenizer
 from .pair import ModelPair
 
 
-def encode_prompt(pair: ModelPair, prompt: str | list[int]) -> list[int]:
-    """Prompt text or token ids -> token ids, validated against the pair."""
+def encode_prompt(pair: ModelPair, prompt: str | list[int], check_length: bool = True) -> list[int]:
+    """Prompt text or token ids -> token ids, validated against the pair (`check_length=False`: the
+    caller applies its own, smaller limit, and its message)."""
     if isinstance(prompt, str):
         if not prompt.strip():
             raise ConfigError("the prompt is empty: type some text to continue")
@@ -25,9 +26,9 @@ def encode_prompt(pair: ModelPair, prompt: str | list[int]) -> list[int]:
             raise ConfigError(f"prompt token ids must be whole numbers in 0..{pair.vocab_size - 1}")
     if not ids:
         raise ConfigError("the prompt is empty: type some text to continue")
-    if len(ids) >= pair.max_positions:
-        raise ConfigError(f"the prompt is {len(ids)} tokens long; {pair.target_name} reads at most "
-                          f"{pair.max_positions} tokens including its output")
+    if check_length and len(ids) >= pair.max_positions:
+        raise ConfigError(f"the prompt is {len(ids):,} tokens long; {pair.target_name} reads at most "
+                          f"{pair.max_positions:,} tokens including its output")
     return ids
 
 

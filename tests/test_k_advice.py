@@ -45,3 +45,16 @@ def test_hub_pairs_that_would_need_a_download_say_so_in_the_menu(tiny_dirs):
     app = AppState(presets={"tiny": local, "hub": hub}, device="cpu")
     assert app.menu_label(local) == "tiny pair"
     assert app.menu_label(hub) == "gpt2 pair · needs the network"      # nothing of it is cached here
+
+
+def test_picking_a_pair_swaps_an_example_prompt_and_keeps_the_visitors_own(tiny_dirs):
+    """A prompt box still holding an example (of any pair) gets the new pair's first example; text the
+    visitor wrote stays. The chat example once went on to the bundled code model, which wrote '#' lines."""
+    from specviz.view.ui import _on_preset
+    chatty = Preset("chatty", "chatty", tiny_dirs["target"], tiny_dirs["cut"], 4, ("What is a star?",), chat=True)
+    code = Preset("code", "code", tiny_dirs["target"], tiny_dirs["cut"], 4, ("def add(a, b):",))
+    app = AppState(presets={"chatty": chatty, "code": code}, device="cpu")
+    assert _on_preset(app, "code", "What is a star?")[-1] == "def add(a, b):"
+    assert _on_preset(app, "chatty", "def add(a, b):")[-1] == "What is a star?"
+    kept = _on_preset(app, "code", "My own question")[-1]
+    assert not isinstance(kept, str)                  # gr.skip(): the box is left as it is

@@ -194,8 +194,8 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         if app.fetches:      # a background fetch: its progress in the page until it ends
             ticker = gr.Timer(2.0, active=app.fetching())
             ticker.tick(partial(_fetch_tick, app), None, [fetch_line, ticker], api_name=False, show_progress="hidden")
-        preset.change(partial(_on_preset, app), [preset], [examples.dataset, k, chat, k_note, confidence_stop],
-                      api_name=False)
+        preset.change(partial(_on_preset, app), [preset, prompt],
+                      [examples.dataset, k, chat, k_note, confidence_stop, prompt], api_name=False)
         # The k measured for the pair on this machine (a background calibration after its load).
         demo.load(partial(_offered_k, app), [preset], [k, k_note], api_name=False, show_progress="hidden")
     return demo
@@ -210,16 +210,20 @@ def _fetch_tick(app: AppState):
     return _fetch_html(app), gr.Timer(active=app.fetching())
 
 
-def _on_preset(app: AppState, key):
-    """A pair was picked: its examples, its k (as measured here, else the preset's), and its chat
-    default (custom pairs may be either)."""
+def _on_preset(app: AppState, key, prompt=None):
+    """A pair was picked: its examples, its k (as measured here, else the preset's), its chat default
+    (custom pairs may be either), and its first example in the prompt box when the box still holds an
+    example of any pair (a chat question would send the bundled code model into '#' lines); the
+    visitor's own text stays."""
     if key == CUSTOM:
-        return gr.skip(), gr.skip(), gr.Checkbox(interactive=True), "", 0.0
+        return gr.skip(), gr.skip(), gr.Checkbox(interactive=True), "", 0.0, gr.skip()
     p = app.presets.get(key)
     if p is None:
-        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+    an_example = any(prompt == e for other in app.presets.values() for e in other.examples)
+    new_prompt = p.examples[0] if an_example and p.examples else gr.skip()
     return (gr.Dataset(samples=[[e] for e in p.examples]), app.suggested_k(p),
-            gr.Checkbox(value=p.chat, interactive=p.chat), _k_note_html(app, p), p.confidence_stop)
+            gr.Checkbox(value=p.chat, interactive=p.chat), _k_note_html(app, p), p.confidence_stop, new_prompt)
 
 
 def _offered_k(app: AppState, key):

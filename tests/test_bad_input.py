@@ -76,6 +76,16 @@ def test_a_prompt_past_the_models_context_gets_the_one_server_limit(tiny_dirs):
     assert "reads at most" not in status
 
 
+def test_a_refused_request_clears_the_last_races_figures(app):
+    """After a good race, a refused one leaves no figure of the earlier race on screen (the strip once
+    kept 'MEASURED SPEEDUP 1.88×' under the refusal)."""
+    outcome(app)
+    last = list(run_race(app, **{**GOOD, "prompt": "x = 1\n" * 20}))[-1]
+    assert "status-error" in last.status
+    assert last.strip == "" and last.ledger == "" and last.spec_pane == "" and last.base_pane == ""
+    assert (last.plot_acceptance, last.plot_race, last.plot_hist, last.plot_position) == (None,) * 4
+
+
 def test_custom_ids_when_allowed(tiny_dirs):
     app = AppState(presets={"tiny": Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ())},
                    allow_custom_models=True, device="cpu")

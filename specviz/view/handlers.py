@@ -69,6 +69,14 @@ def _only(status: str, kind: str = "info", cancel=None) -> RaceUpdate:
     return RaceUpdate(status=status_html(status, kind), cancel=cancel if cancel else gr.skip())
 
 
+def _refused(text: str) -> RaceUpdate:
+    """A request refused before it ran: its message, and the last race's figures cleared, so no number
+    on screen belongs to a run that is not the one the visitor just asked for."""
+    return RaceUpdate(status=status_html(text, "error"), strip="", spec_meter="", spec_pane="", base_meter="",
+                      base_pane="", **_plots([None] * 4), download=gr.DownloadButton(value=None, interactive=False),
+                      ledger="")
+
+
 def run_race(app: AppState, *form, **named):
     """The race tab: form values in FORM_FIELDS order (or by name) -> streamed page updates.
 
@@ -91,7 +99,7 @@ def _race(app: AppState, *form, **named):
         run = prepare(app, req)
         events = event_stream(app, run, cancel)
     except SpecvizError as err:
-        yield _only(str(err), "error")
+        yield _refused(str(err))
         return
     cfg = run.config
     view = RaceView(cfg.k)

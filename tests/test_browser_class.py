@@ -74,6 +74,36 @@ def test_one_screen_holds_prompt_run_and_both_panes(browser, app_url, size):
         context.close()
 
 
+def test_a_phone_sees_whole_plots_and_the_whole_rules_table(browser, app_url):
+    """On a phone (390 px, touch, no hover) each plot takes the full width with no toolbar over its
+    title, and the rules table scrolls sideways in its own box instead of running off the page."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    pg = context.new_page()
+    try:
+        pg.goto(app_url)
+        pg.wait_for_selector("#run")
+        pg.wait_for_timeout(400)
+        race(pg, "def add(a, b):\n    return", 24)
+        wait_finished(pg)
+        pg.wait_for_selector("#plot-race .js-plotly-plot .main-svg", timeout=20_000)
+        for plot in ("#plot-acceptance", "#plot-race", "#plot-hist", "#plot-position"):
+            assert box(pg, plot)["width"] >= 330, plot
+            bar = pg.locator(f"{plot} .modebar-container")
+            assert bar.count() == 0 or not bar.first.is_visible(), plot
+        pg.get_by_role("tab", name="Rules").click()
+        pg.click("#rules-run")
+        pg.wait_for_selector("#rules-result .rules-scroll table", timeout=180_000)
+        scroller = pg.locator("#rules-result .rules-scroll").first
+        widths = scroller.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert widths[0] > widths[1] and box(pg, "#rules-result .rules-scroll")["width"] <= 390
+        assert pg.evaluate("document.documentElement.scrollWidth") <= 390
+        scroller.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
+        last = pg.locator("#rules-result .rules-table tr th").last.bounding_box()
+        assert 0 <= last["x"] and last["x"] + last["width"] <= 391         # the last column, reached
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("size", VIEWPORTS, ids=IDS)
 def test_token_details_on_hover_click_tap_and_keys(browser, app_url, size):
     context, pg = open_page(browser, app_url, size)

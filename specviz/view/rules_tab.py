@@ -188,7 +188,7 @@ def rules_html(rows: list[RuleRow], note: str, status: str) -> str:
             f"<td>{_fmt(r.a)}</td><td>{_fmt(r.a_d)}</td><td>{_fmt(r.tau)}</td><td>{_fmt(r.speedup, '.2f', '×')}</td>"
             f"<td>{_fmt(r.expected)}</td><td>{_fmt(r.tv, '.4f')}</td><td>{clean(_mc_cell(r))}</td></tr>")
     return (f'<div class="rules-result"><p class="explain">{clean(status)}</p>'
-            f'<table class="rules-table">{head}{"".join(body)}</table>'
+            f'<div class="rules-scroll"><table class="rules-table">{head}{"".join(body)}</table></div>'
             f'<p class="explain">{clean(note)} a = accepted / judged, a_d = accepted / drafted, tau = tokens per '
             f"target pass (docs/metrics.md); speedup = speculative over plain tokens/s, each on its own clock.</p></div>")
 

@@ -111,11 +111,11 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                         strip = gr.HTML(elem_id="stats")
                         ledger = gr.HTML(elem_id="ledger")
                         with gr.Row():
-                            plot_acc = gr.Plot(elem_id="plot-acceptance", show_label=False)
-                            plot_race = gr.Plot(elem_id="plot-race", show_label=False)
+                            plot_acc = gr.Plot(elem_id="plot-acceptance", show_label=False, min_width=PLOT_MIN_WIDTH)
+                            plot_race = gr.Plot(elem_id="plot-race", show_label=False, min_width=PLOT_MIN_WIDTH)
                         with gr.Row():
-                            plot_hist = gr.Plot(elem_id="plot-hist", show_label=False)
-                            plot_pos = gr.Plot(elem_id="plot-position", show_label=False)
+                            plot_hist = gr.Plot(elem_id="plot-hist", show_label=False, min_width=PLOT_MIN_WIDTH)
+                            plot_pos = gr.Plot(elem_id="plot-position", show_label=False, min_width=PLOT_MIN_WIDTH)
                         plot_kinds = gr.Plot(elem_id="plot-kinds", show_label=False)     # drawn from the trace
                         download = gr.DownloadButton("Download trace (JSON)", interactive=False, elem_id="download-trace")
                     with gr.Tab("Step mode", id="step") as step_tab:
@@ -199,6 +199,11 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         # The k measured for the pair on this machine (a background calibration after its load).
         demo.load(partial(_offered_k, app), [preset], [k, k_note], api_name=False, show_progress="hidden")
     return demo
+
+
+# Two plots share a row where both get this width; on a phone (~390 px) each takes the full width, so
+# titles and axis labels are not cut.
+PLOT_MIN_WIDTH = 340
 
 
 def _fetch_html(app: AppState) -> str:

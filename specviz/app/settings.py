@@ -60,9 +60,8 @@ def prompt_ids(pair, prompt: str, limits: Limits, chat: bool = False) -> list[in
     ids = encode_prompt(pair, prompt, check_length=False)          # empty or non-text prompts fail here
     if chat and getattr(pair.tokenizer, "chat_template", None):
         ids = encode_prompt(pair, chat_ids(pair.tokenizer, prompt), check_length=False)
-    # One limit, one message: the server's, or the model's context where that is smaller (minus one
-    # position for the output).
-    most = min(limits.max_prompt_tokens, pair.max_positions - 1)
+    # One limit, one message: the server's, or the models' where that is smaller.
+    most = min(limits.max_prompt_tokens, pair.max_prompt_tokens)
     if len(ids) > most:
         raise ConfigError(f"the prompt is {len(ids):,} tokens long; this server accepts at most {most:,}: shorten it")
     return ids

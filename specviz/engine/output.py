@@ -26,7 +26,7 @@ def encode_prompt(pair: ModelPair, prompt: str | list[int], check_length: bool =
             raise ConfigError(f"prompt token ids must be whole numbers in 0..{pair.vocab_size - 1}")
     if not ids:
         raise ConfigError("the prompt is empty: type some text to continue")
-    if check_length and len(ids) >= pair.max_positions:
+    if check_length and len(ids) > pair.max_prompt_tokens:
         raise ConfigError(f"the prompt is {len(ids):,} tokens long; {pair.target_name} reads at most "
                           f"{pair.max_positions:,} tokens including its output")
     return ids

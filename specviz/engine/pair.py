@@ -22,6 +22,11 @@ class ModelPair:
     draft_name: str = "draft"
 
     @property
+    def max_prompt_tokens(self) -> int:
+        """The longest prompt the models take: one position is left for the output."""
+        return self.max_positions - 1
+
+    @property
     def draft_reads_features(self) -> bool:
         """The draft reads the target's hidden states (EAGLE-style, models/feature_draft.py): it runs
         as a FeatureDrafter, never on the fast path nor as transformers' assistant. The model class

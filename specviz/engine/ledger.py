@@ -111,8 +111,8 @@ def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) ->
         return "Not enough of a race to tell: no draft was judged, or one lane made no tokens."
     # k is the mean drafts a round made: the setting, or less where rounds were cut short (say which)
     drafts = f"a round of k = {k:g} drafts" if float(k).is_integer() else f"a round ({k:.3g} drafts on average)"
-    price = f"{drafts} cost {k * c + v:.2f} plain steps ({k:.3g} × c = {k * c:.2f} drafting, " \
-            f"v = {v:.2f} verifying)"
+    cost = k * c + v                     # a round, in plain steps
+    price = f"{drafts} cost {cost:.2f} plain steps ({k:.3g} × c = {k * c:.2f} drafting, v = {v:.2f} verifying)"
     if verdict == "faster":
         return (f"Faster: the draft guessed {_pct(a)} right, so each target pass gave {tau:.2f} tokens while "
                 f"{price}; here speculation pays above a = {even:.2f}." if tau is not None and even is not None else
@@ -135,7 +135,6 @@ def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) ->
     # The acceptance clears the break-even and the formula predicts a gain, yet the race did not gain.
     # The formula assumes a's hits spread evenly over rounds; the tokens the passes actually gave say
     # whether the rounds themselves fell short, before any time outside the passes is blamed.
-    cost = k * c + v
     gives = tau / cost if tau is not None and cost > 0 else None
     if gives is not None and gives < 1 + EVEN_BAND:
         return (f"{verdict.capitalize()}: the draft guessed {_pct(a)} right, above the break-even a = {even:.2f}, "

@@ -29,6 +29,11 @@ from .kinds_plot import kinds_from_trace
 from .rules_tab import build_rules_tab
 from ..paths import ASSETS
 
+# Two plots share a row where both get this width; on a phone (~390 px) each takes the full width, so
+# titles and axis labels are not cut.
+PLOT_MIN_WIDTH = 340
+
+
 EXPLAIN = (Path(__file__).resolve().parent / "explain.md").read_text(encoding="utf-8")
 INTRO = ("<h1>specviz</h1><p>A small draft model guesses tokens; the big target model checks them all in one pass. "
          "Watch every guess get accepted, rejected or corrected, racing plain decoding on the same machine.</p>")
@@ -199,11 +204,6 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         # The k measured for the pair on this machine (a background calibration after its load).
         demo.load(partial(_offered_k, app), [preset], [k, k_note], api_name=False, show_progress="hidden")
     return demo
-
-
-# Two plots share a row where both get this width; on a phone (~390 px) each takes the full width, so
-# titles and axis labels are not cut.
-PLOT_MIN_WIDTH = 340
 
 
 def _fetch_html(app: AppState) -> str:

@@ -27,7 +27,7 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 @pytest.fixture(scope="module")
 def app_url(tiny_dirs):
-    preset = Preset("tiny", "tiny test pair", tiny_dirs["target"], tiny_dirs["cut"], 4,
+    preset = Preset("tiny", "tiny test pair: a 4-layer target with its own 2-layer cut as the draft", tiny_dirs["target"], tiny_dirs["cut"], 4,
                     ("def add(a, b):\n    return", "import os\n"))
     app = AppState(presets={"tiny": preset}, device="cpu", limits=Limits(max_new_tokens=200))
     pair = app.pair(preset)

@@ -105,6 +105,28 @@ def test_a_phone_sees_whole_plots_and_the_whole_rules_table(browser, app_url):
 
 
 @pytest.mark.parametrize("size", VIEWPORTS, ids=IDS)
+def test_a_long_pair_name_stops_before_the_menu_arrow(browser, app_url, size):
+    """The model-pair menu shows a long name cut with an ellipsis before its arrow (it ran under the
+    arrow: "SmolLM2-135M-Instruct (4-b‣t" at 1366x768); the open list shows every name whole."""
+    context, pg = open_page(browser, app_url, size)
+    try:
+        if not pg.locator("#preset input").is_visible():       # a phone folds the settings away
+            pg.click("#settings > button.label-wrap")
+        name = pg.locator("#preset input")
+        text_right = name.evaluate("e => { const r = e.getBoundingClientRect();"
+                                   " return r.right - parseFloat(getComputedStyle(e).paddingRight); }")
+        assert name.evaluate("e => e.scrollWidth > e.clientWidth")      # the name is longer than the box
+        assert name.evaluate("e => getComputedStyle(e).textOverflow") == "ellipsis"
+        assert text_right <= box(pg, "#preset .icon-wrap")["x"] + 1
+        name.click()
+        option = pg.get_by_role("option").first
+        assert "2-layer cut as the draft" in option.inner_text()
+        assert option.evaluate("e => e.scrollWidth <= e.clientWidth + 1")   # whole, wrapped if need be
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("size", VIEWPORTS, ids=IDS)
 def test_token_details_on_hover_click_tap_and_keys(browser, app_url, size):
     context, pg = open_page(browser, app_url, size)
     try:

@@ -133,6 +133,14 @@ def test_lossless_check_and_trace_download(page, tmp_path):
     assert str(tmp_path.parent.parent) not in path.read_text() and "/tmp" not in json.dumps(trace["models"])
 
 
+def test_the_max_new_tokens_slider_shows_the_number_that_runs(page):
+    """A typed 13 runs 13 tokens, and the slider's thumb says 13 (it snapped to 16 on a step of 8)."""
+    run_race(page, "def add(a, b):\n    return", max_new=13)
+    assert page.locator("#max-new input[type=range]").input_value() == "13"
+    wait_finished(page)
+    page.wait_for_function("document.querySelectorAll('#base-pane [data-kind]').length == 13", timeout=10_000)
+
+
 def test_closing_the_tab_frees_the_worker(browser, app_url, slow_target):
     """A visitor who closes the tab mid-run: the engine stops within a round, the next user runs at once."""
     context = browser.new_context()

@@ -96,7 +96,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                         top_k = lenient.Slider(0, 200, value=0, step=1, label="top-k (0 = off)", elem_id="top-k")
                         top_p = lenient.Slider(0.05, 1, value=1, step=0.01, label="top-p", elem_id="top-p")
                     with gr.Row():
-                        max_new = lenient.Slider(8, app.max_new_tokens, value=min(128, app.max_new_tokens), step=8,
+                        max_new = lenient.Slider(1, app.max_new_tokens, value=min(128, app.max_new_tokens), step=1,
                                                  label="max new tokens", elem_id="max-new")
                         seed = lenient.Number(0, precision=0, label="seed", elem_id="seed")
                     stops = gr.Textbox(label="stop strings (one per line, optional)", lines=1, max_lines=4,

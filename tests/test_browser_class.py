@@ -104,6 +104,24 @@ def test_a_phone_sees_whole_plots_and_the_whole_rules_table(browser, app_url):
         context.close()
 
 
+def test_the_race_banner_stays_with_the_race_tab(browser, app_url):
+    """The last race's "Faster / Slower" line is the race's: it sat above every tab, so the workshop
+    and the rules read under a verdict that was not theirs."""
+    context, pg = open_page(browser, app_url, (1366, 768))
+    try:
+        race(pg, "def add(a, b):\n    return", 16)
+        wait_finished(pg)
+        assert pg.locator("#status .status-done").is_visible()
+        for tab in ("Workshop", "Rules", "Step mode"):
+            pg.get_by_role("tab", name=tab).click()
+            pg.wait_for_timeout(200)
+            assert not pg.locator("#status .status-done").is_visible(), tab
+        pg.get_by_role("tab", name="Race").click()
+        pg.wait_for_selector("#status .status-done", state="visible")
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("size", VIEWPORTS, ids=IDS)
 def test_a_long_pair_name_stops_before_the_menu_arrow(browser, app_url, size):
     """The model-pair menu shows a long name cut with an ellipsis before its arrow (it ran under the

@@ -102,9 +102,9 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                     stops = gr.Textbox(label="stop strings (one per line, optional)", lines=1, max_lines=4,
                                        elem_id="stop-strings")
             with gr.Column(scale=3, elem_id="results"):
-                status = gr.HTML(elem_id="status")
                 with gr.Tabs(elem_id="tabs"):
                     with gr.Tab("Race", id="race") as race_tab:
+                        status = gr.HTML(elem_id="status")      # the race's own line: not shown over other tabs
                         with gr.Row(equal_height=True, elem_id="panes"):
                             with gr.Column(min_width=240):
                                 spec_meter = gr.HTML(elem_id="spec-meter")

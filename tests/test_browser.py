@@ -175,6 +175,7 @@ def test_workshop_predict_run_answer_and_reopen(page):
     page.wait_for_selector("#ws-measured", timeout=60_000)
     assert page.inner_text("#ws-predicted") == "1.5" and "×" in page.inner_text("#ws-measured")
     assert "target" in page.inner_text(".ws-why")
+    assert page.inner_text("#ws-ran").startswith("Ran: tiny test pair") and "k = 4, greedy" in page.inner_text("#ws-ran")
     page.wait_for_function("document.querySelector('#ws-pick').innerText.includes('The race ✓')", timeout=10_000)
     page.click("#ws-pick label:has-text('Exercise 3')")          # a choice question
     page.wait_for_function("document.querySelector('#ws-question').innerText.includes('Exercise 3')", timeout=10_000)

@@ -34,6 +34,7 @@ class Outcome:
     # What the answer's chart shows, as data: ("race", RunStats), ("lossless", (result, tokenizer)),
     # ("sweep", Sweep) or ("kinds", table); the view draws it (view/workshop_ui.py). None: no chart.
     chart: tuple[str, object] | None = None
+    ran: str = ""                # what was run: the pair, k, sampling, tokens, prompt (setup() below)
 
 
 @dataclass(frozen=True)
@@ -72,13 +73,22 @@ def race_stats(app: AppState, key: str, prompt: str | None = None, **settings) -
     return stats
 
 
+def setup(app: AppState, key: str, settings: str, prompt: str | None = None) -> str:
+    """One line saying what an exercise ran, so a class knows which pair and settings its answer is of."""
+    text = prompt or app.preset(key).examples[0]
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    shown = first if len(first) <= 48 and len(text.strip().splitlines()) == 1 else first[:48].rstrip() + " …"
+    return f"{app.preset(key).label}; {settings}; prompt “{shown}”"
+
+
 def _passes(stats: RunStats) -> tuple[int, int]:
     return stats.tallies["spec"].rounds, stats.tallies["base"].tokens
 
 
 # --- the exercises --------------------------------------------------------------------------
 def race(app: AppState) -> Outcome:
-    stats = race_stats(app, pick(app, "fast"), max_new_tokens=96)
+    key = pick(app, "fast")
+    stats = race_stats(app, key, max_new_tokens=96)
     s, a, tpr = stats.measured_speedup(), stats.acceptance_rate, stats.tokens_per_round
     spec, base = _passes(stats)
     c, v = stats.cost_ratio() or 0.0, stats.verify_ratio() or 1.0
@@ -91,7 +101,7 @@ def race(app: AppState) -> Outcome:
                    f"{a:.0%} of drafts accepted, each pass yielded {tpr:.2f} tokens. The speedup is smaller than "
                    f"that because a round costs {k * c + v:.2f} plain steps, not 1: mostly because {bigger} "
                    f"({k:.3g} × c = {k * c:.2f} drafting, v = {v:.2f} verifying).",
-                   ("race", stats))
+                   ("race", stats), setup(app, key, f"k = {stats.k}, greedy, 96 new tokens"))
 
 
 def passes(app: AppState) -> Outcome:
@@ -101,11 +111,13 @@ def passes(app: AppState) -> Outcome:
     return Outcome(spec, f"{spec} target passes (plain decoding: {base})",
                    f"Each round is one target pass that keeps the accepted drafts plus one token of its own, so "
                    f"{stats.tallies['spec'].tokens} tokens took {spec} rounds ({stats.tokens_per_round:.2f} a round). "
-                   f"Plain decoding needs one pass per token: {base}.")
+                   f"Plain decoding needs one pass per token: {base}.",
+                   ran=setup(app, key, f"k = {stats.k}, greedy, 96 new tokens", app.preset(key).examples[-1]))
 
 
 def identity(app: AppState) -> Outcome:
-    stats = race_stats(app, pick(app, "text"), max_new_tokens=64)
+    key = pick(app, "text")
+    stats = race_stats(app, key, max_new_tokens=64)
     n = min(stats.tallies["spec"].tokens, stats.tallies["base"].tokens)
     texts = stats.texts
     identical = texts["spec"] == texts["base"]
@@ -116,7 +128,8 @@ def identity(app: AppState) -> Outcome:
                    f"Greedy verification keeps a draft only if it is the target's own top choice, and replaces the "
                    f"first one that is not with that top choice; so all {n} tokens are the ones plain decoding "
                    f"writes{'' if identical else ' (here a rounding difference split them)'}. "
-                   f"{stats.tallies['spec'].rejected} drafts were rejected on the way, none of them reached the text.")
+                   f"{stats.tallies['spec'].rejected} drafts were rejected on the way, none of them reached the text.",
+                   ran=setup(app, key, f"k = {stats.k}, greedy, 64 new tokens"))
 
 
 def lossless(app: AppState) -> Outcome:
@@ -130,7 +143,8 @@ def lossless(app: AppState) -> Outcome:
                    f"300 first tokens, sampled through speculative decoding at temperature 1, are {to_p:.3f} away "
                    f"from the target's exact probabilities (noise alone gives about {result.tv_noise():.3f}). The "
                    f"drafts came from q, but rejections resample from max(0, p - q), which puts back exactly the "
-                   f"mass q lacked.", ("lossless", (result, app.pair(app.preset(key)).tokenizer)))
+                   f"mass q lacked.", ("lossless", (result, app.pair(app.preset(key)).tokenizer)),
+                   setup(app, key, f"k = {cfg.k}, temperature 1, the first new token, 300 samples"))
 
 
 def temperature(app: AppState) -> Outcome:
@@ -142,7 +156,8 @@ def temperature(app: AppState) -> Outcome:
                    f"Greedy accepts a draft only when both models' top choices agree; at temperature 1 it is kept "
                    f"with probability min(1, p/q), which rewards overlap of whole distributions. Here that moved a "
                    f"from {a0:.2f} to {a1:.2f}, and the speedup from {greedy.measured_speedup():.2f}× to "
-                   f"{hot.measured_speedup():.2f}×.")
+                   f"{hot.measured_speedup():.2f}×.",
+                   ran=setup(app, key, f"k = {greedy.k}, greedy then temperature 1 (seed 1), 64 new tokens each"))
 
 
 def best_k(app: AppState) -> Outcome:
@@ -160,7 +175,8 @@ def best_k(app: AppState) -> Outcome:
                    f"Larger k wins more tokens per target pass, but each extra draft step costs c = {sweep.c or 0:.2f} "
                    f"and is accepted only with probability a = {sweep.a or 0:.2f} given the ones before it. The theory "
                    f"drawn from those two numbers (and a verify pass costing {sweep.v or 0:.2f} plain steps) puts "
-                   f"its best k at {predicted}; the races measured {best}.", ("sweep", sweep))
+                   f"its best k at {predicted}; the races measured {best}.", ("sweep", sweep),
+                   setup(app, key, f"k = {SWEEP_KS[0]} to {SWEEP_KS[-1]}, greedy, 48 new tokens each"))
 
 
 def lookup(app: AppState) -> Outcome:
@@ -174,7 +190,8 @@ def lookup(app: AppState) -> Outcome:
                    f"The prompt asks for a function the prompt already contains, so copying its next n-gram is a "
                    f"free and often right guess: prompt lookup had a = {by_lookup.acceptance_rate or 0:.2f} at no "
                    f"draft cost, the draft model a = {by_model.acceptance_rate or 0:.2f} at c = "
-                   f"{by_model.cost_ratio() or 0:.2f}.")
+                   f"{by_model.cost_ratio() or 0:.2f}.",
+                   ran=setup(app, key, f"k = {by_model.k}, greedy, 48 new tokens each", RENAME_PROMPT))
 
 
 def bad_draft(app: AppState) -> Outcome:
@@ -187,12 +204,15 @@ def bad_draft(app: AppState) -> Outcome:
     return Outcome(round(s, 2), f"{s:.2f}× (the trained draft, sampling normally: {good.measured_speedup():.2f}×)",
                    f"Sampling at temperature 2, the draft's guesses were accepted {bad.acceptance_rate:.0%} of the "
                    f"time instead of {good.acceptance_rate:.0%}, so most rounds paid for k draft steps and kept "
-                   f"little. Its output is still {same} plain decoding's: only the target decides what is kept.")
+                   f"little. Its output is still {same} plain decoding's: only the target decides what is kept.",
+                   ran=setup(app, key, f"k = {bad.k}, greedy target, draft sampling at temperature 2 (seed 3), "
+                                       f"64 new tokens"))
 
 
 def cost(app: AppState) -> Outcome:
     from ..engine import theory
-    stats = race_stats(app, pick(app, "fast"), max_new_tokens=96)
+    key = pick(app, "fast")
+    stats = race_stats(app, key, max_new_tokens=96)
     a, c, v, k = stats.acceptance_rate, stats.cost_ratio(), stats.verify_ratio(), stats.k
     if None in (a, c, v):
         return Outcome("", "too little was measured", "The race judged no draft or timed no step: run it again "
@@ -202,7 +222,8 @@ def cost(app: AppState) -> Outcome:
     return Outcome(round(c, 3), f"c = {c:.3f}",
                    f"Timed in this race: one draft step took {c:.3f} of a plain target step. With the same a = "
                    f"{a:.2f} and k = {k}, the theory gives {at_c:.2f}× at this c but {at_1:.2f}× if a draft step "
-                   f"cost as much as a target step: a draft must be far cheaper than the target, not just agree.")
+                   f"cost as much as a target step: a draft must be far cheaper than the target, not just agree.",
+                   ran=setup(app, key, f"k = {k}, greedy, 96 new tokens"))
 
 
 MIN_JUDGED = 5     # a kind counts for the kinds exercise once the target judged this many of its drafts
@@ -225,7 +246,8 @@ def token_kinds(app: AppState) -> Outcome:
                    f"Of the drafts the target judged in this run, it kept {each(best)}, and {each(worst)} (kinds "
                    f"judged fewer than {MIN_JUDGED} times left out). A draft is kept where the text leaves the target "
                    f"little choice and lost where it must choose, so here {name(best)} was the most predictable kind "
-                   f"of token for this pair and {name(worst)} the least.", ("kinds", tally.table()))
+                   f"of token for this pair and {name(worst)} the least.", ("kinds", tally.table()),
+                   setup(app, key, f"k = {cfg.k}, greedy, 96 new tokens"))
 
 
 def _first_difference(a: str, b: str) -> int:

@@ -67,7 +67,9 @@ def result_html(entry: dict) -> str:
             f'<div class="ws-cell"><div class="label">measured</div><div class="value" id="ws-measured">'
             f'{clean(entry["shown"])}</div></div>'
             f'<div class="ws-cell"><div class="label">verdict</div><div class="value">{clean(entry["verdict"])}</div></div>'
-            f'<p class="explain ws-why">{clean(entry["why"])}</p></div>')
+            f'<p class="explain ws-why">{clean(entry["why"])}</p>'
+            + (f'<p class="ws-ran" id="ws-ran">Ran: {clean(entry["ran"])}</p>' if entry.get("ran") else "")
+            + '</div>')
 
 
 def question_html(ex) -> str:
@@ -113,7 +115,7 @@ def run(app: AppState, key, number, choice, progress):
         yield f'<div class="status status-error">{clean(str(err))}</div>', gr.skip(), progress, gr.skip()
         return
     progress[ex.key] = {"prediction": prediction, "shown": outcome.shown, "value": outcome.value,
-                        "why": outcome.why, "verdict": _verdict(prediction, outcome.value)}
+                        "why": outcome.why, "ran": outcome.ran, "verdict": _verdict(prediction, outcome.value)}
     figure = chart_figure(outcome.chart)
     yield (result_html(progress[ex.key]), gr.Plot(value=figure, visible=figure is not None), progress,
            gr.Radio(choices=_labels(progress), value=ex.key))

@@ -158,3 +158,13 @@ def test_generate_api_takes_a_confidence_stop(tiny_dirs):
     full = generate(app, "def add(a, b):", "tiny", k=6, max_new_tokens=40)["stats"]
     stopped = generate(app, "def add(a, b):", "tiny", k=6, max_new_tokens=40, confidence_stop=0.9)["stats"]
     assert stopped["drafted"] / stopped["rounds"] < full["drafted"] / full["rounds"]
+
+
+def test_a_finished_race_names_the_pair_and_settings_it_ran(app):
+    """The verdict says which pair and settings it is of: a visitor who changes the menu mid-race
+    would otherwise read the old pair's figures under the new pair's name."""
+    status, _ = outcome(app, k=3, temperature=0.7)
+    assert "status-done" in status
+    assert 'id="race-ran">Ran: tiny · k = 3, temperature 0.7, ' in status
+    status, _ = outcome(app, drafter="prompt_lookup")
+    assert "Ran: tiny · prompt lookup drafting, k = 4, greedy, " in status

@@ -129,8 +129,9 @@ def _race(app: AppState, *form, **named):
     stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
     dtype = str(next(run.pair.target.parameters()).dtype)
     led = build_ledger(view.stats)
+    ran = ran_line(run.preset.label, cfg)
     summary = (status_html("Stopped.", "done status-stopped") if stopped
-               else _summary(view, led, others.share(), cfg.greedy, dtype))
+               else _summary(view, led, others.share(), cfg.greedy, dtype)) + ran
     yield RaceUpdate(status=summary, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
                      base_meter=view.meter("base"), base_pane=view.pane("base"), **_plots(all_figures(view.stats)),
                      download=gr.DownloadButton(value=_save_trace(view, req.prompt, cfg, run.preset.key, run.pair),
@@ -198,6 +199,17 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
     share = "" if others is None else f' data-other-load="{others:.3f}"'
     return (f'<div class="status status-done {verdict_class(led.verdict)}" id="race-summary" '
             f'data-verdict="{clean(led.verdict)}"{share}>{clean(text)}</div>')
+
+
+def ran_line(label: str, cfg) -> str:
+    """Under the verdict: the pair and settings this race ran with (the menu may show another pair by
+    the time it ends, when it was changed mid-race)."""
+    how = [f"k = {cfg.k}" + (" (adaptive)" if cfg.adaptive_k else ""),
+           "greedy" if cfg.greedy else f"temperature {cfg.temperature:g}",
+           f"{cfg.max_new_tokens} new tokens at most"]
+    if cfg.drafter != "model":
+        how.insert(0, "prompt lookup drafting")
+    return f'<div class="run-setup" id="race-ran">Ran: {clean(label)} · {clean(", ".join(how))}</div>'
 
 
 def starting():

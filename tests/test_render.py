@@ -100,6 +100,33 @@ def test_a_greedy_correction_is_not_called_a_residual_draw():
     assert "drawn from norm(max(0, p − q))" in sampled and "probability there = 0.700" in sampled
 
 
+def test_a_near_tie_between_a_rejected_draft_and_its_correction_is_said():
+    """Step mode read "not the target's most likely token (p = 0.449): rejected" then "its own top choice
+    (p = 0.449)": a contradiction to the eye. Near-ties get the digits that separate them, exact ties the rule."""
+    from specviz.engine.explain import tie_note
+    def pair(p_rejected, p_top, rule="argmax"):
+        return (Rejected(round=4, position=1, token_id=6, piece="·n", p=p_rejected, q=0.9, accept_prob=0.0, u=None,
+                         rule=rule, discarded=0),
+                Resampled(round=4, position=1, token_id=5, piece="·isinstance", prob=p_top, p=p_top,
+                          top_residual=[(5, "·isinstance", p_top), (6, "·n", p_rejected)]))
+    assert tie_note(*pair(0.44912, 0.44934)) == (" The two are nearly tied: p = 0.4493 against 0.4491, "
+                                                 "and greedy keeps the larger.")
+    assert "exactly tied (p = 0.449000 each)" in tie_note(*pair(0.449, 0.449))
+    assert tie_note(*pair(0.30, 0.449)) == ""                      # 0.300 and 0.449 read apart already
+    assert tie_note(*pair(0.4491, 0.4491, rule="ratio")) == ""     # sampled rules: p/q and u explain it
+    assert tie_note(None, pair(0.4491, 0.4491)[1]) == ""
+    # Step mode says it under the correction's sentence.
+    from specviz.engine.events import RoundEnd, to_dict
+    from specviz.view.teaching import _reveal_round
+    rejected, correction = pair(0.44912, 0.44934)
+    end = RoundEnd(round=4, drafted=1, accepted=0, emitted=1, draft_s=0.0, verify_s=0.0, bookkeeping_s=0.0,
+                   total_tokens=1, total_drafted=1, total_accepted=0, text="x", k_next=1, full=True)
+    state = {"records": [to_dict(Drafted(round=4, token_ids=[6], pieces=["·n"], q=[0.9])),
+                         to_dict(rejected), to_dict(correction), to_dict(end)], "next": 0, "html": ""}
+    _, explained, _ = _reveal_round(state)
+    assert "p = 0.4493 against 0.4491, and greedy keeps the larger." in explained
+
+
 def test_pane_html_is_append_only_and_text_matches(pair):
     view = RaceView(k=4)
     previous = {"spec": "", "base": ""}

@@ -14,7 +14,7 @@ import gradio as gr
 
 from ..engine.events import from_dict
 from ..engine.detokenize import visible
-from ..engine.explain import plural, sentence
+from ..engine.explain import plural, sentence, tie_note
 from ..errors import SpecvizError
 from ..app import gpu_calls, zerogpu
 from ..app.slots import Stopped
@@ -89,6 +89,7 @@ def _short_round(state: dict, drafted: int) -> str:
 def _reveal_round(state: dict):
     records, i = state["records"], state["next"]
     chips, verdicts, pane_new = "", [], ""
+    rejected = None          # the round's rejected draft, for its correction's tie note
     while i < len(records):
         event = from_dict(records[i])
         i += 1
@@ -101,7 +102,9 @@ def _reveal_round(state: dict):
                      f'{draft_chips(event)}{_short_round(state, len(event.token_ids))} and the target checks them '
                      f'all in one forward pass:</p>')
         elif event.kind in ("accepted", "rejected", "resampled", "bonus"):
-            verdicts.append(f'<li style="--i: {len(verdicts)}">{sentence(event, quote=_tok)}</li>')
+            tie = tie_note(rejected, event) if event.kind == "resampled" else ""
+            rejected = event if event.kind == "rejected" else None
+            verdicts.append(f'<li style="--i: {len(verdicts)}">{sentence(event, quote=_tok)}{clean(tie)}</li>')
         elif event.kind == "round_end":
             note = (f'<p class="explain reveal" style="--i: {len(verdicts)}">Round {event.round}: {event.accepted} of '
                     f"{event.drafted} drafts accepted, {plural(event.emitted, 'token')} added for one target pass. "

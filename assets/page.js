@@ -38,10 +38,11 @@
   document.body.appendChild(pop);
   let owner = null, pinned = false;
   const place = (el) => {
-    const r = el.getBoundingClientRect(), w = pop.offsetWidth, h = pop.offsetHeight;
-    let left = Math.min(Math.max(4, r.left), window.innerWidth - w - 4);
+    // At least EDGE px from every side of the window (a phone's rounded corners and bezel hid a 4 px margin).
+    const EDGE = 10, r = el.getBoundingClientRect(), w = pop.offsetWidth, h = pop.offsetHeight;
+    let left = Math.min(Math.max(EDGE, r.left), window.innerWidth - w - EDGE);
     let top = r.bottom + 6;
-    if (top + h > window.innerHeight - 4) top = Math.max(4, r.top - h - 6);
+    if (top + h > window.innerHeight - EDGE) top = Math.max(EDGE, r.top - h - 6);
     pop.style.left = left + "px";
     pop.style.top = top + "px";
   };

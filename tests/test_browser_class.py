@@ -174,6 +174,8 @@ def test_token_details_on_hover_click_tap_and_keys(browser, app_url, size):
         assert not pop.is_visible()
         first.tap()
         assert shown() == tip0
+        at = box(pg, "#tip-pop")                           # clear of the screen's edges (a phone's corners)
+        assert at["x"] >= 9 and at["x"] + at["width"] <= size[0] - 9, at      # (1 px of rounding)
         second.tap()                                       # one at a time: the second replaces the first
         assert shown() == tip1 and pg.locator(".tip-pop:visible").count() == 1
         second.tap()                                       # a second tap closes it

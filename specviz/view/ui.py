@@ -102,7 +102,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                     stops = gr.Textbox(label="stop strings (one per line, optional)", lines=1, max_lines=4,
                                        elem_id="stop-strings")
             with gr.Column(scale=3, elem_id="results"):
-                with gr.Tabs(elem_id="tabs"):
+                with gr.Tabs(elem_id="tabs") as tabs:
                     with gr.Tab("Race", id="race") as race_tab:
                         status = gr.HTML(elem_id="status")      # the race's own line: not shown over other tabs
                         with gr.Row(equal_height=True, elem_id="panes"):
@@ -168,7 +168,8 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                         "plot_race": plot_race, "plot_hist": plot_hist, "plot_position": plot_pos,
                         "download": download, "cancel": cancel, "ledger": ledger}
         # Instant feedback first (and no stale "done" from the previous run), then the race.
-        racing = run.click(starting, None, [status, spec_pane, base_pane, spec_meter, base_meter, ledger], api_name=False,
+        racing = run.click(starting, None, [status, spec_pane, base_pane, spec_meter, base_meter, ledger, tabs],
+                           api_name=False,
                            concurrency_limit=None, concurrency_id="ui", show_progress="hidden").then(
                            partial(run_race, app), form,
                            [race_outputs[name] for name in RaceUpdate._fields],       # by name (handlers.RaceUpdate)

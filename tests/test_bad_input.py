@@ -168,3 +168,12 @@ def test_a_finished_race_names_the_pair_and_settings_it_ran(app):
     assert 'id="race-ran">Ran: tiny · k = 3, temperature 0.7, ' in status
     status, _ = outcome(app, drafter="prompt_lookup")
     assert "Ran: tiny · prompt lookup drafting, k = 4, greedy, " in status
+    status, _ = outcome(app, adaptive=True)
+    assert "adaptive k from 4 (1–12)" in status
+
+
+def test_the_ran_line_escapes_the_pair_name():
+    from specviz.engine import SpecConfig
+    from specviz.view.handlers import ran_line
+    line = ran_line("<img src=x onerror=alert(1)>", SpecConfig())
+    assert "<img" not in line and "&lt;img src=x onerror=alert(1)&gt;" in line

@@ -7,6 +7,7 @@ load was forgotten and tried again by every visitor; rejected values logged trac
 """
 from __future__ import annotations
 
+from dataclasses import replace
 import pytest
 import torch
 
@@ -293,3 +294,34 @@ def test_exercise_one_names_the_bigger_of_its_two_round_costs(tiny_dirs):
     assert f"a round costs {k * c + v:.2f} plain steps" in outcome.why
     named = "one verify pass costs v" if v - 1 >= k * c else "each draft step costs c"
     assert named in outcome.why
+
+
+def test_every_workshop_answer_names_the_pair_settings_and_prompt_it_ran(tiny_dirs):
+    """A class compares answers: each one says which pair, settings and prompt produced it, the
+    answers that measured too little included."""
+    from specviz.app.workshop import EXERCISES
+    app = tiny_app(tiny_dirs)
+    app.presets["tiny"] = replace(app.presets["tiny"], label="tiny pair", k=3,
+                                  examples=("def add(a, b):\n    return", "import os"))
+    ran = {ex.key: ex.run(app).ran for ex in EXERCISES}
+    assert all(line.startswith("tiny pair · ") for line in ran.values()), ran
+    assert ran["race"] == "tiny pair · k = 3, greedy, 96 new tokens at most · prompt “def add(a, b): …”"
+    assert ran["passes"].endswith("prompt “import os”")                       # the pair's last example
+    assert ran["lookup"] == ("tiny pair · k = 3, greedy, 48 new tokens at most; then prompt lookup drafting, "
+                             "k = 3, greedy, 48 new tokens at most · prompt “def total_price(items): …”")
+    assert "greedy, 64 new tokens at most; then k = 3, temperature 1, seed 1, 64" in ran["temperature"]
+    assert "then k = 3, greedy, the draft sampling at temperature 2 (seed 3), 64" in ran["bad-draft"]
+    assert "k = 1 to 8" in ran["best-k"] and "sampled 300 times" in ran["lossless"]
+
+
+def test_the_ran_line_names_every_setting_that_changes_the_run():
+    from specviz.app.run_setup import ran_text, settings_text
+    from specviz.engine import SpecConfig
+    assert settings_text(SpecConfig(k=3, max_new_tokens=96)) == "k = 3, greedy, 96 new tokens at most"
+    sampled = SpecConfig(k=4, temperature=0.7, seed=9, top_k=50, top_p=0.9, adaptive_k=True, k_min=1, k_max=12,
+                         confidence_stop=0.3, drafter="prompt_lookup", max_new_tokens=20)
+    assert settings_text(sampled) == ("prompt lookup drafting, adaptive k from 4 (1–12), temperature 0.7, seed 9, "
+                                      "top-k 50, top-p 0.9, drafting stops below p = 0.3, 20 new tokens at most")
+    assert ran_text("pair", "k = 1", "\n\n  " + "x" * 60) == f"pair · k = 1 · prompt “{'x' * 48} …”"
+    assert ran_text("pair", "k = 1", "   ") == "pair · k = 1"
+

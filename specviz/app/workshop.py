@@ -18,6 +18,7 @@ from ..engine.stats import RunStats
 from . import gpu_calls
 from .state import AppState
 from .settings import prompt_ids
+from .run_setup import ran_text, settings_text
 from .sweep import SWEEP_KS, Sweep
 from ..engine.token_kinds import KINDS, KindTally
 
@@ -34,7 +35,7 @@ class Outcome:
     # What the answer's chart shows, as data: ("race", RunStats), ("lossless", (result, tokenizer)),
     # ("sweep", Sweep) or ("kinds", table); the view draws it (view/workshop_ui.py). None: no chart.
     chart: tuple[str, object] | None = None
-    ran: str = ""                # what was run: the pair, k, sampling, tokens, prompt (setup() below)
+    ran: str = ""                # what was run: the pair, its settings, the prompt (app/run_setup.py)
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,14 @@ def _ids(app: AppState, key: str, prompt: str | None = None) -> list[int]:
     return prompt_ids(pair, prompt or preset.examples[0], app.limits, chat=preset.chat)
 
 
+def config(app: AppState, key: str, **settings) -> SpecConfig:
+    """An exercise's settings: the pair's k and 64 new tokens unless it says otherwise."""
+    return SpecConfig(**{"k": app.preset(key).k, "max_new_tokens": 64, **settings})
+
+
 def race_stats(app: AppState, key: str, prompt: str | None = None, **settings) -> RunStats:
     """One measured race (both lanes) through the decoding worker, folded into RunStats."""
-    cfg = SpecConfig(**{"k": app.preset(key).k, "max_new_tokens": 64, **settings})
+    cfg = config(app, key, **settings)
     ids = _ids(app, key, prompt)
     stats = RunStats(cfg.k)
     for record in app.sliced(gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict())):
@@ -73,12 +79,11 @@ def race_stats(app: AppState, key: str, prompt: str | None = None, **settings) -
     return stats
 
 
-def setup(app: AppState, key: str, settings: str, prompt: str | None = None) -> str:
-    """One line saying what an exercise ran, so a class knows which pair and settings its answer is of."""
-    text = prompt or app.preset(key).examples[0]
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    shown = first if len(first) <= 48 and len(text.strip().splitlines()) == 1 else first[:48].rstrip() + " …"
-    return f"{app.preset(key).label}; {settings}; prompt “{shown}”"
+def ran(app: AppState, key: str, *runs: dict, prompt: str | None = None, settings: str | None = None) -> str:
+    """The answer's "Ran:" line: the pair, each run's settings (`runs`: the keyword settings given to
+    race_stats, in order), or `settings` in words, and the prompt (default: the pair's first example)."""
+    text = settings or "; then ".join(settings_text(config(app, key, **run)) for run in runs)
+    return ran_text(app.preset(key).label, text, prompt or app.preset(key).examples[0])
 
 
 def _passes(stats: RunStats) -> tuple[int, int]:
@@ -87,8 +92,8 @@ def _passes(stats: RunStats) -> tuple[int, int]:
 
 # --- the exercises --------------------------------------------------------------------------
 def race(app: AppState) -> Outcome:
-    key = pick(app, "fast")
-    stats = race_stats(app, key, max_new_tokens=96)
+    key, run = pick(app, "fast"), {"max_new_tokens": 96}
+    stats = race_stats(app, key, **run)
     s, a, tpr = stats.measured_speedup(), stats.acceptance_rate, stats.tokens_per_round
     spec, base = _passes(stats)
     c, v = stats.cost_ratio() or 0.0, stats.verify_ratio() or 1.0
@@ -101,23 +106,24 @@ def race(app: AppState) -> Outcome:
                    f"{a:.0%} of drafts accepted, each pass yielded {tpr:.2f} tokens. The speedup is smaller than "
                    f"that because a round costs {k * c + v:.2f} plain steps, not 1: mostly because {bigger} "
                    f"({k:.3g} × c = {k * c:.2f} drafting, v = {v:.2f} verifying).",
-                   ("race", stats), setup(app, key, f"k = {stats.k}, greedy, 96 new tokens"))
+                   ("race", stats), ran=ran(app, key, run))
 
 
 def passes(app: AppState) -> Outcome:
-    key = pick(app, "fast")
-    stats = race_stats(app, key, prompt=app.preset(key).examples[-1], max_new_tokens=96)
+    key, run = pick(app, "fast"), {"max_new_tokens": 96}
+    prompt = app.preset(key).examples[-1]
+    stats = race_stats(app, key, prompt=prompt, **run)
     spec, base = _passes(stats)
     return Outcome(spec, f"{spec} target passes (plain decoding: {base})",
                    f"Each round is one target pass that keeps the accepted drafts plus one token of its own, so "
                    f"{stats.tallies['spec'].tokens} tokens took {spec} rounds ({stats.tokens_per_round:.2f} a round). "
                    f"Plain decoding needs one pass per token: {base}.",
-                   ran=setup(app, key, f"k = {stats.k}, greedy, 96 new tokens", app.preset(key).examples[-1]))
+                   ran=ran(app, key, run, prompt=prompt))
 
 
 def identity(app: AppState) -> Outcome:
-    key = pick(app, "text")
-    stats = race_stats(app, key, max_new_tokens=64)
+    key, run = pick(app, "text"), {"max_new_tokens": 64}
+    stats = race_stats(app, key, **run)
     n = min(stats.tallies["spec"].tokens, stats.tallies["base"].tokens)
     texts = stats.texts
     identical = texts["spec"] == texts["base"]
@@ -129,13 +135,13 @@ def identity(app: AppState) -> Outcome:
                    f"first one that is not with that top choice; so all {n} tokens are the ones plain decoding "
                    f"writes{'' if identical else ' (here a rounding difference split them)'}. "
                    f"{stats.tallies['spec'].rejected} drafts were rejected on the way, none of them reached the text.",
-                   ran=setup(app, key, f"k = {stats.k}, greedy, 64 new tokens"))
+                   ran=ran(app, key, run))
 
 
 def lossless(app: AppState) -> Outcome:
     key = pick(app, "fast")
     ids = _ids(app, key)
-    cfg = SpecConfig(k=app.preset(key).k, temperature=1.0, max_new_tokens=2)
+    cfg = config(app, key, temperature=1.0, max_new_tokens=2)
     result = list(app.sliced(gpu_calls.lossless_results(gpu_calls.handle(app), key, ids, cfg.to_dict(), 300, 1)))[-1]
     to_p, to_q = result.tv_to_target(), result.tv_draft()
     closer = "the target's p" if to_q is None or to_p < to_q else "the draft's q"
@@ -144,20 +150,20 @@ def lossless(app: AppState) -> Outcome:
                    f"from the target's exact probabilities (noise alone gives about {result.tv_noise():.3f}). The "
                    f"drafts came from q, but rejections resample from max(0, p - q), which puts back exactly the "
                    f"mass q lacked.", ("lossless", (result, app.pair(app.preset(key)).tokenizer)),
-                   setup(app, key, f"k = {cfg.k}, temperature 1, the first new token, 300 samples"))
+                   ran=ran(app, key, settings=f"k = {cfg.k}, temperature 1, the first new token sampled 300 times"))
 
 
 def temperature(app: AppState) -> Outcome:
     key = pick(app, "fast")
-    greedy = race_stats(app, key, max_new_tokens=64)
-    hot = race_stats(app, key, max_new_tokens=64, temperature=1.0, seed=1)
+    cold_run, hot_run = {"max_new_tokens": 64}, {"max_new_tokens": 64, "temperature": 1.0, "seed": 1}
+    greedy, hot = race_stats(app, key, **cold_run), race_stats(app, key, **hot_run)
     a0, a1 = greedy.acceptance_rate, hot.acceptance_rate
     return Outcome(round(a1, 2), f"a = {a1:.2f} at temperature 1.0 (greedy: {a0:.2f})",
                    f"Greedy accepts a draft only when both models' top choices agree; at temperature 1 it is kept "
                    f"with probability min(1, p/q), which rewards overlap of whole distributions. Here that moved a "
                    f"from {a0:.2f} to {a1:.2f}, and the speedup from {greedy.measured_speedup():.2f}× to "
                    f"{hot.measured_speedup():.2f}×.",
-                   ran=setup(app, key, f"k = {greedy.k}, greedy then temperature 1 (seed 1), 64 new tokens each"))
+                   ran=ran(app, key, cold_run, hot_run))
 
 
 def best_k(app: AppState) -> Outcome:
@@ -165,7 +171,7 @@ def best_k(app: AppState) -> Outcome:
     sweep = Sweep()
     ids = _ids(app, key)
     for k in SWEEP_KS:
-        cfg = SpecConfig(k=k, max_new_tokens=48)
+        cfg = config(app, key, k=k, max_new_tokens=48)
         sweep.add_race(k, list(app.sliced(gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict()))))
     best, predicted, near = sweep.best_measured(), sweep.best_theory(), sweep.within_noise()
     span = f"k = {near[0]}" if len(near) == 1 else f"k = {', '.join(map(str, near))}"
@@ -176,13 +182,14 @@ def best_k(app: AppState) -> Outcome:
                    f"and is accepted only with probability a = {sweep.a or 0:.2f} given the ones before it. The theory "
                    f"drawn from those two numbers (and a verify pass costing {sweep.v or 0:.2f} plain steps) puts "
                    f"its best k at {predicted}; the races measured {best}.", ("sweep", sweep),
-                   setup(app, key, f"k = {SWEEP_KS[0]} to {SWEEP_KS[-1]}, greedy, 48 new tokens each"))
+                   ran=ran(app, key, settings=f"k = {SWEEP_KS[0]} to {SWEEP_KS[-1]}, greedy, 48 new tokens at most each"))
 
 
 def lookup(app: AppState) -> Outcome:
     key = pick(app, "fast")
-    by_model = race_stats(app, key, prompt=RENAME_PROMPT, max_new_tokens=48)
-    by_lookup = race_stats(app, key, prompt=RENAME_PROMPT, max_new_tokens=48, drafter="prompt_lookup")
+    model_run, lookup_run = {"max_new_tokens": 48}, {"max_new_tokens": 48, "drafter": "prompt_lookup"}
+    by_model = race_stats(app, key, prompt=RENAME_PROMPT, **model_run)
+    by_lookup = race_stats(app, key, prompt=RENAME_PROMPT, **lookup_run)
     s_model, s_lookup = by_model.measured_speedup(), by_lookup.measured_speedup()
     winner = ("about the same" if abs(s_model - s_lookup) < 0.1 * max(s_model, s_lookup)
               else "prompt lookup" if s_lookup > s_model else "the draft model")
@@ -191,13 +198,13 @@ def lookup(app: AppState) -> Outcome:
                    f"free and often right guess: prompt lookup had a = {by_lookup.acceptance_rate or 0:.2f} at no "
                    f"draft cost, the draft model a = {by_model.acceptance_rate or 0:.2f} at c = "
                    f"{by_model.cost_ratio() or 0:.2f}.",
-                   ran=setup(app, key, f"k = {by_model.k}, greedy, 48 new tokens each", RENAME_PROMPT))
+                   ran=ran(app, key, model_run, lookup_run, prompt=RENAME_PROMPT))
 
 
 def bad_draft(app: AppState) -> Outcome:
     key = pick(app, "fast")
-    good = race_stats(app, key, max_new_tokens=64)
-    bad = race_stats(app, key, max_new_tokens=64, draft_temperature=2.0, seed=3)
+    good_run, bad_run = {"max_new_tokens": 64}, {"max_new_tokens": 64, "draft_temperature": 2.0, "seed": 3}
+    good, bad = race_stats(app, key, **good_run), race_stats(app, key, **bad_run)
     texts = bad.texts
     same = "identical to" if texts["spec"] == texts["base"] else "different from"
     s = bad.measured_speedup()
@@ -205,25 +212,24 @@ def bad_draft(app: AppState) -> Outcome:
                    f"Sampling at temperature 2, the draft's guesses were accepted {bad.acceptance_rate:.0%} of the "
                    f"time instead of {good.acceptance_rate:.0%}, so most rounds paid for k draft steps and kept "
                    f"little. Its output is still {same} plain decoding's: only the target decides what is kept.",
-                   ran=setup(app, key, f"k = {bad.k}, greedy target, draft sampling at temperature 2 (seed 3), "
-                                       f"64 new tokens"))
+                   ran=ran(app, key, good_run, bad_run))
 
 
 def cost(app: AppState) -> Outcome:
     from ..engine import theory
-    key = pick(app, "fast")
-    stats = race_stats(app, key, max_new_tokens=96)
+    key, run = pick(app, "fast"), {"max_new_tokens": 96}
+    stats = race_stats(app, key, **run)
     a, c, v, k = stats.acceptance_rate, stats.cost_ratio(), stats.verify_ratio(), stats.k
     if None in (a, c, v):
         return Outcome("", "too little was measured", "The race judged no draft or timed no step: run it again "
-                       "with a longer reply.")
+                       "with a longer reply.", ran=ran(app, key, run))
     # Both priced with this race's measured verify pass v: only the draft's cost c differs.
     at_c, at_1 = theory.expected_speedup(min(a, 0.999), k, c, v), theory.expected_speedup(min(a, 0.999), k, 1.0, v)
     return Outcome(round(c, 3), f"c = {c:.3f}",
                    f"Timed in this race: one draft step took {c:.3f} of a plain target step. With the same a = "
                    f"{a:.2f} and k = {k}, the theory gives {at_c:.2f}× at this c but {at_1:.2f}× if a draft step "
                    f"cost as much as a target step: a draft must be far cheaper than the target, not just agree.",
-                   ran=setup(app, key, f"k = {k}, greedy, 96 new tokens"))
+                   ran=ran(app, key, run))
 
 
 MIN_JUDGED = 5     # a kind counts for the kinds exercise once the target judged this many of its drafts
@@ -231,14 +237,16 @@ MIN_JUDGED = 5     # a kind counts for the kinds exercise once the target judged
 
 def token_kinds(app: AppState) -> Outcome:
     key = pick(app, "fast")
-    cfg = SpecConfig(k=app.preset(key).k, max_new_tokens=96)
+    run = {"max_new_tokens": 96}
+    cfg = config(app, key, **run)
     tally = KindTally()
     for record in app.sliced(gpu_calls.run_stream(gpu_calls.handle(app), key, _ids(app, key), cfg.to_dict())):
         tally.add(from_dict(record))
     rows = sorted((r for r in tally.table() if r["judged"] >= MIN_JUDGED), key=lambda r: -r["acceptance_rate"])
     if not rows:
         return Outcome("", "too few drafts judged to tell", f"The run judged fewer than {MIN_JUDGED} drafts of "
-                       "any kind, too few to tell which kind the draft gets right.", ("kinds", tally.table()))
+                       "any kind, too few to tell which kind the draft gets right.", ("kinds", tally.table()),
+                       ran=ran(app, key, run))
     best, worst = rows[0], rows[-1]
     name = lambda r: r["kind"].replace("_", " ")      # noqa: E731
     each = lambda r: f"{name(r)} {r['acceptance_rate']:.0%} ({r['accepted']} of {r['judged']})"      # noqa: E731
@@ -247,7 +255,7 @@ def token_kinds(app: AppState) -> Outcome:
                    f"judged fewer than {MIN_JUDGED} times left out). A draft is kept where the text leaves the target "
                    f"little choice and lost where it must choose, so here {name(best)} was the most predictable kind "
                    f"of token for this pair and {name(worst)} the least.", ("kinds", tally.table()),
-                   setup(app, key, f"k = {cfg.k}, greedy, 96 new tokens"))
+                   ran=ran(app, key, run))
 
 
 def _first_difference(a: str, b: str) -> int:

@@ -30,6 +30,7 @@ from ..app.machine_load import OtherLoad, disturbed
 from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line, verdict_class
 from .render import clean
 from ..app.request import Prepared, RunRequest, prepare, settle
+from ..app.run_setup import ran_text, settings_text
 from ..app.slots import Stopped
 from ..app.visitor_text import without_paths
 from .visitor import visitor_gone
@@ -202,14 +203,9 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
 
 
 def ran_line(label: str, cfg) -> str:
-    """Under the verdict: the pair and settings this race ran with (the menu may show another pair by
-    the time it ends, when it was changed mid-race)."""
-    how = [f"k = {cfg.k}" + (" (adaptive)" if cfg.adaptive_k else ""),
-           "greedy" if cfg.greedy else f"temperature {cfg.temperature:g}",
-           f"{cfg.max_new_tokens} new tokens at most"]
-    if cfg.drafter != "model":
-        how.insert(0, "prompt lookup drafting")
-    return f'<div class="run-setup" id="race-ran">Ran: {clean(label)} · {clean(", ".join(how))}</div>'
+    """Under the verdict: the pair and settings this race ran with (app/run_setup.py; the menu may show
+    another pair by the time it ends, when it was changed mid-race)."""
+    return f'<div class="run-setup" id="race-ran">Ran: {clean(ran_text(label, settings_text(cfg)))}</div>'
 
 
 def starting():

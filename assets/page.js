@@ -40,7 +40,8 @@
   const place = (el) => {
     // At least EDGE px from every side of the window (a phone's rounded corners and bezel hid a 4 px margin).
     const EDGE = 10, r = el.getBoundingClientRect(), w = pop.offsetWidth, h = pop.offsetHeight;
-    let left = Math.min(Math.max(EDGE, r.left), window.innerWidth - w - EDGE);
+    const width = document.documentElement.clientWidth;     // without a desktop's scrollbar
+    let left = Math.min(Math.max(EDGE, r.left), width - w - EDGE);
     let top = r.bottom + 6;
     if (top + h > window.innerHeight - EDGE) top = Math.max(EDGE, r.top - h - 6);
     pop.style.left = left + "px";

@@ -98,13 +98,14 @@ def sentence(event, quote=shown) -> str:
 def tie_note(rejected, correction) -> str:
     """A greedy rejection and its correction whose p read the same at 3 decimals ("p = 0.412 … not the
     most likely" then "top choice … p = 0.412") look like a contradiction: say they are nearly tied,
-    with the digits that separate them (argmax keeps the larger; an exact tie goes to the lower id)."""
+    with the digits that separate them. Step mode's alone: only it shows the two side by side."""
     if (rejected is None or correction is None or rejected.rule != "argmax"
             or not _target_top_choice(correction) or f"{rejected.p:.3f}" != f"{correction.p:.3f}"):
         return ""
-    if correction.p == rejected.p:
+    if correction.p == rejected.p and correction.token_id < rejected.token_id:
+        # Greedy's argmax (torch.argmax) returns the first of equal maxima: the lower token id.
         return (f" The two are exactly tied (p = {correction.p:.6f} each): greedy decoding takes the one with the "
-                f"lower token id, as plain decoding does.")
-    digits = next((d for d in range(4, 10) if f"{rejected.p:.{d}f}" != f"{correction.p:.{d}f}"), 10)
+                f"lower token id.")
+    digits = next((d for d in range(4, 18) if f"{rejected.p:.{d}f}" != f"{correction.p:.{d}f}"), 17)
     return (f" The two are nearly tied: p = {correction.p:.{digits}f} against {rejected.p:.{digits}f}, "
             f"and greedy keeps the larger.")

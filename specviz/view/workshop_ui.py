@@ -68,7 +68,7 @@ def result_html(entry: dict) -> str:
             f'{clean(entry["shown"])}</div></div>'
             f'<div class="ws-cell"><div class="label">verdict</div><div class="value">{clean(entry["verdict"])}</div></div>'
             f'<p class="explain ws-why">{clean(entry["why"])}</p>'
-            + (f'<p class="ws-ran" id="ws-ran">Ran: {clean(entry["ran"])}</p>' if entry.get("ran") else "")
+            + (f'<p class="run-setup ws-ran" id="ws-ran">Ran: {clean(entry["ran"])}</p>' if entry.get("ran") else "")
             + '</div>')
 
 

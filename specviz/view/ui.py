@@ -32,6 +32,7 @@ from ..paths import ASSETS
 # Two plots share a row where both get this width; on a phone (~390 px) each takes the full width, so
 # titles and axis labels are not cut.
 PLOT_MIN_WIDTH = 340
+PAIRED_MIN_WIDTH = 190     # two settings share a row only from 2 x 190 px + the gap
 
 
 EXPLAIN = (Path(__file__).resolve().parent / "explain.md").read_text(encoding="utf-8")
@@ -92,13 +93,17 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                         label="draft stops below p (0 = off)",
                         info="a round drafts no more after a token the draft gave less than p")
                     temperature = lenient.Slider(0, 2, value=0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
+                    # Two to a row only where both fit with their labels on one line: a phone's 354 px
+                    # stacks them (at 177 px "top-k (0 = off)" wrapped to three lines beside its box).
                     with gr.Row():
-                        top_k = lenient.Slider(0, 200, value=0, step=1, label="top-k (0 = off)", elem_id="top-k")
-                        top_p = lenient.Slider(0.05, 1, value=1, step=0.01, label="top-p", elem_id="top-p")
+                        top_k = lenient.Slider(0, 200, value=0, step=1, label="top-k (0 = off)", elem_id="top-k",
+                                               min_width=PAIRED_MIN_WIDTH)
+                        top_p = lenient.Slider(0.05, 1, value=1, step=0.01, label="top-p", elem_id="top-p",
+                                               min_width=PAIRED_MIN_WIDTH)
                     with gr.Row():
                         max_new = lenient.Slider(1, app.max_new_tokens, value=min(128, app.max_new_tokens), step=1,
-                                                 label="max new tokens", elem_id="max-new")
-                        seed = lenient.Number(0, precision=0, label="seed", elem_id="seed")
+                                                 label="max new tokens", elem_id="max-new", min_width=PAIRED_MIN_WIDTH)
+                        seed = lenient.Number(0, precision=0, label="seed", elem_id="seed", min_width=PAIRED_MIN_WIDTH)
                     stops = gr.Textbox(label="stop strings (one per line, optional)", lines=1, max_lines=4,
                                        elem_id="stop-strings")
             with gr.Column(scale=3, elem_id="results"):

@@ -187,6 +187,28 @@ def test_no_blank_room_in_the_settings_or_the_panes(browser, app_url, size):
         context.close()
 
 
+@pytest.mark.parametrize("size", [(1366, 768), (1400, 900)], ids=["1366x768", "1400x900"])
+def test_both_lanes_text_starts_level(browser, app_url, size):
+    """Side by side, the two panes start at one height whatever their lengths: a shorter plain pane
+    once gave its spare height to its meter and started ~110 px lower, and meters that wrapped at
+    different words put the panes a line apart."""
+    context, pg = open_page(browser, app_url, size)
+    try:
+        race(pg, "def add(a, b):\n    return", 24)
+        wait_finished(pg)
+        for lane in ("#spec-meter", "#base-meter"):       # two rows each: name and state, then figures
+            assert pg.locator(f"{lane} .meter-head").count() == 1 and pg.locator(f"{lane} .meter-figures").count() == 1
+        # The speculative lane's text is usually the longer (rejected drafts stay on screen): make it so.
+        pg.evaluate("document.querySelector('#spec-pane .prose').insertAdjacentHTML('beforeend', 'x<br>'.repeat(30))")
+        pg.wait_for_timeout(200)
+        spec, base = box(pg, "#spec-pane .prose"), box(pg, "#base-pane .prose")
+        assert spec["height"] > base["height"] + 100
+        assert abs(spec["y"] - base["y"]) <= 1, (spec, base)
+        assert abs(box(pg, "#spec-meter")["height"] - box(pg, "#base-meter")["height"]) <= 1
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("size", VIEWPORTS, ids=IDS)
 def test_token_details_on_hover_click_tap_and_keys(browser, app_url, size):
     context, pg = open_page(browser, app_url, size)

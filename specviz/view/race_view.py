@@ -49,8 +49,11 @@ class RaceView:
         extra = ""
         if lane == "spec" and s.rounds:
             extra = f"<span>{len(s.rounds)} rounds</span>"
-        return (f'<div class="meter meter-{lane}"><b>{name}</b>{state}<span class="clock">{t:.2f} s</span>'
-                f"<span>{n} tokens</span><span>{'—' if rate is None else f'{rate:.1f}'} tok/s</span>{extra}</div>")
+        # Two rows in both lanes (name and state, then the figures): wrapped wherever each lane's text
+        # ran out, the two meters differed by a line and the panes below them started out of level.
+        return (f'<div class="meter meter-{lane}"><div class="meter-head"><b>{name}</b>{state}</div>'
+                f'<div class="meter-figures"><span class="clock">{t:.2f} s</span><span>{n} tokens</span>'
+                f"<span>{'—' if rate is None else f'{rate:.1f}'} tok/s</span>{extra}</div></div>")
 
     def strip(self) -> str:
         """The stats strip: each figure with its counts, and a one-line definition (data-tip, shown on

@@ -292,8 +292,14 @@ def test_exercise_one_names_the_bigger_of_its_two_round_costs(tiny_dirs):
     c, v = stats.cost_ratio(), stats.verify_ratio()
     k = measures.drafts_per_round(stats.tallies["spec"])
     assert f"a round costs {k * c + v:.2f} plain steps" in outcome.why
-    named = "one verify pass costs v" if v - 1 >= k * c else "each draft step costs c"
+    # each part with its own value (it read "3.91 × c = 0.25", as if c were 0.25)
+    assert f"{k:.3g} draft steps at c = {c:.3f} each ({k * c:.2f}), then a verify pass at v = {v:.2f}" in outcome.why
+    named = "Most of the extra is the verify pass" if v - 1 >= k * c else "Most of the extra is drafting"
     assert named in outcome.why
+    # a is accepted / judged, and the passes' yield is the strip's tau (tokens / passes)
+    t = stats.tallies["spec"]
+    assert f"it accepted {t.accepted / (t.accepted + t.rejected):.0%} of the drafts it judged" in outcome.why
+    assert f"each pass yielded {t.tokens / t.rounds:.2f} tokens" in outcome.why
 
 
 def test_every_workshop_answer_names_the_pair_settings_and_prompt_it_ran(tiny_dirs):

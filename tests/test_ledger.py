@@ -160,6 +160,36 @@ def test_the_stats_strip_and_the_ledger_price_one_theory():
     assert stats.theory()["speedup"] == pytest.approx(led.theory)
 
 
+def test_the_strip_s_theory_speedup_is_reproducible_from_the_strip():
+    """A student with a calculator: the strip's E, c and v, with the k its note names, give its theory
+    speedup. (E was priced at the setting k = 3 while the speedup used the 2.8 drafts the rounds made:
+    3.54 / (3 x 0.050 + 1.41) gave 2.27 against the 2.21 shown.)"""
+    import re
+    from specviz.engine import theory
+    from specviz.view.race_view import RaceView
+    view = RaceView(3)
+    view.stats.tallies["spec"] = LaneTally(rounds=10, drafted=28, accepted=18, rejected=8, tokens=29, draft_s=0.14,
+                                           verify_s=1.3, target_s=1.25, accept_s=0.03, elapsed_s=1.5)
+    view.stats.tallies["base"] = LaneTally(tokens=29, target_s=2.8, accept_s=0.05, elapsed_s=2.9)
+    strip = view.strip()
+    e = float(re.search(r"theory E = ([\d.]+)", strip).group(1))
+    k, c, v = re.search(r"E / \(k·c \+ v\): ([\d.]+) drafts a round, c = ([\d.]+), v = ([\d.]+)", strip).groups()
+    shown = float(re.search(r"theory speedup.*?([\d.]+)×", strip).group(1))
+    assert shown == pytest.approx(e / (float(k) * float(c) + float(v)), abs=0.01)
+    assert e == pytest.approx(theory.expected_tokens_per_round(18 / 26, 2.8), abs=0.005)
+
+
+def test_the_cause_says_what_a_counts_and_prices_each_part_with_its_own_value():
+    """"the draft guessed 92% right" sat beside a_d = 0.85; "2.86 × c = 0.14" read as c = 0.14."""
+    spec = LaneTally(rounds=10, drafted=28, accepted=18, rejected=8, tokens=29, draft_s=0.14, verify_s=1.3,
+                     target_s=1.25, accept_s=0.03, elapsed_s=1.5)
+    plain = LaneTally(tokens=29, target_s=2.8, accept_s=0.05, elapsed_s=2.9)
+    led = build(spec, plain)
+    assert f"the target accepted {18 / 26:.0%} of the drafts it judged" in led.cause
+    assert f"2.8 draft steps at c = {led.c:.3f} each, then a verify pass at v = {led.v:.2f}" in led.cause
+    assert "guessed" not in led.cause and "× c =" not in led.cause
+
+
 def test_k_advice_says_what_it_measured():
     from specviz.app.k_advice import advise
     costs = MachineCosts(plain_s=0.03, draft_s=0.003, pass_s={1: 0.03, 2: 0.033, 3: 0.036, 4: 0.039, 5: 0.06},

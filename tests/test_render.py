@@ -83,7 +83,7 @@ def test_tooltip_carries_the_numbers():
     title = html.unescape(re.search(r'data-tip="([^"]*)"', span).group(1))
     assert "p (target) = 0.100" in title and "q (draft) = 0.400" in title
     assert "min(1, p/q) = 0.250" in title and "u = 0.900" in title and "2 later drafts discarded" in title
-    assert title.startswith("'x'  token #6\n") and 'tabindex="0"' in span
+    assert title.startswith("'x'  id 6\n") and 'tabindex="0"' in span
     assert 'data-round="3"' in span and 'data-kind="rejected"' in span
 
 

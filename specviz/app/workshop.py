@@ -94,18 +94,21 @@ def _passes(stats: RunStats) -> tuple[int, int]:
 def race(app: AppState) -> Outcome:
     key, run = pick(app, "fast"), {"max_new_tokens": 96}
     stats = race_stats(app, key, **run)
-    s, a, tpr = stats.measured_speedup(), stats.acceptance_rate, stats.tokens_per_round
+    s, a = stats.measured_speedup(), stats.acceptance_rate
     spec, base = _passes(stats)
+    tpr = measures.mean_acceptance_length(stats.tallies["spec"])     # tau: tokens / passes, as the strip's
     c, v = stats.cost_ratio() or 0.0, stats.verify_ratio() or 1.0
     k = measures.drafts_per_round(stats.tallies["spec"]) or stats.k
-    # A round costs k c + v plain steps (drafting, then one verify pass): name the bigger of the two.
-    bigger = (f"one verify pass costs v = {v:.2f} plain steps (it checks {k + 1:.3g} tokens at once)" if v - 1 >= k * c
-              else f"each draft step costs c = {c:.2f} of a plain step, and {k:.3g} of them come first")
+    # A round costs k c + v plain steps (drafting, then one verify pass): each part with its own value,
+    # then the bigger share of the extra over one step named.
+    most = (f"Most of the extra is the verify pass: checking up to {stats.k + 1} tokens at once costs more than one "
+            f"plain step here." if v - 1 >= k * c else
+            f"Most of the extra is drafting: {k:.3g} draft steps come before every pass.")
     return Outcome(round(s, 2), f"{s:.2f}×",
-                   f"The target checked the drafts in {spec} passes where plain decoding needed {base}: with "
-                   f"{a:.0%} of drafts accepted, each pass yielded {tpr:.2f} tokens. The speedup is smaller than "
-                   f"that because a round costs {k * c + v:.2f} plain steps, not 1: mostly because {bigger} "
-                   f"({k:.3g} × c = {k * c:.2f} drafting, v = {v:.2f} verifying).",
+                   f"The target checked the drafts in {spec} passes where plain decoding needed {base}: it accepted "
+                   f"{a:.0%} of the drafts it judged, so each pass yielded {tpr:.2f} tokens. The speedup is smaller "
+                   f"than that because a round costs {k * c + v:.2f} plain steps, not 1: {k:.3g} draft steps at "
+                   f"c = {c:.3f} each ({k * c:.2f}), then a verify pass at v = {v:.2f}. {most}",
                    ("race", stats), ran=ran(app, key, run))
 
 

@@ -100,6 +100,12 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def _kept(a: float, only: str = "") -> str:
+    """a in words, as the strip defines it: of the drafts the target judged, the share it kept (not of
+    every draft made: those after a rejection are never judged, and a_d counts them)."""
+    return f"the target accepted {only}{_pct(a)} of the drafts it judged"
+
+
 def k_label(k: float) -> str:
     """How a ledger names its k: `k = 3`, or `2.94 drafts a round` where rounds were cut short
     (the mean is what the formula used; it is not a setting anyone chose)."""
@@ -112,32 +118,34 @@ def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) ->
     # k is the mean drafts a round made: the setting, or less where rounds were cut short (say which)
     drafts = f"a round of k = {k:g} drafts" if float(k).is_integer() else f"a round ({k:.3g} drafts on average)"
     cost = k * c + v                     # a round, in plain steps
-    price = f"{drafts} cost {cost:.2f} plain steps ({k:.3g} × c = {k * c:.2f} drafting, v = {v:.2f} verifying)"
+    # Each ingredient named with its own value: "2.86 × c = 0.14" read as c = 0.14 beside a strip saying 0.050.
+    price = (f"{drafts} cost {cost:.2f} plain steps ({k:.3g} draft steps at c = {c:.3f} each, then a verify pass "
+             f"at v = {v:.2f})")
     if verdict == "faster":
-        return (f"Faster: the draft guessed {_pct(a)} right, so each target pass gave {tau:.2f} tokens while "
+        return (f"Faster: {_kept(a)}, so each target pass gave {tau:.2f} tokens while "
                 f"{price}; here speculation pays above a = {even:.2f}." if tau is not None and even is not None else
-                f"Faster: the draft guessed {_pct(a)} right and {price}.")
+                f"Faster: {_kept(a)} and {price}.")
     # Slower or even: name the biggest reason.
     if k * c >= v and c >= SLOW_DRAFT_C:
         # The draft itself is the main cost (tiny models on a GPU: a step costs launches, whatever its size).
         pays = f"speculation would pay here above a = {even:.2f}" if even is not None else "no acceptance rate pays"
         return (f"{verdict.capitalize()}: the draft is too slow next to its target: one draft step costs "
-                f"c = {c:.2f} plain steps, so {price}; the draft guessed {_pct(a)} right and {pays}.")
+                f"c = {c:.2f} plain steps, so {price}; {_kept(a)} and {pays}.")
     if even is None:
         return (f"{verdict.capitalize()}: {price}, more than the {k + 1:.3g} tokens a round can ever yield, so no "
                 f"acceptance rate pays at this k: try a smaller k.")
     if a < even:
-        return (f"{verdict.capitalize()}: the draft guessed only {_pct(a)} right and {price}; on this machine "
+        return (f"{verdict.capitalize()}: {_kept(a, 'only ')} and {price}; on this machine "
                 f"speculation pays above a = {even:.2f}.")
     if theory is not None and theory < 1 + EVEN_BAND:
-        return (f"{verdict.capitalize()}: the draft guessed {_pct(a)} right, about the break-even a = {even:.2f} "
+        return (f"{verdict.capitalize()}: {_kept(a)}, about the break-even a = {even:.2f} "
                 f"for this k on this machine, where {price}; the formula predicts {theory:.2f}x.")
     # The acceptance clears the break-even and the formula predicts a gain, yet the race did not gain.
     # The formula assumes a's hits spread evenly over rounds; the tokens the passes actually gave say
     # whether the rounds themselves fell short, before any time outside the passes is blamed.
     gives = tau / cost if tau is not None and cost > 0 else None
     if gives is not None and gives < 1 + EVEN_BAND:
-        return (f"{verdict.capitalize()}: the draft guessed {_pct(a)} right, above the break-even a = {even:.2f}, "
+        return (f"{verdict.capitalize()}: {_kept(a)}, above the break-even a = {even:.2f}, "
                 f"but each target pass gave only {tau:.2f} tokens, fewer than the {expected_tokens_per_round(a, k):.2f} "
                 f"the formula expects from that a (hits and misses did not spread evenly over the rounds), "
                 f"while {price}: {gives:.2f}x at most.")
@@ -145,7 +153,7 @@ def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) ->
     outside = (spec.accept_s + spec.other_s) / spec.total_s if spec.total_s else 0.0
     rounds = f"each target pass gave {tau:.2f} tokens while {price}, {gives:.2f}x before anything else, but " \
         if gives is not None else "but "
-    return (f"{verdict.capitalize()}: the draft guessed {_pct(a)} right, above the break-even a = {even:.2f}; "
+    return (f"{verdict.capitalize()}: {_kept(a)}, above the break-even a = {even:.2f}; "
             f"{rounds}{_pct(outside)} of the speculative lane's time went outside the model passes (acceptance, "
             f"sampling, detokenizing, cache crops, events, or a machine busy with other work).")
 

@@ -11,7 +11,7 @@ summary cannot disagree on a definition.
     draft acceptance    a_d = accepted / drafted   (vLLM's "draft acceptance rate"; discarded drafts
                         count against it, so a_d <= a)
     conditional acceptance at draft position i (0-based)
-                        c_i = P(accept at i | positions < i accepted) = accepted at i / judged at i
+                        a_i = P(accept at i | positions < i accepted) = accepted at i / judged at i
                         (a draft at i is judged only when every earlier one of its round was accepted)
     mean acceptance length  tau = tokens emitted / target passes (rounds), in [1, k + 1]: Spec-Bench's
                         "mean accepted tokens", vLLM's "mean acceptance length" (1 + accepted / drafts);
@@ -130,7 +130,7 @@ class PositionTally:
 
 
 def conditional_acceptance(judged: Mapping[int, int], accepted: Mapping[int, int]) -> dict[int, float]:
-    """c_i = P(accept at position i | positions < i accepted) = accepted_i / judged_i, for every i judged."""
+    """a_i = P(accept at position i | positions < i accepted) = accepted_i / judged_i, for every i judged."""
     return {i: accepted.get(i, 0) / n for i, n in sorted(judged.items()) if n}
 
 

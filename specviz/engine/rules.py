@@ -23,8 +23,8 @@ The bonus token after k accepted drafts is the target's own sample from p under 
                   (posterior_threshold) 0.09, delta (posterior_alpha) 0.3. H is in nats; vLLM adds
                   1e-5 inside its log, here 0 log 0 = 0.
     ensemble      static ensemble verification (transformers' assistant_ensemble_weight, from
-                  DIVERSED): the exact rule judged against v = w p + (1 - w) q instead of p, so the
-                  output follows v, not p. Lossy for w < 1.   E = sum_x min(v(x), q(x)).
+                  DIVERSED): the exact rule judged against the mix m = w p + (1 - w) q instead of p, so the
+                  output follows m, not p. Lossy for w < 1.   E = sum_x min(m(x), q(x)).
                   As in transformers, w weighs the TARGET (w = 1 is the exact rule).
 
 A rule is named by a string: "exact", "sample_match", "greedy_match", "typical", "ensemble",
@@ -133,10 +133,10 @@ class Typical(Exact):
 
 @dataclass(frozen=True)
 class Ensemble(Exact):
-    w: float = 0.5            # weight of the target in v = w p + (1 - w) q
+    w: float = 0.5            # weight of the target in the mix m = w p + (1 - w) q
     family = "ensemble"
     lossless = False
-    description = "the exact rule judged against v = w p + (1 - w) q (transformers' assistant_ensemble_weight)"
+    description = "the exact rule judged against the mix m = w p + (1 - w) q (transformers' assistant_ensemble_weight)"
 
     @property
     def name(self) -> str:

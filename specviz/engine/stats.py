@@ -83,9 +83,12 @@ class RunStats:
         a, c, v = self.acceptance_rate, self.cost_ratio(), self.verify_ratio()
         if a is None:
             return {}
-        out = {"tokens_per_round": theory.expected_tokens_per_round(a, self.k)}
+        # One k for every figure: the drafts the rounds actually made (the setting, or fewer where rounds
+        # were cut short by the token budget or the confidence stop), as the race's ledger prices them.
+        # E at the setting beside a speedup at the mean made the strip's E / (k c + v) irreproducible.
+        k = measures.drafts_per_round(self.tallies["spec"]) or self.k
+        out = {"k": k, "tokens_per_round": theory.expected_tokens_per_round(a, k)}
         if c is not None and v is not None:
-            # Priced at the drafts the rounds actually made, as the race's ledger is (one figure, not two).
-            out["speedup"] = theory.expected_speedup(a, measures.drafts_per_round(self.tallies["spec"]) or self.k, c, v)
+            out["speedup"] = theory.expected_speedup(a, k, c, v)
             out["best_k"] = theory.best_k(a, c, v)
         return out

@@ -69,8 +69,8 @@ def tokens_per_round_hist(stats: RunStats) -> go.Figure:
 
 
 def acceptance_by_position(stats: RunStats) -> go.Figure:
-    fig = _fig("Acceptance by draft position", "position in round", "accepted / verified")
-    cond = measures.conditional_acceptance(stats.positions.judged, stats.positions.accepted)   # c_i, defined once
+    fig = _fig("Acceptance by draft position", "position in round", "accepted / judged")
+    cond = measures.conditional_acceptance(stats.positions.judged, stats.positions.accepted)   # a_i, defined once
     if cond:
         fig.add_bar(x=[p + 1 for p in cond], y=list(cond.values()),
                     marker_color=SPEC, name="measured",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..engine import measures
 from ..engine.events import to_dict
+from ..engine.ledger import k_label
 from ..engine.stats import RunStats
 from ..engine.token_kinds import KindTally
 from .render import clean, fragment
@@ -75,19 +76,19 @@ class RaceView:
             ("tokens per pass", fmt(tau), f"tau = {t.tokens} / {t.rounds} passes; theory E = "
              + (f"{th['tokens_per_round']:.2f}" if "tokens_per_round" in th else "—"),
              "tau = tokens written / target passes, between 1 and k + 1 (Spec-Bench's mean accepted tokens, "
-             "vLLM's mean acceptance length); theory E = (1 - a^(k+1)) / (1 - a). docs/metrics.md: mean "
-             "acceptance length tau."),
-            ("accepted by position", by_pos, "c_i = accepted_i / judged_i",
-             "c_i = accepted at draft position i / judged at i: the chance the i-th draft of a round is kept, "
+             "vLLM's mean acceptance length); theory E = (1 - a^(k+1)) / (1 - a), with k the drafts a round "
+             "made (fewer than the setting where rounds were cut short). docs/metrics.md: mean acceptance length tau."),
+            ("accepted by position", by_pos, "a_i = accepted_i / judged_i",
+             "a_i = accepted at draft position i / judged at i: the chance the i-th draft of a round is kept, "
              "given all before it were (vLLM's per-position rate is unconditional). docs/metrics.md: "
-             "conditional acceptance c_i."),
+             "conditional acceptance a_i."),
             ("target passes", f"{len(s.rounds)} vs {s.tokens['base'][-1]}", "speculative vs plain",
              "Target forward passes: one per round in the speculative lane, one per token in the plain lane."),
             ("measured speedup", "—" if speed is None else f"{speed:.2f}×", "tokens/s, each lane on its own clock",
              "speedup = speculative tokens/s over plain tokens/s, each lane timed on its own clock. "
              "docs/metrics.md: speedup."),
             ("theory speedup", f"{th['speedup']:.2f}×" if "speedup" in th else "—",
-             f"E / (k·c + v): c = {c:.3f}, v = {v:.2f}" if c and v else "from a, c and v",
+             f"E / (k·c + v): {k_label(th['k'])}, c = {c:.3f}, v = {v:.2f}" if c and v and th else "from a, c and v",
              "S = E / (k·c + v): c = one draft step and v = one verify pass, both in plain target steps, as "
              "measured in this race. docs/metrics.md: theory speedup."),
         ]

@@ -56,9 +56,9 @@ def tip(event) -> str:
     if not hasattr(event, "token_id"):
         head = ""
     elif event.piece or event.kind == "rejected":
-        head = f"'{visible(event.piece)}'  token #{int(event.token_id)}"
+        head = f"'{visible(event.piece)}'  id {int(event.token_id)}"
     else:   # an output token that ends inside a character: the character shows with the next token
-        head = f"part of a character (shown whole with the next token)  token #{int(event.token_id)}"
+        head = f"part of a character (shown whole with the next token)  id {int(event.token_id)}"
     return (head + "\n" if head else "") + tooltip(event)
 
 
@@ -80,7 +80,7 @@ def fragment(event) -> str:
 
 
 def _chip_tip(piece: str, token_id: int, q: float) -> str:
-    return f"'{visible(piece)}'  token #{int(token_id)}\ndrafted, not judged yet\nq (draft) = {q:.3f}"
+    return f"'{visible(piece)}'  id {int(token_id)}\ndrafted, not judged yet\nq (draft) = {q:.3f}"
 
 
 def draft_chips(event) -> str:

@@ -50,6 +50,14 @@ def test_rules_tab_labels_and_fails_the_lossy_rules(page):
         lossless, mc, text = by_rule[name]
         assert lossless == "false" and mc == "fail" and "LOSSY: output is not the target's distribution" in text
         assert "fails: not p" in text
+    # The whole table, Monte-Carlo verdicts included, fits a 1366 px laptop without scrolling sideways
+    # (a column of its own for "lossless / LOSSY" made it 933 px in 876 and cut the verdicts).
+    for width in (1366, 1400):
+        page.set_viewport_size({"width": width, "height": 768})
+        page.wait_for_timeout(300)
+        sizes = page.eval_on_selector("#rules-result .rules-scroll", "e => [e.scrollWidth, e.clientWidth]")
+        assert sizes[0] <= sizes[1] + 1, (width, sizes)
+    page.set_viewport_size({"width": 1400, "height": 1300})
     page.wait_for_selector("#plot-rules .js-plotly-plot .main-svg", timeout=20_000)
     legend = page.eval_on_selector("#plot-rules .legend", "e => e.textContent")
     assert "typical(epsilon=0.09,delta=0.3) (LOSSY)" in legend and "target p" in legend

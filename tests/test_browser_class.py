@@ -154,8 +154,8 @@ def test_a_long_pair_name_stops_before_the_menu_arrow(browser, app_url, size):
 def test_no_blank_room_in_the_settings_or_the_panes(browser, app_url, size):
     """Blank space a phone scrolled past: an empty HTML block (no fetch running, k not measured yet)
     still took 20 px plus two gaps; each pane drew an empty 26 px line above its text (pre-wrap on the
-    box); a phone's panes kept the desktop's 240 px minimum; and at 177 px "top-k (0 = off)" wrapped
-    to three lines beside its box."""
+    box); a phone's panes kept the desktop's 240 px minimum; at 177 px "top-k (0 = off)" wrapped
+    to three lines beside its box; and five empty plot frames came before the first race."""
     w, _ = size
     context, pg = open_page(browser, app_url, size)
     try:
@@ -168,6 +168,8 @@ def test_no_blank_room_in_the_settings_or_the_panes(browser, app_url, size):
                            return p && p.innerHTML.trim() === '' && b.getBoundingClientRect().height > 0; })
             .map(b => b.id || b.className)""")
         assert blank == []
+        for plot in ("#plot-acceptance", "#plot-race", "#plot-hist", "#plot-position", "#plot-kinds"):
+            assert not pg.locator(plot).is_visible(), plot       # no empty frames before the first race
         order = ["#preset", "#fetch-status", "#chat", "#drafter", "#k", "#k-note", "#confidence-stop"]
         shown = [s for s in order if pg.locator(s).is_visible()]
         for upper, lower in zip(shown, shown[1:]):

@@ -182,3 +182,24 @@ def test_one_visible_form_for_whitespace_control_and_partial_bytes(pair):
     out = marked("a \n\tb")
     assert 'data-show="·"' in out and 'data-show="⏎"' in out and 'data-show="→"' in out
     assert "".join(parse(out).text) == "a \n\tb"
+
+
+def test_the_lossless_check_tests_once_not_while_samples_stream_in():
+    """A chi-square test rerun after every batch fails by chance far more often than its 1 in 100
+    (a room saw "p-value 0.008" at 24 samples for ten seconds, then 0.59 at the end): while samples
+    stream in the summary shows the distances, and the p-value and verdict come with the last sample,
+    or with a Stop, tested once on what ran."""
+    from collections import Counter
+
+    import torch
+
+    from specviz.engine.lossless import LosslessResult
+    from specviz.view.teaching import _lossless_summary
+    r = LosslessResult(Counter({0: 20, 1: 4}), torch.tensor([0.5, 0.5]), torch.tensor([0.9, 0.1]), 1.0)
+    streaming = _lossless_summary(r, final=False)
+    assert "p-value" not in streaming and "Verdict" not in streaming and "once, on all the samples" in streaming
+    assert f"{r.tv_to_target():.3f}" in streaming
+    done = _lossless_summary(r)
+    assert f"p-value {r.p_value():.3f}" in done and "Verdict" in done
+    stopped = _lossless_summary(r, final=False, note="Stopped after 24 samples.", tested=True)
+    assert f"p-value {r.p_value():.3f}" in stopped and "Verdict" not in stopped

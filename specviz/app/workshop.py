@@ -98,7 +98,7 @@ def race(app: AppState) -> Outcome:
     spec, base = _passes(stats)
     tpr = measures.mean_acceptance_length(stats.tallies["spec"])     # tau: tokens / passes, as the strip's
     c, v = stats.cost_ratio() or 0.0, stats.verify_ratio() or 1.0
-    k = measures.drafts_per_round(stats.tallies["spec"]) or stats.k
+    k = stats.drafts_per_round()
     # A round costs k c + v plain steps (drafting, then one verify pass): each part with its own value,
     # then the bigger share of the extra over one step named.
     most = (f"Most of the extra is the verify pass: checking up to {stats.k + 1} tokens at once costs more than one "

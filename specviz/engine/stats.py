@@ -77,16 +77,20 @@ class RunStats:
     def verify_ratio(self) -> float | None:
         return measures.verify_ratio(self.tallies["spec"], self.tallies["base"])
 
+    def drafts_per_round(self) -> float:
+        """The theory's k for this race: the drafts its rounds actually made (the setting, or fewer where
+        rounds were cut short by the token budget or the confidence stop); the setting before any round."""
+        return measures.drafts_per_round(self.tallies["spec"]) or self.k
+
     def theory(self) -> dict:
         """The theory's expectations for the measured acceptance rate, cost ratio c and verify ratio v
         (the verify pass priced as measured: on a CPU it costs more than one plain step)."""
         a, c, v = self.acceptance_rate, self.cost_ratio(), self.verify_ratio()
         if a is None:
             return {}
-        # One k for every figure: the drafts the rounds actually made (the setting, or fewer where rounds
-        # were cut short by the token budget or the confidence stop), as the race's ledger prices them.
-        # E at the setting beside a speedup at the mean made the strip's E / (k c + v) irreproducible.
-        k = measures.drafts_per_round(self.tallies["spec"]) or self.k
+        # One k for every figure, the drafts a round made, as the race's ledger prices them: E at the
+        # setting beside a speedup at the mean made the strip's E / (k c + v) irreproducible.
+        k = self.drafts_per_round()
         out = {"k": k, "tokens_per_round": theory.expected_tokens_per_round(a, k)}
         if c is not None and v is not None:
             out["speedup"] = theory.expected_speedup(a, k, c, v)

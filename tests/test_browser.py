@@ -112,6 +112,11 @@ def test_step_mode_advances_rounds(page):
     page.wait_for_function("document.querySelector('#step-explain').innerText.includes('Round 2:')", timeout=30_000)
     rounds = page.eval_on_selector_all("#step-pane [data-round]", "els => els.map(e => +e.dataset.round)")
     assert set(rounds) == {1, 2}
+    # Every colour the tab shows (the pane's verdicts, the draft's pending chips) has its key in the tab.
+    kinds = "els => [...new Set(els.flatMap(e => [...e.classList].filter(c => c.startsWith('tok-'))))]"
+    shown = set(page.eval_on_selector_all("#step-pane .tok, #step-explain .tok", kinds))
+    keyed = set(page.eval_on_selector_all("#step-legend .tok", kinds))
+    assert page.is_visible("#step-legend") and "tok-pending" in shown and shown <= keyed, (shown, keyed)
 
 
 def test_lossless_check_and_trace_download(page, tmp_path):

@@ -103,14 +103,18 @@ def hint(which: str) -> str:
     return f'<p class="pane-hint">{clean(PANE_HINTS[which])}</p>'
 
 
-LEGEND = (
-    '<div class="legend">'
+_VERDICT_KEYS = (
     '<span class="tok tok-accepted">accepted</span> draft token kept '
     '<span class="tok tok-rejected">rejected</span> draft token thrown away '
     '<span class="tok tok-resampled">resampled</span> the target\'s correction '
     '<span class="tok tok-bonus">bonus</span> extra target token after a full round '
+)
+_READING_KEYS = (
     '<span class="round-mark"></span> round boundary · '
     '<span class="ws-key">· space ⏎ newline → tab &lt;0xE2&gt; part of a character</span> · '
     'hover, tap or focus a token for its numbers'
-    "</div>"
 )
+LEGEND = f'<div class="legend">{_VERDICT_KEYS}{_READING_KEYS}</div>'
+# Step mode shows the round's drafts before their verdicts: the dashed chips get their key too.
+STEP_LEGEND = ('<div class="legend"><span class="tok tok-pending">drafted</span> waiting for the target\'s verdict '
+               f'{_VERDICT_KEYS}{_READING_KEYS}</div>')

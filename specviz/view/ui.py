@@ -20,7 +20,7 @@ from ..app import gpu_calls
 from .api import generate_endpoint
 from ..app.state import CUSTOM, AppState
 from .handlers import RaceUpdate, run_race, starting, stop_run
-from .render import LEGEND, clean, hint
+from .render import LEGEND, STEP_LEGEND, clean, hint
 from ..app.request import FORM_FIELDS
 from ..engine.config import CONFIDENCE_STOP_MAX
 from .teaching import reset_steps, run_lossless, step_round, what_if_plot
@@ -135,6 +135,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                             step_reset = gr.Button("Start over", elem_id="step-reset")
                         step_pane = gr.HTML(hint("step"), elem_id="step-pane", elem_classes=["token-pane"])
                         step_explain = gr.HTML("<p class='explain'>Click “Next round” to start.</p>", elem_id="step-explain")
+                        gr.HTML(STEP_LEGEND, elem_id="step-legend")     # below the verdicts: they come first on a laptop
                     with gr.Tab("Lossless?", id="lossless") as lossless_tab:
                         gr.Markdown("Sample the next token many times **through speculative decoding** and compare "
                                     "with the target's exact probabilities. Uses the settings on the left "

@@ -204,3 +204,34 @@ def test_workshop_k_sweep_plots_measured_points_on_the_theory(page):
     measured = page.evaluate("""() => { const gd = document.querySelector('#ws-plot .js-plotly-plot');
         return gd.data.find(t => t.name === 'speedup, measured').x; }""")
     assert measured == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_the_empty_prompt_s_tip_follows_the_chat_switch_and_keeps_the_text(browser, tiny_dirs):
+    """A chat pair is asked, a raw model continued: the box's placeholder says which (it once gave
+    code advice, 'end mid-line or after a colon', over SmolLM2's chat questions). Text typed stays."""
+    from specviz.app.state import AppState
+    from specviz.models.presets import Preset
+    from specviz.view.serve import serve
+    code = Preset("code", "code pair", tiny_dirs["target"], tiny_dirs["cut"], 4, ("def add(a, b):",))
+    chatty = Preset("chatty", "chatty pair", tiny_dirs["target"], tiny_dirs["cut"], 4, ("What is a star?",), chat=True)
+    demo, url = serve(AppState(presets={"code": code, "chatty": chatty}, device="cpu"))
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    try:
+        pg = context.new_page()
+        pg.goto(url)
+        box = pg.locator("#prompt textarea")
+        assert "continues your text" in box.get_attribute("placeholder")
+        box.fill("my own words")
+        pg.locator("#preset input").click()
+        pg.get_by_role("option", name="chatty pair").click()
+        pg.wait_for_function("document.querySelector('#prompt textarea').placeholder.includes('Ask a question')",
+                             timeout=10_000)
+        assert box.input_value() == "my own words"
+        pg.locator("#preset input").click()
+        pg.get_by_role("option", name="code pair").click()
+        pg.wait_for_function("document.querySelector('#prompt textarea').placeholder.includes('continues')",
+                             timeout=10_000)
+        assert box.input_value() == "my own words"
+    finally:
+        context.close()
+        demo.close()

@@ -65,7 +65,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
             with gr.Column(scale=1, min_width=280, elem_id="controls"):
                 prompt = gr.Textbox(label="Prompt", value=first.examples[0] if first.examples else "",
                                     lines=4, max_lines=14, elem_id="prompt",
-                                    placeholder="Tip: end mid-line or after a colon.")
+                                    placeholder=prompt_placeholder(first.chat))
                 with gr.Row(elem_id="run-row"):
                     run = gr.Button("Run the race", variant="primary", elem_id="run", min_width=120)
                     stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=80)
@@ -206,11 +206,25 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         if app.fetches:      # a background fetch: its progress in the page until it ends
             ticker = gr.Timer(2.0, active=app.fetching())
             ticker.tick(partial(_fetch_tick, app), None, [fetch_line, ticker], api_name=False, show_progress="hidden")
+        # The empty box's tip follows the chat switch (a pair's pick sets it): a chat model is asked, a
+        # raw model is continued.
+        chat.change(_prompt_tip, [chat], [prompt], api_name=False, show_progress="hidden")
         preset.change(partial(_on_preset, app), [preset, prompt],
                       [examples.dataset, k, chat, k_note, confidence_stop, prompt], api_name=False)
         # The k measured for the pair on this machine (a background calibration after its load).
         demo.load(partial(_offered_k, app), [preset], [k, k_note], api_name=False, show_progress="hidden")
     return demo
+
+
+def prompt_placeholder(chat: bool) -> str:
+    """What the empty prompt box suggests: a question for a chat pair, a text to continue otherwise."""
+    if chat:
+        return "Ask a question or give an instruction: the chat template sends it as a user message."
+    return "Tip: end mid-line or after a colon: the model continues your text."
+
+
+def _prompt_tip(chat):
+    return gr.Textbox(placeholder=prompt_placeholder(bool(chat)))      # the placeholder only; the text stays
 
 
 def _fetch_html(app: AppState) -> str:

@@ -235,3 +235,36 @@ def test_the_empty_prompt_s_tip_follows_the_chat_switch_and_keeps_the_text(brows
     finally:
         context.close()
         demo.close()
+
+
+def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(browser, tiny_dirs, monkeypatch):
+    """A pair is measured once loaded (app/k_advice.py). A visitor whose race loaded it saw the preset's
+    k and no line about it until they picked the pair again; the page now takes both up once measured,
+    moving k only where the visitor left the preset's. The measurement is slowed here so that it ends
+    after the race's own check: the page's watch has to find it."""
+    from specviz.app import state
+    from specviz.app.state import AppState
+    advise = state.advise           # called after the measurement, outside the decoding slot
+    monkeypatch.setattr(state, "advise", lambda *a, **kw: (time.sleep(3), advise(*a, **kw))[1])
+    from specviz.models.presets import Preset
+    from specviz.view.serve import serve
+    preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], 7, ("def add(a, b):\n    return",),
+                    acceptance=0.6)
+    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    demo, url = serve(app)                  # nothing loaded yet: the first race loads (and so measures) it
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    try:
+        pg = context.new_page()
+        pg.goto(url)
+        pg.wait_for_selector("#run")
+        assert pg.inner_text("#k-note .prose").strip() == ""
+        run_race(pg, "def add(a, b):\n    return", max_new=8)
+        wait_finished(pg)
+        pg.wait_for_function("document.querySelector('#k-note .prose').innerText.includes('suits this machine')",
+                             timeout=60_000)
+        offered = app.advice["tiny"].k
+        assert f"k = {offered} suits this machine" in pg.inner_text("#k-note .prose")
+        assert pg.input_value("#k input[type=number]") == str(offered)
+    finally:
+        context.close()
+        demo.close()

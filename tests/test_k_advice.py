@@ -58,3 +58,20 @@ def test_picking_a_pair_swaps_an_example_prompt_and_keeps_the_visitors_own(tiny_
     assert _on_preset(app, "chatty", "def add(a, b):")[-1] == "What is a star?"
     kept = _on_preset(app, "code", "My own question")[-1]
     assert not isinstance(kept, str)                  # gr.skip(): the box is left as it is
+
+
+def test_the_page_s_k_watch_takes_up_a_late_measurement_and_keeps_a_k_the_visitor_chose(tiny_dirs):
+    """view/ui.py's k_watch: while the pair is loading or measured it keeps ticking; once measured it
+    offers the measured k where the visitor left the preset's, keeps theirs otherwise, and stops."""
+    from specviz.view.ui import _k_measured
+    preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=7, acceptance=0.6)
+    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    k, note, watch = _k_measured(app, "tiny", 7)
+    assert not app.advice_pending(preset) and watch.active is False      # not loaded: nothing on its way
+    app.pair(preset)                                                      # loads it; the measurement follows
+    assert app.advice_pending(preset) or "tiny" in app.advice
+    assert _wait_for(lambda: "tiny" in app.advice) and not app.advice_pending(preset)
+    k, note, watch = _k_measured(app, "tiny", 7)
+    assert k == app.advice["tiny"].k and "suits this machine" in note and watch.active is False
+    k, note, watch = _k_measured(app, "tiny", 5)                          # the visitor's own k
+    assert not isinstance(k, int) and "suits this machine" in note and watch.active is False

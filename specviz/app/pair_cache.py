@@ -43,6 +43,11 @@ class PairCache:
     def cached(self, key: str) -> bool:
         return key in self._pairs
 
+    def loading(self, key: str) -> bool:
+        """Is the pair being loaded right now?"""
+        with self._lock:
+            return key in self._loading
+
     def keys(self) -> list[str]:
         with self._lock:
             return list(self._pairs)

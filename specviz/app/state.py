@@ -55,6 +55,7 @@ class AppState:
     # on for a served app (app.py), off by default so tests' timings are not shared with a calibration.
     advise_k: bool = False
     advice: dict[str, KAdvice] = field(default_factory=dict)    # preset key -> the k measured for it here
+    advising: set[str] = field(default_factory=set)              # preset keys being measured now
 
     def __post_init__(self):
         if self.cache is None:
@@ -200,6 +201,7 @@ class AppState:
         if self.advise_k and preset.acceptance is not None and pair.draft is not None:
             # In the background: the timing waits for a decoding slot (no race runs meanwhile, so
             # neither is disturbed), and the visitor whose pick loaded the pair does not wait for it.
+            self.advising.add(preset.key)        # before the pair is cached: pending from load to advice
             threading.Thread(target=self._advise, args=(preset, pair), daemon=True, name="k-advice").start()
         return pair
 
@@ -210,6 +212,14 @@ class AppState:
             self.advice[preset.key] = advise(costs, preset.acceptance, self.limits.k_range)
         except Exception:          # noqa: BLE001 - advice is optional: the preset's k stays offered
             log.warning("could not measure %s on this machine; offering its preset k", preset.key, exc_info=True)
+        finally:
+            self.advising.discard(preset.key)
+
+    def advice_pending(self, preset: Preset) -> bool:
+        """Will this pair's k advice arrive without another visitor action (it is loading or being measured)?"""
+        if not self.advise_k or preset.acceptance is None or preset.key in self.advice:
+            return False
+        return preset.key in self.advising or self.cache.loading(preset.key)
 
     def suggested_k(self, preset: Preset) -> int:
         """The k the page offers for a pair: measured here once it was loaded, else the preset's."""

@@ -23,6 +23,8 @@ from .handlers import RaceUpdate, run_race, starting, stop_run
 from .render import LEGEND, STEP_LEGEND, clean, hint
 from ..app.request import FORM_FIELDS
 from ..engine.config import CONFIDENCE_STOP_MAX
+from ..app.settings import as_int
+from ..errors import SpecvizError
 from .teaching import reset_steps, run_lossless, step_round, what_if_plot
 from .workshop_ui import build_workshop_tab
 from .kinds_plot import kinds_from_trace
@@ -33,6 +35,7 @@ from ..paths import ASSETS
 # titles and axis labels are not cut.
 PLOT_MIN_WIDTH = 340
 PAIRED_MIN_WIDTH = 190     # two settings share a row only from 2 x 190 px + the gap
+K_WATCH_S = 2.0            # how often a page asks whether its pair's k has been measured, while it is under way
 
 
 EXPLAIN = (Path(__file__).resolve().parent / "explain.md").read_text(encoding="utf-8")
@@ -88,6 +91,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                                            label="k (drafts per round)", elem_id="k")
                         adaptive = gr.Checkbox(False, label="adaptive k", elem_id="adaptive")
                     k_note = gr.HTML(_k_note_html(app, first), elem_id="k-note")     # where the offered k comes from
+                    k_watch = gr.Timer(K_WATCH_S, active=False)     # ticks while the pair's k is being measured
                     confidence_stop = lenient.Slider(
                         0, CONFIDENCE_STOP_MAX, value=first.confidence_stop, step=0.05, elem_id="confidence-stop",
                         label="draft stops below p (0 = off)",
@@ -181,6 +185,9 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                            [race_outputs[name] for name in RaceUpdate._fields],       # by name (handlers.RaceUpdate)
                            api_name="race", show_progress="hidden", **decode)
         racing.then(kinds_from_trace, [download], [plot_kinds], api_name=False, show_progress="hidden")
+        # A race may have loaded its pair, which is then measured: its k now, or a watch for it.
+        racing.then(partial(_k_measured, app), [preset, k], [k, k_note, k_watch], api_name=False,
+                    show_progress="hidden")
         # Stop has its own unlimited group, so it is never queued behind the run it stops. On
         # ZeroGPU the run lives in another process: there Stop also cancels the event itself.
         stop.click(stop_run, [cancel], None, api_name="stop", concurrency_limit=None, concurrency_id="stop",
@@ -211,8 +218,12 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         chat.change(_prompt_tip, [chat], [prompt], api_name=False, show_progress="hidden")
         preset.change(partial(_on_preset, app), [preset, prompt],
                       [examples.dataset, k, chat, k_note, confidence_stop, prompt], api_name=False)
-        # The k measured for the pair on this machine (a background calibration after its load).
-        demo.load(partial(_offered_k, app), [preset], [k, k_note], api_name=False, show_progress="hidden")
+        preset.change(partial(_watch_k, app), [preset], [k_watch], api_name=False, show_progress="hidden")
+        # The k measured for the pair on this machine (a background calibration after its load): at
+        # page load, and while k_watch ticks (the pair is loading or being measured).
+        demo.load(partial(_offered_k, app), [preset], [k, k_note, k_watch], api_name=False, show_progress="hidden")
+        k_watch.tick(partial(_k_measured, app), [preset, k], [k, k_note, k_watch], api_name=False,
+                     show_progress="hidden")
     return demo
 
 
@@ -253,11 +264,33 @@ def _on_preset(app: AppState, key, prompt=None):
 
 
 def _offered_k(app: AppState, key):
-    """At page load: the k measured for the selected pair, and its line (unchanged before it is measured)."""
+    """At page load: the k measured for the selected pair, and its line (unchanged before it is
+    measured; the watch ticks meanwhile if the measurement is under way)."""
     p = app.presets.get(key)
     if p is None or p.key not in app.advice:
-        return gr.skip(), gr.skip()
-    return app.suggested_k(p), _k_note_html(app, p)
+        return gr.skip(), gr.skip(), _watch_k(app, key)
+    return app.suggested_k(p), _k_note_html(app, p), gr.Timer(active=False)
+
+
+def _watch_k(app: AppState, key):
+    """Tick (k_watch) while the pair's k advice is on its way: loading, or waiting to be measured."""
+    p = app.presets.get(key)
+    return gr.Timer(active=p is not None and app.advice_pending(p))
+
+
+def _k_measured(app: AppState, key, k):
+    """A k_watch tick: once the pair is measured, its line, and its k where the visitor left the
+    preset's (a k they chose stays); the watch stops then, or when nothing is on its way."""
+    p = app.presets.get(key)
+    if p is None:
+        return gr.skip(), gr.skip(), gr.Timer(active=False)
+    if p.key in app.advice:
+        try:
+            moved = as_int("k", k) != p.k
+        except SpecvizError:          # a k box left unreadable is the visitor's: leave it to the form's check
+            moved = True
+        return (gr.skip() if moved else app.suggested_k(p)), _k_note_html(app, p), gr.Timer(active=False)
+    return gr.skip(), gr.skip(), gr.Timer(active=app.advice_pending(p))
 
 
 def _k_note_html(app: AppState, preset) -> str:

@@ -1,7 +1,9 @@
 """The Acceptance rules tab's handler on the tiny models (random draft, so the lossy rules' laws are far
 from p), and the kinds plot on hand-made events. Handlers are called directly, as the page calls them."""
+import itertools
 import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -25,6 +27,17 @@ def app(tiny_dirs):
     return AppState(presets={"tiny-random": preset}, limits=Limits(max_new_tokens=100), device="cpu")
 
 
+def delta_e(a: str, b: str) -> float:
+    """CIELAB Delta E 1976 between two '#rrggbb' colours (sRGB, D65)."""
+    def lab(h):
+        c = np.array([int(h[i:i + 2], 16) for i in (1, 3, 5)]) / 255
+        c = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+        xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ c
+        f = np.cbrt(xyz / np.array([0.95047, 1.0, 1.08883]))
+        return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+    return float(np.linalg.norm(lab(a) - lab(b)))
+
+
 def rows_of(html: str) -> dict[str, tuple[str, str]]:
     """rule name -> (data-lossless, data-mc) from the tab's table."""
     return {m[0]: (m[1], m[2]) for m in re.findall(r'data-rule="([^"]+)" data-lossless="(\w+)" data-mc="(\w*)"', html)}
@@ -45,6 +58,11 @@ def test_the_tab_races_every_rule_and_the_lossy_ones_fail(app):
     assert len(figures) == 1                                              # drawn once, then skipped
     names = [trace.name for trace in figures[0].data]
     assert names[0] == "target p" and "typical(epsilon=0.09,delta=0.3) (LOSSY)" in names and "exact" in names
+    # Bars side by side are told apart: two colours closer than Delta E 20 (exact's and sample_match's
+    # greens were 11.8 apart) differ in their fill pattern too.
+    look = [(trace.marker.color, trace.marker.pattern.shape or "") for trace in figures[0].data]
+    for (c1, s1), (c2, s2) in itertools.combinations(look, 2):
+        assert delta_e(c1, c2) >= 20 or s1 != s2, (c1, c2)
 
 
 def test_each_rule_row_is_measured_and_named_by_the_run(app, monkeypatch):

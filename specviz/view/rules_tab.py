@@ -46,6 +46,9 @@ T_MIN, T_MAX = 0.05, 2.0       # the tab's temperature (the page's slider range,
 COVER, SUPPORT_CAP = 0.9999, 1024   # the first position's tokens: this much of p and of q, at most this many
 LOSSY = "LOSSY: output is not the target's distribution"
 COLORS = ("#1b7f5b", "#2f9e77", "#c0392b", "#d9822b", "#8e44ad")
+# The two lossless rules share the greens (the app's colour for "keeps p"); sample_match's bars are
+# hatched, as its green alone sat too close to exact's (CIELAB Delta E 11.8) to tell the bars apart.
+PATTERNS = ("", "/", "", "", "")
 
 
 @dataclass
@@ -206,8 +209,8 @@ def first_figure(fp: FirstPosition, rows: list[RuleRow], laws: list[torch.Tensor
     fig.update_xaxes(type="category", **AXES)
     fig.update_yaxes(**AXES)
     fig.add_bar(x=labels, y=[float(fp.p[i]) for i in order], name="target p", marker_color=BASE)
-    for row, law, color in zip(rows, laws, COLORS):
-        fig.add_bar(x=labels, y=[float(law[i]) for i in order], marker_color=color,
+    for row, law, color, pattern in zip(rows, laws, COLORS, PATTERNS):
+        fig.add_bar(x=labels, y=[float(law[i]) for i in order], marker_color=color, marker_pattern_shape=pattern,
                     name=row.name if row.lossless else f"{row.name} (LOSSY)")
     return fig
 

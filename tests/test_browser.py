@@ -265,6 +265,14 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
         offered = app.advice["tiny"].k
         assert f"k = {offered} suits this machine" in pg.inner_text("#k-note .prose")
         assert pg.input_value("#k input[type=number]") == str(offered)
+        # The Explain tab's calculator takes the same measurement on request.
+        pg.click("button[role=tab]:has-text('Explain')")
+        pg.click("#whatif-here")
+        pg.wait_for_function("document.querySelector('#whatif-here-note').innerText.includes('timed here at load')",
+                             timeout=15_000)
+        assert pg.input_value("#whatif-a input[type=number]") == "0.6"
+        costs = app.advice["tiny"].costs
+        assert float(pg.input_value("#whatif-c input[type=number]")) == round(min(costs.c, 1.0), 2)
     finally:
         context.close()
         demo.close()

@@ -25,7 +25,7 @@ from ..app.request import FORM_FIELDS
 from ..engine.config import CONFIDENCE_STOP_MAX
 from ..app.settings import as_int
 from ..errors import SpecvizError
-from .teaching import reset_steps, run_lossless, step_round, what_if_plot
+from .teaching import MAX_COST_RATIO, reset_steps, run_lossless, step_round, what_if_plot
 from .workshop_ui import build_workshop_tab
 from .kinds_plot import kinds_from_trace
 from .rules_tab import build_rules_tab
@@ -161,6 +161,9 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                             wi_v = gr.Slider(0.5, 3, value=1.0, step=0.05, label="verify ratio v (1 = GPU-ideal)",
                                              elem_id="whatif-v")
                             wi_k = gr.Slider(2, 32, value=12, step=1, label="largest k shown", elem_id="whatif-k")
+                        wi_here = gr.Button("Use this machine's figures for the selected pair", size="sm",
+                                            elem_id="whatif-here")
+                        wi_here_note = gr.HTML(elem_id="whatif-here-note")
                         wi_plot = gr.Plot(elem_id="plot-whatif", show_label=False)
                     with gr.Tab("Rules", id="rules") as rules_tab:     # the acceptance rules side by side
                         wire_rules = build_rules_tab(app)
@@ -205,6 +208,8 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         for control in (wi_a, wi_c, wi_v, wi_k):
             control.change(what_if_plot, [wi_a, wi_c, wi_k, wi_v], wi_plot, api_name=False, show_progress="hidden")
         demo.load(what_if_plot, [wi_a, wi_c, wi_k, wi_v], wi_plot, api_name=False)
+        wi_here.click(partial(_machine_figures, app), [preset], [wi_a, wi_c, wi_v, wi_here_note], api_name=False,
+                      show_progress="hidden")
         # The workshop's exercises choose their own pair and settings: the settings column is hidden
         # while its tab is open (in the page only, no request), and comes back with any other tab.
         for tab in (race_tab, step_tab, lossless_tab, rules_tab, explain_tab):
@@ -236,6 +241,28 @@ def prompt_placeholder(chat: bool) -> str:
 
 def _prompt_tip(chat):
     return gr.Textbox(placeholder=prompt_placeholder(bool(chat)))      # the placeholder only; the text stays
+
+
+def _machine_figures(app: AppState, key):
+    """The calculator's a, c and v from what the app measured here for the selected pair (app/k_advice.py):
+    its draft's held-out acceptance, and the draft step and verify pass timed at load, at the k offered."""
+    p = app.presets.get(key)
+    if p is None:
+        return gr.skip(), gr.skip(), gr.skip(), _note("Pick one of the listed pairs: a pair of your own is not measured here.")
+    advice = app.advice.get(p.key)
+    if advice is None:
+        why = ("this host does not time its pairs" if not app.advise_k or p.acceptance is None else
+               "it is timed once loaded: run a race with it first, then press again")
+        return gr.skip(), gr.skip(), gr.skip(), _note(f"{p.label} is not measured on this machine yet ({why}).")
+    c, v = advice.costs.c, advice.costs.v(advice.k)
+    # Within the sliders' ranges (a below 1, c up to 1, v from 0.5 to 3); the note gives the figures as measured.
+    return (round(min(advice.a, 0.99), 2), round(min(c, MAX_COST_RATIO), 2), round(min(max(v, 0.5), 3.0), 2),
+            _note(f"{p.label}: a = {advice.a:.2f} (its draft's held-out acceptance), c = {c:.3f} and "
+                  f"v = {v:.2f} (a verify pass of {advice.k + 1} tokens), timed here at load."))
+
+
+def _note(text: str) -> str:
+    return f'<div class="k-note">{clean(text)}</div>'
 
 
 def _fetch_html(app: AppState) -> str:

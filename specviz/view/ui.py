@@ -262,6 +262,7 @@ def _machine_figures(app: AppState, key):
 
 
 def _note(text: str) -> str:
+    """A measured-figures line (the k note's style), escaped."""
     return f'<div class="k-note">{clean(text)}</div>'
 
 
@@ -322,4 +323,4 @@ def _k_measured(app: AppState, key, k):
 
 def _k_note_html(app: AppState, preset) -> str:
     note = app.k_note(preset)
-    return f'<div class="k-note">{clean(note)}</div>' if note else ""
+    return _note(note) if note else ""

@@ -80,17 +80,17 @@ def test_the_page_s_k_watch_takes_up_a_late_measurement_and_keeps_a_k_the_visito
 def test_the_calculator_takes_this_machine_s_figures_once_the_pair_is_measured(tiny_dirs):
     """Explain's "Use this machine's figures": a, c and v as measured here for the selected pair; before
     that, or for a pair the host does not time, a line saying why and the sliders left alone."""
-    from specviz.view.ui import _machine_figures
+    from specviz.view.teaching import machine_figures
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=7, acceptance=0.6)
     untimed = Preset("plain", "plain pair", tiny_dirs["target"], tiny_dirs["cut"], k=3)
     app = AppState(presets={"tiny": preset, "plain": untimed}, device="cpu", advise_k=True)
-    *sliders, note = _machine_figures(app, "tiny")
+    *sliders, note = machine_figures(app, "tiny")
     assert not any(isinstance(x, float) for x in sliders) and "run a race with it first" in note
-    *sliders, note = _machine_figures(app, "plain")
+    *sliders, note = machine_figures(app, "plain")
     assert not any(isinstance(x, float) for x in sliders) and "does not time its pairs" in note
     app.pair(preset)
     assert _wait_for(lambda: "tiny" in app.advice)
     advice = app.advice["tiny"]
-    a, c, v, note = _machine_figures(app, "tiny")
+    a, c, v, note = machine_figures(app, "tiny")
     assert a == 0.6 and c == round(min(advice.costs.c, 1.0), 2) and 0.5 <= v <= 3.0
     assert f"c = {advice.costs.c:.3f}" in note and f"v = {advice.costs.v(advice.k):.2f}" in note

@@ -98,6 +98,11 @@ PANE_HINTS = {
 }
 
 
+def figures_line(text: str) -> str:
+    """A line of figures measured on this machine (the offered k's, the calculator's), escaped."""
+    return f'<div class="k-note">{clean(text)}</div>'
+
+
 def hint(which: str) -> str:
     """What an empty pane says (fixed text, no model output)."""
     return f'<p class="pane-hint">{clean(PANE_HINTS[which])}</p>'

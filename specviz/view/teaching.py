@@ -22,7 +22,7 @@ from ..app.state import AppState
 from ..engine import theory
 from .handlers import status_html
 from .plots import lossless_bars, what_if
-from .render import clean, draft_chips, fragment
+from .render import clean, draft_chips, figures_line, fragment
 from ..app.request import RunRequest, prepare, settle
 from ..app.settings import as_float, as_int
 from .visitor import visitor_gone
@@ -30,7 +30,10 @@ from .visitor import visitor_gone
 STEP_MAX_TOKENS = 64           # step mode decodes at most this many tokens (dozens of clicks)
 MIN_SAMPLES, MAX_SAMPLES = 50, 2000   # the lossless check's samples (the slider's range)
 LOSSLESS_EVERY_S = 0.5         # the lossless check's result is redrawn at most this often
-MAX_COST_RATIO = 1.0           # the what-if calculator's c (the slider's range)
+# The what-if calculator's sliders (view/ui.py): a up to MAX_ACCEPTANCE, c up to MAX_COST_RATIO, v in V_RANGE.
+MAX_ACCEPTANCE = 0.99
+MAX_COST_RATIO = 1.0
+V_RANGE = (0.5, 3.0)
 
 
 def _tok(piece: str) -> str:
@@ -215,7 +218,28 @@ def _lossless_summary(r, final: bool = True, note: str = "", tested: bool | None
 
 def what_if_plot(acceptance, cost_ratio, k_max, verify_ratio=theory.GPU_IDEAL_V):
     """The what-if calculator: a, c and v as set (v = 1 is the GPU-ideal case, and the title says so)."""
-    a = min(max(as_float("acceptance rate", acceptance), 0.0), 0.99)
+    a = min(max(as_float("acceptance rate", acceptance), 0.0), MAX_ACCEPTANCE)
     c = min(max(as_float("cost ratio", cost_ratio), 0.0), MAX_COST_RATIO)
     v = min(max(as_float("verify ratio", verify_ratio), 0.1), 10.0)
     return what_if(a, c, v, min(max(as_int("k max", k_max), 2), 32))
+
+
+def machine_figures(app: AppState, key):
+    """The calculator's a, c and v from what the app measured here for the selected pair (app/k_advice.py):
+    its draft's held-out acceptance, and the draft step and verify pass timed at load, at the k offered.
+    Outputs: the a, c and v sliders, and a line saying where they come from (or why there are none yet)."""
+    p = app.presets.get(key)
+    if p is None:
+        return gr.skip(), gr.skip(), gr.skip(), figures_line(
+            "Pick one of the listed pairs: a pair of your own is not measured here.")
+    advice = app.advice.get(p.key)
+    if advice is None:
+        why = ("this host does not time its pairs" if not app.advise_k or p.acceptance is None else
+               "it is timed once loaded: run a race with it first, then press again")
+        return gr.skip(), gr.skip(), gr.skip(), figures_line(f"{p.label} is not measured on this machine yet ({why}).")
+    c, v = advice.costs.c, advice.costs.v(advice.k)
+    # Within the sliders' ranges; the line gives the figures as measured.
+    return (round(min(advice.a, MAX_ACCEPTANCE), 2), round(min(c, MAX_COST_RATIO), 2),
+            round(min(max(v, V_RANGE[0]), V_RANGE[1]), 2),
+            figures_line(f"{p.label}: a = {advice.a:.2f} (its draft's held-out acceptance), c = {c:.3f} and "
+                         f"v = {v:.2f} (a verify pass of {advice.k + 1} tokens), timed here at load."))

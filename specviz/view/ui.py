@@ -20,12 +20,13 @@ from ..app import gpu_calls
 from .api import generate_endpoint
 from ..app.state import CUSTOM, AppState
 from .handlers import RaceUpdate, run_race, starting, stop_run
-from .render import LEGEND, STEP_LEGEND, clean, hint
+from .render import LEGEND, STEP_LEGEND, clean, figures_line, hint
 from ..app.request import FORM_FIELDS
 from ..engine.config import CONFIDENCE_STOP_MAX
 from ..app.settings import as_int
 from ..errors import SpecvizError
-from .teaching import MAX_COST_RATIO, reset_steps, run_lossless, step_round, what_if_plot
+from .teaching import (MAX_ACCEPTANCE, MAX_COST_RATIO, V_RANGE, machine_figures, reset_steps, run_lossless,
+                       step_round, what_if_plot)
 from .workshop_ui import build_workshop_tab
 from .kinds_plot import kinds_from_trace
 from .rules_tab import build_rules_tab
@@ -156,9 +157,9 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                     with gr.Tab("Explain", id="explain") as explain_tab:
                         gr.Markdown(EXPLAIN)
                         with gr.Row():
-                            wi_a = gr.Slider(0, 0.99, value=0.75, step=0.01, label="acceptance rate a", elem_id="whatif-a")
-                            wi_c = gr.Slider(0, 1, value=0.1, step=0.01, label="cost ratio c (draft / target)", elem_id="whatif-c")
-                            wi_v = gr.Slider(0.5, 3, value=1.0, step=0.05, label="verify ratio v (1 = GPU-ideal)",
+                            wi_a = gr.Slider(0, MAX_ACCEPTANCE, value=0.75, step=0.01, label="acceptance rate a", elem_id="whatif-a")
+                            wi_c = gr.Slider(0, MAX_COST_RATIO, value=0.1, step=0.01, label="cost ratio c (draft / target)", elem_id="whatif-c")
+                            wi_v = gr.Slider(*V_RANGE, value=1.0, step=0.05, label="verify ratio v (1 = GPU-ideal)",
                                              elem_id="whatif-v")
                             wi_k = gr.Slider(2, 32, value=12, step=1, label="largest k shown", elem_id="whatif-k")
                         wi_here = gr.Button("Use this machine's figures for the selected pair", size="sm",
@@ -208,7 +209,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         for control in (wi_a, wi_c, wi_v, wi_k):
             control.change(what_if_plot, [wi_a, wi_c, wi_k, wi_v], wi_plot, api_name=False, show_progress="hidden")
         demo.load(what_if_plot, [wi_a, wi_c, wi_k, wi_v], wi_plot, api_name=False)
-        wi_here.click(partial(_machine_figures, app), [preset], [wi_a, wi_c, wi_v, wi_here_note], api_name=False,
+        wi_here.click(partial(machine_figures, app), [preset], [wi_a, wi_c, wi_v, wi_here_note], api_name=False,
                       show_progress="hidden")
         # The workshop's exercises choose their own pair and settings: the settings column is hidden
         # while its tab is open (in the page only, no request), and comes back with any other tab.
@@ -241,29 +242,6 @@ def prompt_placeholder(chat: bool) -> str:
 
 def _prompt_tip(chat):
     return gr.Textbox(placeholder=prompt_placeholder(bool(chat)))      # the placeholder only; the text stays
-
-
-def _machine_figures(app: AppState, key):
-    """The calculator's a, c and v from what the app measured here for the selected pair (app/k_advice.py):
-    its draft's held-out acceptance, and the draft step and verify pass timed at load, at the k offered."""
-    p = app.presets.get(key)
-    if p is None:
-        return gr.skip(), gr.skip(), gr.skip(), _note("Pick one of the listed pairs: a pair of your own is not measured here.")
-    advice = app.advice.get(p.key)
-    if advice is None:
-        why = ("this host does not time its pairs" if not app.advise_k or p.acceptance is None else
-               "it is timed once loaded: run a race with it first, then press again")
-        return gr.skip(), gr.skip(), gr.skip(), _note(f"{p.label} is not measured on this machine yet ({why}).")
-    c, v = advice.costs.c, advice.costs.v(advice.k)
-    # Within the sliders' ranges (a below 1, c up to 1, v from 0.5 to 3); the note gives the figures as measured.
-    return (round(min(advice.a, 0.99), 2), round(min(c, MAX_COST_RATIO), 2), round(min(max(v, 0.5), 3.0), 2),
-            _note(f"{p.label}: a = {advice.a:.2f} (its draft's held-out acceptance), c = {c:.3f} and "
-                  f"v = {v:.2f} (a verify pass of {advice.k + 1} tokens), timed here at load."))
-
-
-def _note(text: str) -> str:
-    """A measured-figures line (the k note's style), escaped."""
-    return f'<div class="k-note">{clean(text)}</div>'
 
 
 def _fetch_html(app: AppState) -> str:
@@ -323,4 +301,4 @@ def _k_measured(app: AppState, key, k):
 
 def _k_note_html(app: AppState, preset) -> str:
     note = app.k_note(preset)
-    return _note(note) if note else ""
+    return figures_line(note) if note else ""

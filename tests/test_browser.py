@@ -265,6 +265,14 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
         offered = app.advice["tiny"].k
         assert f"k = {offered} suits this machine" in pg.inner_text("#k-note .prose")
         assert pg.input_value("#k input[type=number]") == str(offered)
+        # A page opened now, on the page built before the measurement, gets both at load.
+        fresh = context.new_page()
+        fresh.goto(url)
+        fresh.wait_for_selector("#run")
+        fresh.wait_for_function("document.querySelector('#k-note .prose')?.innerText.includes('suits this machine')",
+                                timeout=15_000)
+        assert fresh.input_value("#k input[type=number]") == str(offered)
+        fresh.close()
         # The Explain tab's calculator takes the same measurement on request.
         pg.click("button[role=tab]:has-text('Explain')")
         pg.click("#whatif-here")

@@ -227,7 +227,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         preset.change(partial(_watch_k, app), [preset], [k_watch], api_name=False, show_progress="hidden")
         # The k measured for the pair on this machine (a background calibration after its load): at
         # page load, and while k_watch ticks (the pair is loading or being measured).
-        demo.load(partial(_offered_k, app), [preset], [k, k_note, k_watch], api_name=False, show_progress="hidden")
+        demo.load(partial(_k_measured, app), [preset, k], [k, k_note, k_watch], api_name=False, show_progress="hidden")
         k_watch.tick(partial(_k_measured, app), [preset, k], [k, k_note, k_watch], api_name=False,
                      show_progress="hidden")
     return demo
@@ -269,15 +269,6 @@ def _on_preset(app: AppState, key, prompt=None):
             gr.Checkbox(value=p.chat, interactive=p.chat), _k_note_html(app, p), p.confidence_stop, new_prompt)
 
 
-def _offered_k(app: AppState, key):
-    """At page load: the k measured for the selected pair, and its line (unchanged before it is
-    measured; the watch ticks meanwhile if the measurement is under way)."""
-    p = app.presets.get(key)
-    if p is None or p.key not in app.advice:
-        return gr.skip(), gr.skip(), _watch_k(app, key)
-    return app.suggested_k(p), _k_note_html(app, p), gr.Timer(active=False)
-
-
 def _watch_k(app: AppState, key):
     """Tick (k_watch) while the pair's k advice is on its way: loading, or waiting to be measured."""
     p = app.presets.get(key)
@@ -285,18 +276,17 @@ def _watch_k(app: AppState, key):
 
 
 def _k_measured(app: AppState, key, k):
-    """A k_watch tick: once the pair is measured, its line, and its k where the visitor left the
-    preset's (a k they chose stays); the watch stops then, or when nothing is on its way."""
+    """At page load, after a race and on each k_watch tick: once the pair is measured, its line, and its
+    k where the visitor left the preset's (a k they chose stays; at load the box holds the preset's);
+    the watch stops then, or ticks on while the measurement is on its way."""
     p = app.presets.get(key)
-    if p is None:
-        return gr.skip(), gr.skip(), gr.Timer(active=False)
-    if p.key in app.advice:
-        try:
-            moved = as_int("k", k) != p.k
-        except SpecvizError:          # a k box left unreadable is the visitor's: leave it to the form's check
-            moved = True
-        return (gr.skip() if moved else app.suggested_k(p)), _k_note_html(app, p), gr.Timer(active=False)
-    return gr.skip(), gr.skip(), gr.Timer(active=app.advice_pending(p))
+    if p is None or p.key not in app.advice:
+        return gr.skip(), gr.skip(), _watch_k(app, key)
+    try:
+        moved = as_int("k", k) != p.k
+    except SpecvizError:          # a k box left unreadable is the visitor's: leave it to the form's check
+        moved = True
+    return (gr.skip() if moved else app.suggested_k(p)), _k_note_html(app, p), gr.Timer(active=False)
 
 
 def _k_note_html(app: AppState, preset) -> str:

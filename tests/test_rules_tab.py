@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from scripts.color_check import to_lab, to_linear
 from specviz.app.profile import Limits
 from specviz.app.state import AppState
 from specviz.engine.events import Accepted, Drafted, Rejected
@@ -28,13 +29,8 @@ def app(tiny_dirs):
 
 
 def delta_e(a: str, b: str) -> float:
-    """CIELAB Delta E 1976 between two '#rrggbb' colours (sRGB, D65)."""
-    def lab(h):
-        c = np.array([int(h[i:i + 2], 16) for i in (1, 3, 5)]) / 255
-        c = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
-        xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ c
-        f = np.cbrt(xyz / np.array([0.95047, 1.0, 1.08883]))
-        return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+    """CIELAB Delta E 1976 between two '#rrggbb' colours, with scripts/color_check.py's conversion."""
+    lab = lambda h: to_lab(to_linear([int(h[i:i + 2], 16) for i in (1, 3, 5)]))      # noqa: E731
     return float(np.linalg.norm(lab(a) - lab(b)))
 
 

@@ -91,13 +91,18 @@
   const narrow = () => document.body.classList.toggle("narrow", window.innerWidth < 640);
   narrow();
   window.addEventListener("resize", narrow);
+  // body[data-settings-fold="done"] says the fold has happened (or was not needed): until then a
+  // phone's settings may still be open, and a tap on their header would be undone by the fold.
   if (window.innerWidth < 640) {
     const fold = () => {
       const head = document.querySelector("#settings > button, #settings .label-wrap");
       if (!head) { setTimeout(fold, 200); return; }
       if (head.classList.contains("open") || head.getAttribute("aria-expanded") === "true") head.click();
+      document.body.dataset.settingsFold = "done";
     };
     fold();
+  } else {
+    document.body.dataset.settingsFold = "done";
   }
 
   // Step mode from the keyboard: the right arrow or the space bar is "Next round" (not while typing).

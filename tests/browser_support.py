@@ -69,9 +69,16 @@ def set_slider(page, elem_id: str, value) -> None:
     box.press("Enter")
 
 
+def wait_settings_fold(page) -> None:
+    """A phone folds the settings once the page has rendered (assets/page.js): wait for that, so a
+    test never reads them as open just before the fold (CI: the fold then hid #max-new under it)."""
+    page.wait_for_selector("body[data-settings-fold=done]", state="attached")
+
+
 def run_race(page, prompt: str, max_new: int = 64, temperature: float = 0.0):
     # A phone folds the settings away (below 640 px): open them. Elsewhere they are open: wait for
     # them, never click (a page still rendering read as folded, and the click then folded it).
+    wait_settings_fold(page)
     if page.viewport_size["width"] < 640 and not page.locator("#max-new").is_visible():
         page.click("#settings > button.label-wrap")
     page.wait_for_selector("#max-new input[type=number]", state="visible")

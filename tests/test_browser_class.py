@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tests.browser_support import (PASS_DELAY_S, app_url, browser, page, run_race, set_slider,  # noqa: F401
-                                slow_target, wait_finished)
+                                   slow_target, wait_finished, wait_settings_fold)
 
 pytestmark = pytest.mark.slow    # Chromium driving the served app
 
@@ -22,13 +22,14 @@ def open_page(browser, app_url, size):
     pg = context.new_page()
     pg.goto(app_url)
     pg.wait_for_selector("#run")
-    pg.wait_for_timeout(400)          # the phone layout folds its settings on load
+    wait_settings_fold(pg)            # the phone layout folds its settings on load
     return context, pg
 
 
 def race(pg, prompt, max_new):
     """run_race, opening the settings first where a phone folded them (and folding them again)."""
     head = pg.locator("#settings > button.label-wrap")
+    wait_settings_fold(pg)
     folded = not pg.locator("#max-new").is_visible()
     if folded:
         head.click()
@@ -82,7 +83,6 @@ def test_a_phone_sees_whole_plots_and_the_whole_rules_table(browser, app_url):
     try:
         pg.goto(app_url)
         pg.wait_for_selector("#run")
-        pg.wait_for_timeout(400)
         race(pg, "def add(a, b):\n    return", 24)
         wait_finished(pg)
         pg.wait_for_selector("#plot-race .js-plotly-plot .main-svg", timeout=20_000)

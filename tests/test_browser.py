@@ -281,6 +281,13 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
         assert pg.input_value("#whatif-a input[type=number]") == "0.6"
         costs = app.advice["tiny"].costs
         assert float(pg.input_value("#whatif-c input[type=number]")) == round(min(costs.c, 1.0), 2)
+        # Both lines of measured figures read as notes, smaller than the page's text (the calculator's
+        # line had the k note's class, whose style was scoped to #k-note, so it came out at body size).
+        size = "e => parseFloat(getComputedStyle(e).fontSize)"
+        note_px = pg.eval_on_selector("#whatif-here-note .prose > div", size)
+        body_px = pg.eval_on_selector("#whatif-here-note .prose", size)
+        assert note_px < body_px
+        assert pg.eval_on_selector("#k-note .prose > div", size) == note_px
     finally:
         context.close()
         demo.close()

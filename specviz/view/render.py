@@ -100,7 +100,7 @@ PANE_HINTS = {
 
 def figures_line(text: str) -> str:
     """A line of figures measured on this machine (the offered k's, the calculator's), escaped."""
-    return f'<div class="k-note">{clean(text)}</div>'
+    return f'<div class="figures-line">{clean(text)}</div>'
 
 
 def hint(which: str) -> str:

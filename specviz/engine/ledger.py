@@ -106,17 +106,22 @@ def _kept(a: float, only: str = "") -> str:
     return f"the target accepted {only}{_pct(a)} of the drafts it judged"
 
 
+def _is_setting(k: float) -> bool:
+    """A ledger's k is the mean drafts a round made: a whole number is the setting itself; anything
+    else means some rounds were cut short (the confidence stop, the end of the run)."""
+    return float(k).is_integer()
+
+
 def k_label(k: float) -> str:
     """How a ledger names its k: `k = 3`, or `2.94 drafts a round` where rounds were cut short
     (the mean is what the formula used; it is not a setting anyone chose)."""
-    return f"k = {k:g}" if float(k).is_integer() else f"{k:.3g} drafts a round"
+    return f"k = {k:g}" if _is_setting(k) else f"{k:.3g} drafts a round"
 
 
 def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) -> str:
     if verdict == "unmeasured" or None in (a, c, v):
         return "Not enough of a race to tell: no draft was judged, or one lane made no tokens."
-    # k is the mean drafts a round made: the setting, or less where rounds were cut short (say which)
-    drafts = f"a round of k = {k:g} drafts" if float(k).is_integer() else f"a round ({k:.3g} drafts on average)"
+    drafts = f"a round of k = {k:g} drafts" if _is_setting(k) else f"a round ({k:.3g} drafts on average)"
     cost = k * c + v                     # a round, in plain steps
     # Each ingredient named with its own value: "2.86 × c = 0.14" read as c = 0.14 beside a strip saying 0.050.
     price = (f"{drafts} cost {cost:.2f} plain steps ({k:.3g} draft steps at c = {c:.3f} each, then a verify pass "

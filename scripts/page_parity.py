@@ -6,9 +6,10 @@ is read from the page's `#speedup` element (data-value). Prints both per prompt 
 repeats), the medians over prompts and the page/CLI ratio (the app's goal: within 15%). The app
 runs with the threads app.py would give it on this machine (app/cpu_threads.py). Greedy; by default the
 bundled pair at k = 4 with its code prompts; `--preset smollm2` takes the held-out prompt file
-(benchmarks/heldout-prompts.json: each prompt's chat switch as the file says) and the preset's k.
+(benchmarks/heldout-prompts.json, or --prompt-file: each prompt's chat switch as the file says) and the preset's k.
 
-    python scripts/page_parity.py [--preset bundled|smollm2] [--prompts 5] [--max-new-tokens 128] [--k K] [--out FILE.json]
+    python scripts/page_parity.py [--preset bundled|smollm2] [--prompt-file F] [--prompts 5] [--max-new-tokens 128]
+                                  [--k K] [--out FILE.json]
 """
 import argparse
 import json
@@ -88,6 +89,9 @@ def main() -> int:
     parser.add_argument("--out", default=None)
     parser.add_argument("--repeats", type=int, default=3, help="runs per prompt on each side (medians)")
     parser.add_argument("--threads", type=int, default=None, help="the app's --threads (default: as app.py)")
+    parser.add_argument("--prompt-file", default=os.path.join("benchmarks", "heldout-prompts.json"),
+                        help="SmolLM2's prompts (kind chat/code; default the held-out set; "
+                             "benchmarks/unseen-prompts.json was never used to train or choose anything)")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -108,7 +112,7 @@ def main() -> int:
         prompts = [{"text": t, "chat": False} for t in PROMPTS]
     else:
         from specviz.bench.prompts import load_prompts
-        held_out = load_prompts(os.path.join(ROOT, "benchmarks", "heldout-prompts.json"))
+        held_out = load_prompts(os.path.join(ROOT, args.prompt_file))
         chat, code = [p for p in held_out if p["kind"] == "chat"], [p for p in held_out if p["kind"] == "code"]
         prompts = [p for pair in zip(chat, code) for p in pair]       # alternating: half chat, half code
     demo, url = serve(app)
@@ -145,7 +149,8 @@ def main() -> int:
           f"({'within' if abs(ratio - 1) <= 0.15 else 'NOT within'} 15%)")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"preset": args.preset, "k": args.k, "max_new_tokens": args.max_new_tokens, "rows": rows, "cli_median": cli_med,
+            json.dump({"command": "python " + " ".join(sys.argv), "preset": args.preset,
+                       "prompt_file": None if args.preset == "bundled" else args.prompt_file, "k": args.k, "max_new_tokens": args.max_new_tokens, "rows": rows, "cli_median": cli_med,
                        "page_median": page_med, "page_over_cli": ratio, "cores": os.cpu_count(),
                        "date": time.strftime("%Y-%m-%d")}, f, indent=1)
     return 0

@@ -91,7 +91,7 @@ def _bar(name: str, lane, scale: float) -> str:
     passes = f"{lane.target_passes} target pass" + ("" if lane.target_passes == 1 else "es")
     return (f'<div class="lane-row"><div class="lane-name">{clean(name)}<br><small>{lane.total_s:.2f} s · '
             f'{lane.tokens} tokens · {passes}</small></div><div class="bar">{"".join(segments)}</div>'
-            f'<div class="lane-words">{" · ".join(words)}</div></div>')
+            f'<div class="lane-words">{"".join(words)}</div></div>')
 
 
 def ledger_html(led, stopped: bool = False, path: str = "") -> str:

@@ -65,9 +65,20 @@ def path_line(stats) -> str:
         lines.append(f"Decode path: {', '.join(paths)} (captured in an earlier race: no capture cost in this one).")
     drafts = sorted({getattr(d, "draft_path", "") or "" for d in dones} - {"", "eager"})
     if drafts:
-        lines.append(f"Draft steps: {', '.join(drafts)} (a short loop instead of transformers' forward, "
-                     f"weights chosen by timing on this machine; the target decides the output either way).")
+        lines.append(f"Draft steps: {', '.join(_draft_words(p) for p in drafts)}, instead of transformers' forward "
+                     f"(faster here; the weights were chosen by timing this machine). The target decides the output "
+                     f"either way.")
     return " ".join(lines)
+
+
+def _draft_words(path: str) -> str:
+    """A draft path in the page's words: engine/lean_draft.py's "lean eager, int8 weights" is, to a
+    visitor, a short loop over the draft's own layers with 8-bit weights."""
+    if not path.startswith("lean eager, "):
+        return path
+    fmt = path.removeprefix("lean eager, ").removesuffix(" weights")
+    kind = {"int8": "8-bit integer (int8)", "fp32": "32-bit float (fp32)"}.get(fmt, fmt)
+    return f"a short loop over the draft's own layers with {kind} weights"
 
 
 def _num(x, fmt=".2f") -> str:

@@ -14,6 +14,7 @@ bundled pair at k = 4 with its code prompts; `--preset smollm2` takes the held-o
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -91,7 +92,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None, help="the app's --threads (default: as app.py)")
     parser.add_argument("--prompt-file", default=os.path.join("benchmarks", "heldout-prompts.json"),
                         help="SmolLM2's prompts (kind chat/code; default the held-out set; "
-                             "benchmarks/unseen-prompts.json was never used to train or choose anything)")
+                             "benchmarks/unseen-prompts.json chose nothing, though one request is near a training one; "
+                             "the bundled pair takes its own code prompts)")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -135,7 +137,7 @@ def main() -> int:
                 shown = statistics.median(p[0] for p in pages)
                 others = max((p[2] for p in pages if p[2] is not None), default=None)
                 status = pages[-1][1]
-                rows.append({"prompt": prompt["text"], "chat": prompt["chat"], "cli": cli, "page": shown, "other_programs_cpu_share": others,
+                rows.append({"prompt": prompt["text"], "kind": prompt.get("kind", "code"), "chat": prompt["chat"], "cli": cli, "page": shown, "other_programs_cpu_share": others,
                              "status": status})
                 busy = "—" if others is None else f"{others:.0%} (most)"
                 print(f"{prompt['text'][:40]!r:44} CLI {cli:.2f}x   page {shown:.2f}x   others' CPU {busy}", flush=True)
@@ -149,7 +151,7 @@ def main() -> int:
           f"({'within' if abs(ratio - 1) <= 0.15 else 'NOT within'} 15%)")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"command": "python " + " ".join(sys.argv), "preset": args.preset,
+            json.dump({"command": "python " + shlex.join(sys.argv), "preset": args.preset,
                        "prompt_file": None if args.preset == "bundled" else args.prompt_file, "k": args.k, "max_new_tokens": args.max_new_tokens, "rows": rows, "cli_median": cli_med,
                        "page_median": page_med, "page_over_cli": ratio, "cores": os.cpu_count(),
                        "date": time.strftime("%Y-%m-%d")}, f, indent=1)

@@ -47,6 +47,7 @@ def main() -> int:
                                     has_touch=True)
             page.goto(url + ("/?__theme=dark" if args.dark else ""))
             page.wait_for_selector("#run")
+            page.wait_for_selector("body[data-settings-fold=done]", state="attached")   # assets/page.js
             folded = not page.locator("#max-new").is_visible()      # a phone folds the settings away
             if folded:
                 page.click("#settings > button.label-wrap")

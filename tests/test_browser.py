@@ -118,12 +118,12 @@ def test_step_mode_advances_rounds(page):
     keyed = set(page.eval_on_selector_all("#step-legend .tok", kinds))
     assert page.is_visible("#step-legend") and "tok-pending" in shown and shown <= keyed, (shown, keyed)
     # A drafted lone space ("·", as engine/detokenize.visible draws it) is a chip one can see and tap, not a
-    # dot 4 px wide: every pending chip is at least half its font size wide, whatever the draft made.
+    # dot 4 px wide: every pending chip is at least 0.75 of its font size wide, whatever the draft made.
     page.eval_on_selector("#step-explain", "e => e.insertAdjacentHTML('beforeend', "
                           "'<span class=\"tok tok-pending\" id=\"lone-space\">·</span>')")
     narrow = page.eval_on_selector_all(
         "#step-pane .tok-pending, #step-explain .tok-pending",
-        "els => els.filter(e => e.getBoundingClientRect().width < 0.5 * parseFloat(getComputedStyle(e).fontSize))"
+        "els => els.filter(e => e.getBoundingClientRect().width < 0.75 * parseFloat(getComputedStyle(e).fontSize))"
         ".map(e => e.textContent)")
     assert narrow == [], narrow
 

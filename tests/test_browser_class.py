@@ -92,7 +92,9 @@ def test_a_phone_sees_whole_plots_and_the_whole_rules_table(browser, app_url):
             assert bar.count() == 0 or not bar.first.is_visible(), plot
         # The time ledger's bars take the pane's width under their lane's name (beside it they were 160 px),
         # and its key wraps item by item (a line began with a lone "·" separator).
-        for bar in pg.locator("#ledger .bar").all():
+        bars = pg.locator("#ledger .bar")
+        assert bars.count() == 2
+        for bar in bars.all():
             assert bar.bounding_box()["width"] >= 300
         keys = pg.eval_on_selector_all("#ledger .lane-words", "els => els.map(e => e.innerText)")
         assert len(keys) == 2 and not any("·" in k for k in keys), keys

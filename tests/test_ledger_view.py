@@ -43,6 +43,8 @@ def test_the_gpu_path_and_its_one_time_capture_are_said():
     assert path_line(lean).startswith("Draft steps: a short loop over the draft's own layers with 8-bit integer "
                                       "(int8) weights, instead of transformers' forward")
     assert "lean eager" not in path_line(lean)
+    fp32 = SimpleNamespace(done={"spec": SimpleNamespace(decode_path="eager", draft_path="lean eager, fp32 weights")})
+    assert "with 32-bit float (fp32) weights, instead of transformers' forward" in path_line(fp32)
     out = ledger_html(build(SPEC, PLAIN), path=line)
     assert 'class="decode-path"' in out and "captured in 3.2 s" in out
     assert 'class="decode-path"' not in ledger_html(build(SPEC, PLAIN))

@@ -66,8 +66,8 @@ def path_line(stats) -> str:
     drafts = sorted({getattr(d, "draft_path", "") or "" for d in dones} - {"", "eager"})
     if drafts:
         lines.append(f"Draft steps: {', '.join(_draft_words(p) for p in drafts)}, instead of transformers' forward "
-                     f"(faster here; the weights were chosen by timing this machine). The target decides the output "
-                     f"either way.")
+                     f"(the weights' format chosen by timing on this machine). The target decides the output either "
+                     f"way.")
     return " ".join(lines)
 
 
@@ -102,7 +102,7 @@ def _bar(name: str, lane, scale: float) -> str:
     passes = f"{lane.target_passes} target pass" + ("" if lane.target_passes == 1 else "es")
     return (f'<div class="lane-row"><div class="lane-name">{clean(name)}<br><small>{lane.total_s:.2f} s · '
             f'{lane.tokens} tokens · {passes}</small></div><div class="bar">{"".join(segments)}</div>'
-            f'<div class="lane-words">{"".join(words)}</div></div>')
+            f'<div class="lane-words">{" ".join(words)}</div></div>')     # the space: for copied text
 
 
 def ledger_html(led, stopped: bool = False, path: str = "") -> str:

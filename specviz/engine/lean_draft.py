@@ -47,6 +47,19 @@ from ..models.packed_linear import PackedLinear, mkl_packing_available
 
 ENV = "SPECVIZ_DRAFT_STEP"            # auto (default) | fp32 | int8 | transformers
 INT8_GAIN = 0.9                       # int8 is chosen when its step takes < 90% of the fp32 step's time
+PATH_PREFIX = "lean eager, "          # how a draft path names this step: "lean eager, int8 weights"
+
+
+def path_of(fmt: str) -> str:
+    """The draft path (Done.stats.draft_path, the bench's JSON) of the lean step with `fmt` weights."""
+    return f"{PATH_PREFIX}{fmt} weights"
+
+
+def format_of(path: str) -> str | None:
+    """The weights' format a draft path names ("int8", "fp32"), or None when it is not the lean step."""
+    return path.removeprefix(PATH_PREFIX).removesuffix(" weights") if path.startswith(PATH_PREFIX) else None
+
+
 FIRST_CAPACITY = 256                  # cache positions; doubled when a feed would overflow them
 _built: "weakref.WeakKeyDictionary[torch.nn.Module, LeanWeights | None]" = weakref.WeakKeyDictionary()
 _lock = threading.Lock()              # many visitors may start the first race on a model at once
@@ -124,7 +137,7 @@ class LeanWeights:
         cfg = model.config
         rows = Int8Rows if fmt == "int8" else Fp32Rows
         self.format = fmt
-        self.path = f"lean eager, {fmt} weights"            # what Done.stats.draft_path and the bench say
+        self.path = path_of(fmt)                           # what Done.stats.draft_path and the bench say
         self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
         self.eps = cfg.rms_norm_eps
         dec = model.model

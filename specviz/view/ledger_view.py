@@ -10,6 +10,7 @@ here computes a figure.
 from __future__ import annotations
 
 from ..engine import ledger as ledger_mod
+from ..engine.lean_draft import format_of
 from ..engine.measures import LaneTally
 from .render import clean
 
@@ -74,9 +75,9 @@ def path_line(stats) -> str:
 def _draft_words(path: str) -> str:
     """A draft path in the page's words: engine/lean_draft.py's "lean eager, int8 weights" is, to a
     visitor, a short loop over the draft's own layers with 8-bit weights."""
-    if not path.startswith("lean eager, "):
+    fmt = format_of(path)
+    if fmt is None:
         return path
-    fmt = path.removeprefix("lean eager, ").removesuffix(" weights")
     kind = {"int8": "8-bit integer (int8)", "fp32": "32-bit float (fp32)"}.get(fmt, fmt)
     return f"a short loop over the draft's own layers with {kind} weights"
 

@@ -111,7 +111,7 @@ def main() -> int:
     preset = get_preset(args.preset)
     args.k = args.k or preset.k
     if args.preset == "bundled":
-        prompts = [{"text": t, "chat": False} for t in PROMPTS]
+        prompts = [{"text": t, "chat": False, "kind": "code"} for t in PROMPTS]
     else:
         from specviz.bench.prompts import load_prompts
         held_out = load_prompts(os.path.join(ROOT, args.prompt_file))
@@ -137,8 +137,8 @@ def main() -> int:
                 shown = statistics.median(p[0] for p in pages)
                 others = max((p[2] for p in pages if p[2] is not None), default=None)
                 status = pages[-1][1]
-                rows.append({"prompt": prompt["text"], "kind": prompt.get("kind", "code"), "chat": prompt["chat"], "cli": cli, "page": shown, "other_programs_cpu_share": others,
-                             "status": status})
+                rows.append({"prompt": prompt["text"], "kind": prompt["kind"], "chat": prompt["chat"], "cli": cli,
+                             "page": shown, "other_programs_cpu_share": others, "status": status})
                 busy = "—" if others is None else f"{others:.0%} (most)"
                 print(f"{prompt['text'][:40]!r:44} CLI {cli:.2f}x   page {shown:.2f}x   others' CPU {busy}", flush=True)
             browser.close()
@@ -152,7 +152,8 @@ def main() -> int:
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"command": "python " + shlex.join(sys.argv), "preset": args.preset,
-                       "prompt_file": None if args.preset == "bundled" else args.prompt_file, "k": args.k, "max_new_tokens": args.max_new_tokens, "rows": rows, "cli_median": cli_med,
+                       "prompt_file": None if args.preset == "bundled" else args.prompt_file, "k": args.k,
+                       "max_new_tokens": args.max_new_tokens, "rows": rows, "cli_median": cli_med,
                        "page_median": page_med, "page_over_cli": ratio, "cores": os.cpu_count(),
                        "date": time.strftime("%Y-%m-%d")}, f, indent=1)
     return 0

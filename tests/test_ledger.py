@@ -217,3 +217,15 @@ def test_a_race_with_no_phase_timings_still_gets_a_ledger():
     led = build(LaneTally(rounds=2, drafted=8, accepted=5, rejected=2, tokens=8, elapsed_s=0.5),
                 LaneTally(tokens=8, elapsed_s=0.6))
     assert led.theory is None and led.verdict == "faster" and led.cause
+
+
+def test_the_strip_s_speedup_data_is_the_shown_number_unrounded():
+    """#speedup's data-value is the float itself: at 4 decimals a speedup of 0.955012 was written 0.9550,
+    which reads back as 0.95 where the strip and the status show 0.96 (a CI run met it)."""
+    import re
+    from specviz.view.race_view import RaceView
+    view = RaceView(3)
+    view.stats.measured_speedup = lambda: 0.955012
+    strip = view.strip()
+    value = float(re.search(r'id="speedup" data-value="([^"]+)"', strip).group(1))
+    assert value == 0.955012 and re.search(rf'id="speedup"[^>]*>{value:.2f}×<', strip)

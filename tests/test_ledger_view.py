@@ -44,7 +44,15 @@ def test_the_gpu_path_and_its_one_time_capture_are_said():
                                       "(int8) weights, instead of transformers' forward")
     assert "lean eager" not in path_line(lean)
     fp32 = SimpleNamespace(done={"spec": SimpleNamespace(decode_path="eager", draft_path="lean eager, fp32 weights")})
-    assert "with 32-bit float (fp32) weights, instead of transformers' forward" in path_line(fp32)
+    assert "with 32-bit float (fp32) weights, instead of transformers' forward." in path_line(fp32)
+    # How the format was chosen is the lane's record: timed here, or set by the developer override.
+    timed = SimpleNamespace(done={"spec": SimpleNamespace(draft_path="lean eager, int8 weights",
+                                                          draft_format_by="chosen by timing on this machine")})
+    assert "(the weights' format chosen by timing on this machine)" in path_line(timed)
+    forced = SimpleNamespace(done={"spec": SimpleNamespace(draft_path="lean eager, int8 weights",
+                                                           draft_format_by="set by SPECVIZ_DRAFT_STEP=int8")})
+    assert "(the weights' format set by SPECVIZ_DRAFT_STEP=int8)" in path_line(forced)
+    assert "timing" not in path_line(forced)
     out = ledger_html(build(SPEC, PLAIN), path=line)
     assert 'class="decode-path"' in out and "captured in 3.2 s" in out
     assert 'class="decode-path"' not in ledger_html(build(SPEC, PLAIN))

@@ -123,8 +123,10 @@ def path_stats(target, draft=None) -> dict:
     """What `Done.stats` says about how a lane decoded: `decode_path` (the target's: "eager",
     "CUDA graphs", "torch.compile", or "eager replay" for the graph path off CUDA), `capture_s`,
     the seconds this run spent capturing graphs (0 when its pooled caches had them), and
-    `draft_path`, how the draft model stepped ("" without one; e.g. "lean eager, int8 weights")."""
+    `draft_path`, how the draft model stepped ("" without one; e.g. "lean eager, int8 weights"), and
+    `draft_format_by`, how the lean step's weights' format was chosen ("" for any other step)."""
     present = [m for m in (target, draft) if m is not None]
     return {"decode_path": getattr(target, "decode_path", "eager") if target is not None else "eager",
             "capture_s": sum(getattr(m, "capture_s", 0.0) for m in present),
-            "draft_path": getattr(draft, "decode_path", "eager") if draft is not None else ""}
+            "draft_path": getattr(draft, "decode_path", "eager") if draft is not None else "",
+            "draft_format_by": getattr(draft, "format_by", "") if draft is not None else ""}

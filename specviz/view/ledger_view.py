@@ -66,9 +66,10 @@ def path_line(stats) -> str:
         lines.append(f"Decode path: {', '.join(paths)} (captured in an earlier race: no capture cost in this one).")
     drafts = sorted({getattr(d, "draft_path", "") or "" for d in dones} - {"", "eager"})
     if drafts:
-        lines.append(f"Draft steps: {', '.join(_draft_words(p) for p in drafts)}, instead of transformers' forward "
-                     f"(the weights' format chosen by timing on this machine). The target decides the output either "
-                     f"way.")
+        why = sorted({getattr(d, "draft_format_by", "") or "" for d in dones} - {""})
+        how = f" (the weights' format {'; '.join(why)})" if why else ""
+        lines.append(f"Draft steps: {', '.join(_draft_words(p) for p in drafts)}, instead of transformers' "
+                     f"forward{how}. The target decides the output either way.")
     return " ".join(lines)
 
 

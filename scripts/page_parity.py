@@ -90,11 +90,17 @@ def main() -> int:
     parser.add_argument("--out", default=None)
     parser.add_argument("--repeats", type=int, default=3, help="runs per prompt on each side (medians)")
     parser.add_argument("--threads", type=int, default=None, help="the app's --threads (default: as app.py)")
-    parser.add_argument("--prompt-file", default=os.path.join("benchmarks", "heldout-prompts.json"),
-                        help="SmolLM2's prompts (kind chat/code; default the held-out set; "
+    parser.add_argument("--prompt-file", default=None,
+                        help="SmolLM2's prompts (kind chat/code; default benchmarks/heldout-prompts.json; "
                              "benchmarks/unseen-prompts.json chose nothing, though one request is near a training one; "
-                             "the bundled pair takes its own code prompts)")
+                             "not with the bundled pair, which races its own code prompts)")
     args = parser.parse_args()
+    if args.preset == "bundled" and args.prompt_file:
+        # It was ignored silently: a run meant for a prompt file measured the built-in prompts instead.
+        parser.error("--prompt-file is for --preset smollm2: the bundled pair is a small code model without a "
+                     "chat template and races its own code prompts")
+    if args.preset != "bundled":
+        args.prompt_file = args.prompt_file or os.path.join("benchmarks", "heldout-prompts.json")
 
     from playwright.sync_api import sync_playwright
 

@@ -165,3 +165,15 @@ def test_assisted_generation_hides_transformers_warning_about_its_own_call(pair,
         assert len(assisted_run()) == 1                               # the control: transformers does log it
     finally:
         log.removeHandler(handler)
+
+
+def test_page_parity_refuses_a_prompt_file_it_would_not_use():
+    """scripts/page_parity.py ran the bundled pair's own prompts when given --prompt-file, silently: a
+    run meant for a file's prompts measured others. It now refuses before starting anything."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = Path(__file__).resolve().parent.parent / "scripts" / "page_parity.py"
+    run = subprocess.run([sys.executable, str(script), "--preset", "bundled", "--prompt-file",
+                          "benchmarks/unseen-prompts.json"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "--prompt-file is for --preset smollm2" in run.stderr, run.stderr

@@ -13,8 +13,10 @@ Greedy rounds are then replayed by counting (a draft is accepted while it equals
     python scripts/draft_headroom.py --preset smollm2 --draft /tmp/smollm2-draft-more   # a candidate draft
     SPECVIZ_DRAFT_STEP=fp32 python scripts/draft_headroom.py --preset smollm2   # the draft's fp32 weights
 
-Prints the draft's top-1 agreement, how often its second choice is the target's token, and tokens per
-round (with the tokens a verify pass holds) for k = 2..5 with and without siblings, as JSON lines.
+Prints the draft's top-1 agreement, how often its second choice is the target's token, tokens per
+round (with the tokens a verify pass holds) for k = 2..5 with and without siblings, and where the misses
+are (the draft's agreement by the target's own confidence; how many misses a copy of the token that
+followed the same token earlier in the context would have caught), as JSON lines.
 """
 from __future__ import annotations
 
@@ -35,9 +37,11 @@ from specviz.bench.runner import hf_generate  # noqa: E402
 from specviz.engine.cached_model import cached_model  # noqa: E402
 
 
-def hits(pair, prompts, new_tokens: int) -> tuple[list[list[bool]], list[list[bool]]]:
-    """Per prompt and position: is the draft's first choice the target's token; is its second?"""
-    first, second = [], []
+def hits(pair, prompts, new_tokens: int) -> tuple[list[list[bool]], list[list[bool]], list[dict]]:
+    """Per prompt and position: is the draft's first choice the target's token; is its second? And per
+    position, what kind of miss it is (`where`): the target's own probability of its token, and whether
+    that token followed the same previous token earlier in prompt + text (a copy would have found it)."""
+    first, second, where = [], [], []
     with torch.inference_mode():
         for p in prompts:
             ids = prompt_ids(pair, p)
@@ -50,7 +54,29 @@ def hits(pair, prompts, new_tokens: int) -> tuple[list[list[bool]], list[list[bo
             top2 = logits.topk(2, -1).indices.tolist()
             first.append([t[0] == c for t, c in zip(top2, continuation)])
             second.append([t[1] == c for t, c in zip(top2, continuation)])
-    return first, second
+            # The target's probability of the token it chose (its greedy argmax) at each position.
+            probs = pair.target(sequence).logits[0, -len(continuation):].float().softmax(-1)
+            sure = probs.max(-1).values.tolist()
+            text = ids + continuation
+            for i, token in enumerate(continuation):
+                at = len(ids) + i
+                before = text[:at]
+                copyable = any(before[j] == before[-1] and before[j + 1] == token for j in range(len(before) - 1))
+                where.append({"sure": sure[i], "copyable": copyable, "hit": first[-1][i]})
+    return first, second, where
+
+
+def misses(where: list[dict]) -> list[dict]:
+    """Agreement by the target's confidence, and how many misses a bigram copy from the context holds."""
+    rows = []
+    for low, high in ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.9), (0.9, 1.01)):
+        band = [w for w in where if low <= w["sure"] < high]
+        rows.append({"target_p": f"{low:.1f}-{min(high, 1.0):.1f}", "share": round(len(band) / len(where), 3),
+                     "draft_top1": round(sum(w["hit"] for w in band) / max(len(band), 1), 3)})
+    missed = [w for w in where if not w["hit"]]
+    rows.append({"misses": len(missed), "copyable_misses": sum(w["copyable"] for w in missed),
+                 "note": "copyable: the target's token followed the same previous token earlier in prompt + text"})
+    return rows
 
 
 def replay(first, second, k: int, siblings: bool) -> tuple[float, float]:
@@ -81,7 +107,7 @@ def main() -> int:
     args = ap.parse_args()
     preset = get_preset(args.preset)
     pair = load_pair(preset.target, args.draft or preset.draft, device="auto")
-    first, second = hits(pair, load_prompts(args.prompts), args.max_new_tokens)
+    first, second, where = hits(pair, load_prompts(args.prompts), args.max_new_tokens)
     positions = sum(map(len, first))
     print(json.dumps({"positions": positions, "top1_agreement": round(sum(map(sum, first)) / positions, 3),
                       "second_choice_is_target": round(sum(map(sum, second)) / positions, 3)}))
@@ -90,6 +116,8 @@ def main() -> int:
             tau, n = replay(first, second, k, siblings)
             print(json.dumps({"k": k, "siblings": siblings, "tokens_per_round": round(tau, 3),
                               "tokens_per_verify_pass": round(n, 2)}))
+    for row in misses(where):
+        print(json.dumps(row))
     return 0
 
 

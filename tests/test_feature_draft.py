@@ -24,7 +24,7 @@ from specviz.models.feature_draft import FeatureDraftForCausalLM
 from specviz.training.feature_unroll import from_borrowed, unrolled_hidden
 from specviz.models.loading import load_pair, make_pair
 
-from .helpers import PROMPTS, N, V, bench, joint, last, reference
+from .helpers import PROMPTS, N, V, bench, joint, reference
 
 
 def feature_draft_of(target, head: list[int], seed: int) -> FeatureDraftForCausalLM:

@@ -112,42 +112,6 @@ def test_a_phone_sees_whole_plots_and_the_whole_rules_table(browser, app_url):
         context.close()
 
 
-def test_a_plot_s_toolbar_shows_on_the_plot_not_over_its_title(browser, app_url):
-    """With a mouse (1366x768, hover), plotly's toolbar stood over every plot's title all the time
-    ("The race: tokens vs. each lane's own clock" lost its end). It now shows while the pointer is on
-    that plot, where its tools are used, and nowhere else."""
-    context = browser.new_context(viewport={"width": 1366, "height": 768})
-    pg = context.new_page()
-    try:
-        pg.goto(app_url)
-        pg.wait_for_selector("#run")
-        wait_settings_fold(pg)
-        run_race(pg, "def add(a, b):\n    return", max_new=16)
-        wait_finished(pg)
-        pg.wait_for_selector("#plot-race .js-plotly-plot .main-svg", timeout=20_000)
-        plots = ("#plot-acceptance", "#plot-race", "#plot-hist", "#plot-position", "#plot-kinds")
-
-        def bars():
-            return {plot: pg.eval_on_selector(f"{plot} .js-plotly-plot", """p => {
-                const m = p.querySelector('.modebar'), t = p.querySelector('.gtitle');
-                const a = m.getBoundingClientRect(), b = t.getBoundingClientRect();
-                const over = a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
-                return {shown: getComputedStyle(m).opacity !== '0', over};
-            }""") for plot in plots}
-
-        pg.mouse.move(3, 3)
-        shown = bars()
-        assert any(b["over"] for b in shown.values()), shown    # the layout this guards: it would cover a title
-        assert not any(b["shown"] for b in shown.values()), shown
-        pg.locator("#plot-race .js-plotly-plot .main-svg").first.hover()
-        pg.wait_for_function("getComputedStyle(document.querySelector('#plot-race .modebar')).opacity === '1'",
-                             timeout=5_000)
-        shown = bars()
-        assert shown["#plot-race"]["shown"] and not shown["#plot-hist"]["shown"], shown
-    finally:
-        context.close()
-
-
 def test_the_race_banner_stays_with_the_race_tab(browser, app_url):
     """The last race's "Faster / Slower" line is the race's: it sat above every tab, so the workshop
     and the rules read under a verdict that was not theirs."""

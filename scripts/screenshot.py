@@ -43,8 +43,9 @@ def main() -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium",
                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            phone = args.width < 640                                   # as assets/page.js's narrow layout
             page = browser.new_page(viewport={"width": args.width, "height": args.height}, device_scale_factor=1,
-                                    has_touch=True)
+                                    has_touch=phone, is_mobile=phone)
             page.goto(url + ("/?__theme=dark" if args.dark else ""))
             page.wait_for_selector("#run")
             page.wait_for_selector("body[data-settings-fold=done]", state="attached")   # assets/page.js
@@ -67,6 +68,10 @@ def main() -> int:
                 token.focus()
                 page.keyboard.press("Enter")
                 time.sleep(0.3)
+            # Plotly reads (hover: none) once, at load, and on a touch screen keeps its toolbar shown, which
+            # assets/style.css hides there; a full-page capture re-emulates the screen, the CSS stops
+            # applying and the toolbars appeared over every plot's title, which no visitor sees at rest.
+            page.add_style_tag(content=".js-plotly-plot .modebar-container { display: none !important; }")
             page.screenshot(path=args.out, full_page=not args.first_screen)
             browser.close()
     finally:

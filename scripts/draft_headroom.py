@@ -16,7 +16,7 @@ Greedy rounds are then replayed by counting (a draft is accepted while it equals
 Prints the draft's top-1 agreement, how often its second choice is the target's token, tokens per
 round (with the tokens a verify pass holds) for k = 2..5 with and without siblings, and where the misses
 are (the draft's agreement by the target's own confidence; how many misses a copy of the token that
-followed the same token earlier in the context would have caught), as JSON lines.
+followed the same token earlier in the context could have found: that token may have led elsewhere too), as JSON lines.
 """
 from __future__ import annotations
 

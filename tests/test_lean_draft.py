@@ -103,7 +103,7 @@ def test_auto_choice_is_measured_once(pair, monkeypatch):
     first = lean_draft.lean_weights(pair.draft)
     assert first.format in ("fp32", "int8")
     assert set(first.step_ms) == {"fp32", "int8"} and all(ms > 0 for ms in first.step_ms.values())
-    assert first.chosen_by == "chosen by timing on this machine"
+    assert first.format_by == "chosen by timing on this machine"
     assert lean_draft.lean_weights(pair.draft) is first                       # cached per model
 
 
@@ -144,7 +144,7 @@ def test_int8_only_where_the_kernel_fits(monkeypatch, choice):
     monkeypatch.setattr(lean_draft, "_built", type(lean_draft._built)())
     odd, even = _small_llama(40), _small_llama(32)
     assert lean_draft.lean_weights(odd).format == "fp32"
-    assert "cannot run this draft" in lean_draft.lean_weights(odd).chosen_by      # neither timed nor as asked
+    assert "cannot run this draft" in lean_draft.lean_weights(odd).format_by      # neither timed nor as asked
     weights = lean_draft.lean_weights(even)
     assert weights is not None and (choice == "auto" or weights.format == "int8")
 

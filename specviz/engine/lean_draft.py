@@ -138,7 +138,7 @@ class LeanWeights:
         rows = Int8Rows if fmt == "int8" else Fp32Rows
         self.format = fmt
         self.path = path_of(fmt)                           # what Done.stats.draft_path and the bench say
-        self.chosen_by = ""                                # how lean_weights() chose fmt (Done.stats.draft_format_by)
+        self.format_by = ""                                # how lean_weights() chose fmt (Done.stats.draft_format_by)
         self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
         self.eps = cfg.rms_norm_eps
         dec = model.model
@@ -207,16 +207,16 @@ def lean_weights(model) -> "LeanWeights | None":
             with torch.inference_mode():
                 if choice == "int8" and int8_fits:
                     weights = LeanWeights(model, "int8")
-                    weights.chosen_by = f"set by {ENV}=int8"
+                    weights.format_by = f"set by {ENV}=int8"
                 else:
                     weights = LeanWeights(model, "fp32")
-                    weights.chosen_by = (f"set by {ENV}=fp32" if choice == "fp32" else
-                                         "fixed: this torch's int8 kernel cannot run this draft")
+                    weights.format_by = (f"set by {ENV}=fp32" if choice == "fp32" else
+                                         "fixed at fp32, as this torch's int8 kernel cannot run this draft")
                     if int8_fits:                                   # auto: timed here, kept if clearly faster
                         int8 = LeanWeights(model, "int8")
                         fp32_s, int8_s = _timed_steps([weights, int8])
                         weights.step_ms = int8.step_ms = {"fp32": 1e3 * fp32_s, "int8": 1e3 * int8_s}
-                        weights.chosen_by = int8.chosen_by = "chosen by timing on this machine"
+                        weights.format_by = int8.format_by = "chosen by timing on this machine"
                         if int8_s < INT8_GAIN * fp32_s:
                             weights = int8
         _built[model] = weights
@@ -232,7 +232,7 @@ class LeanCachedModel:
         self.device = torch.device("cpu")
         self.forwards = 0
         self.decode_path = weights.path
-        self.format_by = weights.chosen_by
+        self.format_by = weights.format_by
         self._length = 0
         self._capacity = 0
         self._grow(max(FIRST_CAPACITY, positions))

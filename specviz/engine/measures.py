@@ -186,7 +186,8 @@ class LaneStats:
     capture_s: float = 0.0                        # seconds this run spent capturing CUDA graphs
     draft_path: str = ""                          # how the draft model stepped ("" without one): "eager" (transformers'
                                                   # forward), "lean eager, fp32 weights" / "..., int8 weights" (lean_draft.py), ...
-    draft_format_by: str = ""                     # the lean step's weights: "chosen by timing on this machine", "set by ..."
+    draft_format_by: str = ""                     # how the lean step's weights' format was chosen: "chosen by timing on
+                                                  # this machine", "set by SPECVIZ_DRAFT_STEP=...", "fixed at fp32, as ..."
     rule: str | None = None                       # speculative lanes: the acceptance rule's name ("forced" when forced)
     rule_lossless: bool | None = None             # speculative lanes: does that rule keep the target's distribution?
 

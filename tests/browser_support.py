@@ -64,9 +64,13 @@ def page(browser, app_url):
 
 
 def set_slider(page, elem_id: str, value) -> None:
+    """Type `value` in the slider's number box, and wait until the slider itself shows it: a click
+    right after must send this value, not the one before it."""
     box = page.locator(f"#{elem_id} input[type=number]")
     box.fill(str(value))
     box.press("Enter")
+    page.wait_for_function("([id, v]) => { const r = document.querySelector(`#${id} input[type=range]`);"
+                           " return !r || Number(r.value) === Number(v); }", arg=[elem_id, value], timeout=5_000)
 
 
 def wait_settings_fold(page) -> None:

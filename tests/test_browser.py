@@ -132,7 +132,10 @@ def test_lossless_check_and_trace_download(page, tmp_path):
     page.click("button[role=tab]:has-text('Lossless?')")
     set_slider(page, "lossless-samples", 50)
     page.click("#lossless-run")
-    page.wait_for_function("document.querySelector('#lossless-result').innerText.includes('50 samples')", timeout=60_000)
+    # The last batch's text has the verdict: wait for it, then read the count (a run of the slider's
+    # old 300 samples once timed out here waiting for "50 samples", with nothing to say what ran).
+    page.wait_for_function("document.querySelector('#lossless-result').innerText.includes('Verdict')", timeout=90_000)
+    assert "50 samples" in page.inner_text("#lossless-result"), page.inner_text("#lossless-result")
     page.wait_for_selector("#plot-lossless .js-plotly-plot .main-svg", timeout=20_000)
     assert "Chi-square" in page.inner_text("#lossless-result")
     page.click("button[role=tab]:has-text('Race')")

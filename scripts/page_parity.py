@@ -158,7 +158,7 @@ def main() -> int:
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"command": "python " + shlex.join(sys.argv), "preset": args.preset,
-                       "prompt_file": None if args.preset == "bundled" else args.prompt_file, "k": args.k,
+                       "prompt_file": args.prompt_file, "k": args.k,          # None: the bundled prompts
                        "max_new_tokens": args.max_new_tokens, "rows": rows, "cli_median": cli_med,
                        "page_median": page_med, "page_over_cli": ratio, "cores": os.cpu_count(),
                        "date": time.strftime("%Y-%m-%d")}, f, indent=1)

@@ -206,19 +206,19 @@ def lean_weights(model) -> "LeanWeights | None":
             int8_fits = choice != "fp32" and _int8_fits(model)      # any other value: as auto
             with torch.inference_mode():
                 if choice == "int8" and int8_fits:
-                    weights = LeanWeights(model, "int8")
-                    weights.format_by = f"set by {ENV}=int8"
-                else:
+                    weights, chosen = LeanWeights(model, "int8"), f"set by {ENV}=int8"
+                elif not int8_fits:
                     weights = LeanWeights(model, "fp32")
-                    weights.format_by = (f"set by {ENV}=fp32" if choice == "fp32" else
-                                         "fixed at fp32, as this torch's int8 kernel cannot run this draft")
-                    if int8_fits:                                   # auto: timed here, kept if clearly faster
-                        int8 = LeanWeights(model, "int8")
-                        fp32_s, int8_s = _timed_steps([weights, int8])
-                        weights.step_ms = int8.step_ms = {"fp32": 1e3 * fp32_s, "int8": 1e3 * int8_s}
-                        weights.format_by = int8.format_by = "chosen by timing on this machine"
-                        if int8_s < INT8_GAIN * fp32_s:
-                            weights = int8
+                    chosen = (f"set by {ENV}=fp32" if choice == "fp32" else
+                              "fixed at fp32, as this torch's int8 kernel cannot run this draft")
+                else:                                               # auto: timed here, int8 kept if clearly faster
+                    weights, int8 = LeanWeights(model, "fp32"), LeanWeights(model, "int8")
+                    fp32_s, int8_s = _timed_steps([weights, int8])
+                    weights.step_ms = int8.step_ms = {"fp32": 1e3 * fp32_s, "int8": 1e3 * int8_s}
+                    chosen = "chosen by timing on this machine"
+                    if int8_s < INT8_GAIN * fp32_s:
+                        weights = int8
+                weights.format_by = chosen
         _built[model] = weights
         return weights
 

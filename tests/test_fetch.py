@@ -148,7 +148,7 @@ def test_the_app_serves_while_a_pair_is_fetched_and_says_how_it_goes(tmp_path, m
     started = []
 
     class FakeFetch:
-        def __init__(self, source):
+        def __init__(self, source, side_work=None):
             self.state = {"stage": "converting", "fraction": 0.4, "message": "<b>layer 12</b>"}
             self.ready = False
 

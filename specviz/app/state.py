@@ -20,6 +20,7 @@ from ..engine.calibrate import measure_costs
 from ..engine.pair import ModelPair
 from ..errors import ConfigError, LoadError, SpecvizError
 from .k_advice import KAdvice, advise
+from .side_work import SideWork
 from .slots import SLICE_S, FairSlots, never, sliced
 from .profile import Limits, Profile
 from .pair_cache import PairCache
@@ -56,6 +57,9 @@ class AppState:
     advise_k: bool = False
     advice: dict[str, KAdvice] = field(default_factory=dict)    # preset key -> the k measured for it here
     advising: set[str] = field(default_factory=set)              # preset keys being measured now
+    # In-process work beside the races (a fetched model's conversion, a pair loading): a race that
+    # overlapped it says so, as it does for other programs' load (app/side_work.py).
+    side_work: SideWork = field(default_factory=SideWork, repr=False)
 
     def __post_init__(self):
         if self.cache is None:
@@ -148,7 +152,7 @@ class AppState:
         here yet (python -m specviz fetch); its pair becomes usable when the fetch ends."""
         for preset in self.presets.values():
             if preset.target in FETCHABLE and fetched(preset.target) is None and preset.target not in self.fetches:
-                self.fetches[preset.target] = BackgroundFetch(FETCHABLE[preset.target]).start()
+                self.fetches[preset.target] = BackgroundFetch(FETCHABLE[preset.target], self.side_work).start()
 
     def fetching(self) -> bool:
         return any(f.state["stage"] not in ("ready", "failed") for f in self.fetches.values())
@@ -187,7 +191,11 @@ class AppState:
 
     def _load(self, preset: Preset) -> ModelPair:
         """Load and warm up a pair. A failure is logged in full and raised in the visitor's words (no
-        server paths, no CLI advice: app/visitor_text.py)."""
+        server paths, no CLI advice: app/visitor_text.py). Races meanwhile are told (side_work)."""
+        with self.side_work.doing(f"loading {preset.label}"):
+            return self._load_pair(preset)
+
+    def _load_pair(self, preset: Preset) -> ModelPair:
         try:
             hub_only = preset.key in self.custom and not self.allow_local_model_paths   # a visitor's own ids
             pair = load_pair(preset.target, preset.draft, device=self.device, hub_only=hub_only)

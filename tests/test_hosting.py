@@ -1,5 +1,6 @@
 """Hosting: many users at once, the ZeroGPU record path, the `spaces` decorator."""
 import importlib
+import re
 import sys
 import time
 import types
@@ -30,7 +31,11 @@ def final(updates):
 def test_record_path_gives_the_same_race(tiny_dirs):
     local = final(run_race(tiny_app(tiny_dirs), **ARGS))
     remote = final(run_race(tiny_app(tiny_dirs, via_records=True), **ARGS))
-    assert remote.spec_pane == local.spec_pane and remote.base_pane == local.base_pane   # token for token
+    # Sampled: the same seed gives the same tokens only with the same draft q. Failed once (2026-11-24, not
+    # reproduced in 3 runs after): the message says how each side's draft stepped, should it fail again.
+    steps = [re.search(r"Draft steps: [^.]*", u.ledger) for u in (local, remote)]
+    assert (remote.spec_pane, remote.base_pane) == (local.spec_pane, local.base_pane), \
+        [m and m.group(0) for m in steps]                                                 # token for token
 
 
 def test_spaces_decorator_is_applied_with_a_duration(monkeypatch):

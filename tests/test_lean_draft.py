@@ -100,6 +100,7 @@ def test_the_choice_can_be_forced(pair, monkeypatch, choice, path):
 def test_auto_choice_is_measured_once(pair, monkeypatch):
     monkeypatch.delenv(lean_draft.ENV, raising=False)
     monkeypatch.setattr(lean_draft, "_built", type(lean_draft._built)())
+    monkeypatch.setattr(lean_draft, "_timed", {})
     first = lean_draft.lean_weights(pair.draft)
     assert first.format in ("fp32", "int8")
     assert set(first.step_ms) == {"fp32", "int8"} and all(ms > 0 for ms in first.step_ms.values())
@@ -134,6 +135,28 @@ def _small_llama(width: int, vocab: int = 20) -> LlamaForCausalLM:
     return LlamaForCausalLM(LlamaConfig(vocab_size=vocab, hidden_size=width, intermediate_size=2 * width,
                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
                                         max_position_embeddings=64)).eval()
+
+
+def test_the_choice_is_timed_once_per_shape(monkeypatch):
+    """Two loads of one draft (a second app in the process, a pair evicted and loaded again) run the same
+    weights: timed again, a noisy machine could pick the other format where the two are close, and a seeded
+    sampled race would then differ (the draft's q does not change the output's law, but it changes which
+    samples are drawn). The timing is a property of the shapes, so it is taken once per shape."""
+    monkeypatch.delenv(lean_draft.ENV, raising=False)
+    monkeypatch.setattr(lean_draft, "_built", type(lean_draft._built)())
+    monkeypatch.setattr(lean_draft, "_timed", {})
+    calls = []
+
+    def timed(candidates, repeats=15):                  # int8 clearly faster at first, then the reverse
+        calls.append(len(candidates))
+        return [1e-3, 5e-4] if len(calls) == 1 else [5e-4, 1e-3]
+    monkeypatch.setattr(lean_draft, "_timed_steps", timed)
+    first, again, other = _small_llama(32), _small_llama(32), _small_llama(48)
+    assert lean_draft.lean_weights(first).format == "int8"
+    second = lean_draft.lean_weights(again)
+    assert second is not lean_draft.lean_weights(first) and second.format == "int8" and calls == [2]
+    assert second.step_ms == {"fp32": 1.0, "int8": 0.5} and second.format_by == "chosen by timing on this machine"
+    assert lean_draft.lean_weights(other).format == "fp32" and calls == [2, 2]     # another shape: timed anew
 
 
 @pytest.mark.parametrize("choice", ["auto", "int8"])

@@ -7,6 +7,8 @@ import re
 import threading
 import time
 
+import pytest
+
 from specviz.app.side_work import KEEP_ENDED, MIN_CPU_S, SideWork, thread_cpu_s
 from specviz.app.state import AppState
 from specviz.view.handlers import run_race
@@ -146,3 +148,16 @@ def test_side_work_names_reach_the_page_escaped(tiny_dirs):
     app.side_work.begin('loading <img src=x onerror="alert(1)">')
     status = list(run_race(app, **{**FORM, "max_new": 8}))[-1].status
     assert "<img" not in status and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in status
+
+
+def test_a_visitors_own_model_ids_are_not_named_to_others(tiny_dirs, monkeypatch):
+    from specviz.app.state import CUSTOM
+    from specviz.errors import SpecvizError
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")                     # the load fails at once: its span stays
+    c = Clocks()
+    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu", allow_custom_models=True)
+    app.side_work = c.work()
+    custom = app.choose(CUSTOM, "someone/private-model")
+    with pytest.raises(SpecvizError):
+        app.pair(custom)
+    assert [s.what for s in app.side_work._spans.values()] == ["loading a pair a visitor named"]

@@ -192,7 +192,9 @@ class AppState:
     def _load(self, preset: Preset) -> ModelPair:
         """Load and warm up a pair. A failure is logged in full and raised in the visitor's words (no
         server paths, no CLI advice: app/visitor_text.py). Races meanwhile are told (side_work)."""
-        with self.side_work.doing(f"loading {preset.label}"):
+        # A visitor's own hub ids are theirs: other visitors' pages name the load, not the ids.
+        what = "loading a pair a visitor named" if preset.key in self.custom else f"loading {preset.label}"
+        with self.side_work.doing(what):
             return self._load_pair(preset)
 
     def _load_pair(self, preset: Preset) -> ModelPair:

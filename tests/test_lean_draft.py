@@ -157,6 +157,12 @@ def test_the_choice_is_timed_once_per_shape(monkeypatch):
     assert second is not lean_draft.lean_weights(first) and second.format == "int8" and calls == [2]
     assert second.step_ms == {"fp32": 1.0, "int8": 0.5} and second.format_by == "chosen by timing on this machine"
     assert lean_draft.lean_weights(other).format == "fp32" and calls == [2, 2]     # another shape: timed anew
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1 if threads != 1 else 2)
+        assert lean_draft.lean_weights(_small_llama(32)).format == "fp32" and calls == [2, 2, 2]   # other threads
+    finally:
+        torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("choice", ["auto", "int8"])

@@ -1,10 +1,11 @@
 """How much CPU other programs took while a race ran: is the measured speedup a fair one?
 
-Both lanes are timed on their own clocks, but a browser, a second visitor's model load or a
-training job on the same cores slows the lanes unevenly (the speculative lane's many small
-passes suffer more from losing a core mid-pass). Linux's /proc/stat counts busy CPU time for
-the whole machine; subtracting this process's own (os.times) leaves what everyone else used.
-Elsewhere (no /proc) the share is unknown and the page says nothing.
+Both lanes are timed on their own clocks, but a browser or a training job on the same cores
+slows the lanes unevenly (the speculative lane's many small passes suffer more from losing a
+core mid-pass). Linux's /proc/stat counts busy CPU time for the whole machine; subtracting this
+process's own (os.times) leaves what everyone else used. Elsewhere (no /proc) the share is
+unknown and the page says nothing. Work inside this process beside a race (another visitor's
+pair load, a fetched model's conversion) is subtracted with it: app/side_work.py names that.
 """
 from __future__ import annotations
 

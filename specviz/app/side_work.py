@@ -4,9 +4,14 @@
 from the machine's, so work done *inside* the process is invisible to it: converting a fetched
 model (a thread at start, about a minute of CPU) or loading a pair for another visitor (outside
 the decoding slot, so that loading never blocks a race). Both take a core and the interpreter's
-lock from a race's lanes, unevenly, as other programs do. Such work registers here by name, from
-the thread that does it; a race asks what overlapped its span and took real CPU (a load that
-fails at once, or waits on the network, does not count).
+lock from a race's lanes, unevenly, as other programs do.
+
+Such work registers here by name, from the thread that does it. A race takes a `mark` when it
+starts and asks, when it ends, what took at least MIN_CPU_S of CPU *between the two*: work that
+had finished its computing before the race, or that only waits on the network meanwhile, is not
+named. The CPU counted is the registering thread's own (Linux: /proc/self/task/<tid>/stat while
+it runs; torch's worker threads are not counted, so this errs towards saying nothing). Where a
+running thread's CPU cannot be read (no /proc), its work is named.
 """
 from __future__ import annotations
 
@@ -14,32 +19,42 @@ import os
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
-MIN_CPU_S = 0.25         # work that took less CPU than this cannot have slowed a race visibly
+MIN_CPU_S = 0.25         # work that took less CPU than this during a race cannot have slowed it visibly
 KEEP_ENDED = 64          # finished entries remembered (a race asks only about its own minutes)
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def thread_cpu_s(native_id: int) -> float | None:
-    """CPU seconds a live thread of this process has used so far (Linux /proc; None elsewhere or once it ended)."""
+    """CPU seconds a live thread of this process has used since it started (Linux /proc; None elsewhere
+    or once it ended). The same clock as time.thread_time() in that thread, in ticks."""
     try:
         with open(f"/proc/self/task/{native_id}/stat") as f:
+            # After the parenthesised name (which may hold spaces and parentheses) comes field 3 of
+            # proc(5); utime and stime are fields 14 and 15, so items 11 and 12 here.
             fields = f.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return (int(fields[11]) + int(fields[12])) / _HZ        # utime, stime (fields 14 and 15 of stat)
+    return (int(fields[11]) + int(fields[12])) / _HZ
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Span:
     what: str
     began: float
-    thread: int          # native id of the thread doing it
-    cpu0: float          # its thread's CPU time at the start
+    thread: int                  # native id of the thread doing it
+    cpu0: float                  # its thread's CPU clock at the start
     ended: float | None = None
-    cpu: float | None = None     # CPU seconds it took, once ended
+    cpu1: float | None = None    # its thread's CPU clock at the end
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A race's start: the time, and each running work's thread CPU clock then (None: unreadable)."""
+    t0: float
+    cpu: dict[int, float | None]
 
 
 class SideWork:
@@ -50,9 +65,6 @@ class SideWork:
         self._lock = threading.Lock()
         self._spans: dict[int, _Span] = {}
         self._next = 0
-
-    def now(self) -> float:
-        return self._clock()
 
     def begin(self, what: str) -> int:
         """Work starts in the calling thread; `end` must be called from the same thread."""
@@ -65,8 +77,7 @@ class SideWork:
     def end(self, token: int) -> None:
         cpu = self._own_cpu()
         with self._lock:
-            span = self._spans[token]
-            span.ended, span.cpu = self._clock(), cpu - span.cpu0
+            self._spans[token] = replace(self._spans[token], ended=self._clock(), cpu1=cpu)
             ended = sorted((s.ended, t) for t, s in self._spans.items() if s.ended is not None)
             for _, old in ended[:max(0, len(ended) - KEEP_ENDED)]:
                 del self._spans[old]
@@ -79,19 +90,24 @@ class SideWork:
         finally:
             self.end(token)
 
-    def since(self, t0: float) -> list[str]:
-        """What ran at some moment from t0 until now (still running, or ended after t0) and took at
-        least MIN_CPU_S of CPU, each named once, oldest first."""
+    def mark(self) -> Mark:
+        """Taken when a race starts."""
         with self._lock:
-            spans = sorted(self._spans.values(), key=lambda s: s.began)
+            t0, running = self._clock(), {t: s.thread for t, s in self._spans.items() if s.ended is None}
+        return Mark(t0, {token: self._live_cpu(thread) for token, thread in running.items()})
+
+    def since(self, mark: Mark) -> list[str]:
+        """What took at least MIN_CPU_S of its thread's CPU between `mark` and now, each named once,
+        oldest first."""
+        with self._lock:
+            spans = sorted(self._spans.items(), key=lambda item: item[1].began)   # frozen: safe to read after
         names = []
-        for span in spans:
-            if span.ended is not None and span.ended <= t0:
-                continue
-            cpu = span.cpu
-            if cpu is None:                 # still running: its thread's CPU so far
-                live = self._live_cpu(span.thread)
-                cpu = float("inf") if live is None else live - span.cpu0
-            if cpu >= MIN_CPU_S:
+        for token, span in spans:
+            if span.ended is not None and span.ended <= mark.t0:
+                continue                                      # over before the race began
+            start = mark.cpu.get(token) if token in mark.cpu else span.cpu0
+            end = span.cpu1 if span.ended is not None else self._live_cpu(span.thread)
+            used = float("inf") if start is None or end is None else end - start
+            if used >= MIN_CPU_S:
                 names.append(span.what)
         return list(dict.fromkeys(names))

@@ -23,7 +23,7 @@ int8 with one scale per output row, multiplied with the activations rounded to b
 (`torch.ops.aten._weight_int8pack_mm`). A quarter of the bytes: what matters when the step
 starts with the weights out of cache. On the SmolLM2 draft this costs 0.0014 of held-out
 greedy agreement (0.6158 -> 0.6144 on 256 validation sequences). Which of the two runs is
-timed once per draft shape and process (a second load of the same draft reuses the choice, so
+timed once per draft shape, thread count and process (a second load of the same draft reuses it, so
 a seeded sampled race does not change with a re-timing on a noisy machine), on warm steps, the
 first time it is needed: int8 only
 where it is clearly faster (a CPU without fast bf16 keeps fp32), and only where every matrix's
@@ -65,7 +65,7 @@ def format_of(path: str) -> str | None:
 FIRST_CAPACITY = 256                  # cache positions; doubled when a feed would overflow them
 _built: "weakref.WeakKeyDictionary[torch.nn.Module, LeanWeights | None]" = weakref.WeakKeyDictionary()
 _lock = threading.Lock()              # many visitors may start the first race on a model at once
-_timed: dict[tuple, tuple[str, dict[str, float]]] = {}   # a draft's shapes -> (format kept, step ms of each)
+_timed: dict[tuple, tuple[str, dict[str, float]]] = {}   # threads and a draft's shapes -> (format kept, step ms)
 
 
 def unsupported(model) -> str | None:
@@ -199,8 +199,9 @@ def built_lean_weights(model) -> "LeanWeights | None":
 
 
 def _shapes(model) -> tuple:
-    """What a step's timing depends on: every parameter's name, shape and dtype (not its values)."""
-    return tuple((name, tuple(p.shape), p.dtype) for name, p in model.named_parameters())
+    """What a step's timing depends on: every parameter's name, shape and dtype (not its values), and
+    the threads torch runs it on."""
+    return (torch.get_num_threads(), *((name, tuple(p.shape), p.dtype) for name, p in model.named_parameters()))
 
 
 def lean_weights(model) -> "LeanWeights | None":

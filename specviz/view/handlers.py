@@ -112,7 +112,7 @@ def _race(app: AppState, *form, **named):
     yield RaceUpdate(status=status_html("Racing …"), strip=view.strip(), spec_meter=view.meter("spec"), spec_pane="",
                      base_meter=view.meter("base"), base_pane="", download=gr.DownloadButton(interactive=False),
                      cancel=cancel, ledger="")
-    others, began = OtherLoad(), app.side_work.now()
+    others, side_mark = OtherLoad(), app.side_work.mark()      # after the pair's own load (prepare, above)
     try:
         yield from _stream(view, app.sliced(events, gone, lambda: gone() or cancel.is_set()))
     except Stopped:
@@ -132,7 +132,7 @@ def _race(app: AppState, *form, **named):
     led = build_ledger(view.stats)
     ran = ran_line(run.preset.label, cfg)
     summary = (status_html("Stopped.", "done status-stopped") if stopped
-               else _summary(view, led, others.share(), cfg.greedy, dtype, app.side_work.since(began))) + ran
+               else _summary(view, led, others.share(), cfg.greedy, dtype, app.side_work.since(side_mark))) + ran
     yield RaceUpdate(status=summary, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
                      base_meter=view.meter("base"), base_pane=view.pane("base"), **_plots(all_figures(view.stats)),
                      download=gr.DownloadButton(value=_save_trace(view, req.prompt, cfg, run.preset.key, run.pair),

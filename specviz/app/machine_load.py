@@ -13,7 +13,7 @@ import os
 import time
 
 DISTURBED_CORES = 0.5   # others used this much more than the cores torch leaves free: the race was disturbed
-_HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100   # /proc counts CPU time in these
 
 
 def _machine_busy_s() -> float | None:
@@ -23,7 +23,7 @@ def _machine_busy_s() -> float | None:
     except OSError:
         return None
     user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[1:9])
-    return (user + nice + system + irq + softirq + steal) / _HZ
+    return (user + nice + system + irq + softirq + steal) / TICKS_PER_S
 
 
 def _own_s() -> float:

@@ -15,16 +15,16 @@ running thread's CPU cannot be read (no /proc), its work is named.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
+from .machine_load import TICKS_PER_S
+
 MIN_CPU_S = 0.25         # work that took less CPU than this during a race cannot have slowed it visibly
 KEEP_ENDED = 64          # finished entries remembered (a race asks only about its own minutes)
-_HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def thread_cpu_s(native_id: int) -> float | None:
@@ -37,13 +37,12 @@ def thread_cpu_s(native_id: int) -> float | None:
             fields = f.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return (int(fields[11]) + int(fields[12])) / _HZ
+    return (int(fields[11]) + int(fields[12])) / TICKS_PER_S
 
 
 @dataclass(frozen=True)
 class _Span:
     what: str
-    began: float
     thread: int                  # native id of the thread doing it
     cpu0: float                  # its thread's CPU clock at the start
     ended: float | None = None
@@ -68,7 +67,7 @@ class SideWork:
 
     def begin(self, what: str) -> int:
         """Work starts in the calling thread; `end` must be called from the same thread."""
-        span = _Span(what, self._clock(), threading.get_native_id(), self._own_cpu())
+        span = _Span(what, threading.get_native_id(), self._own_cpu())
         with self._lock:
             self._next += 1
             self._spans[self._next] = span
@@ -100,12 +99,12 @@ class SideWork:
         """What took at least MIN_CPU_S of its thread's CPU between `mark` and now, each named once,
         oldest first."""
         with self._lock:
-            spans = sorted(self._spans.items(), key=lambda item: item[1].began)   # frozen: safe to read after
+            spans = list(self._spans.items())     # in the order work began (tokens grow); frozen: safe to read after
         names = []
         for token, span in spans:
             if span.ended is not None and span.ended <= mark.t0:
                 continue                                      # over before the race began
-            start = mark.cpu.get(token) if token in mark.cpu else span.cpu0
+            start = mark.cpu.get(token, span.cpu0)              # its clock at the mark, if it ran then
             end = span.cpu1 if span.ended is not None else self._live_cpu(span.thread)
             used = float("inf") if start is None or end is None else end - start
             if used >= MIN_CPU_S:

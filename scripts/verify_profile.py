@@ -2,7 +2,8 @@
 
 For each pair and thread count, engine/calibrate.py's `measure_costs` (the very measurement the app
 makes at load) times one plain step, one draft step and target passes of 2..k_max+1 tokens after a
-cached context; printed as v(n) = pass(n) / plain step and c = draft step / plain step. A pass bound
+cached context, and each k's draft steps in their place in a round (after a verify pass); printed as
+v(n) = pass(n) / plain step, c = a draft step alone / plain step and c(k) = a draft step in a round of k. A pass bound
 by reading the weights costs about one step whatever n is (v = 1: the weights are read once for all
 n rows); what it costs above that is the matrix arithmetic of the extra rows and per-row work.
 Threads: 1 is what the app decodes with when the browser shares the machine (app/cpu_threads.py),
@@ -45,9 +46,11 @@ def main() -> int:
             costs = measure_costs(pair, args.k_max, repeats=args.repeats)
             v = {n: costs.pass_s[n] / costs.plain_s for n in sorted(costs.pass_s) if n > 1}
             rows.append({"pair": key, "threads": threads, "plain_ms": 1e3 * costs.plain_s,
-                         "draft_ms": None if costs.draft_s is None else 1e3 * costs.draft_s, "c": costs.c,
+                         "draft_ms": None if costs.draft_s is None else 1e3 * costs.draft_s,
+                         "c_alone": costs.c_alone, "c_in_round": {k: costs.c(k) for k in costs.round_draft_s},
                          "v_by_tokens": v})
-            print(f"{key:8} threads {threads}: plain step {1e3 * costs.plain_s:6.1f} ms, c = {costs.c:.3f}, "
+            print(f"{key:8} threads {threads}: plain step {1e3 * costs.plain_s:6.1f} ms, c alone = {costs.c_alone:.3f}, "
+                  + ", ".join(f"c({k}) = {costs.c(k):.3f}" for k in costs.round_draft_s) + ", "
                   + ", ".join(f"v({n}) = {x:.2f}" for n, x in v.items()), flush=True)
     if args.out:
         with open(args.out, "w") as f:

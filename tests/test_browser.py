@@ -291,8 +291,7 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
         pg.wait_for_function("document.querySelector('#whatif-here-note').innerText.includes('timed here at load')",
                              timeout=15_000)
         assert pg.input_value("#whatif-a input[type=number]") == "0.6"
-        costs = app.advice["tiny"].costs
-        assert float(pg.input_value("#whatif-c input[type=number]")) == round(min(costs.c, 1.0), 2)
+        assert float(pg.input_value("#whatif-c input[type=number]")) == round(min(app.advice["tiny"].c, 1.0), 2)
         # Both lines of measured figures read as notes, smaller than the page's text (the calculator's
         # line had the k note's class, whose style was scoped to #k-note, so it came out at body size).
         size = "e => parseFloat(getComputedStyle(e).fontSize)"

@@ -92,5 +92,5 @@ def test_the_calculator_takes_this_machine_s_figures_once_the_pair_is_measured(t
     assert _wait_for(lambda: "tiny" in app.advice)
     advice = app.advice["tiny"]
     a, c, v, note = machine_figures(app, "tiny")
-    assert a == 0.6 and c == round(min(advice.costs.c, 1.0), 2) and 0.5 <= v <= 3.0
-    assert f"c = {advice.costs.c:.3f}" in note and f"v = {advice.costs.v(advice.k):.2f}" in note
+    assert a == 0.6 and c == round(min(advice.c, 1.0), 2) and 0.5 <= v <= 3.0
+    assert f"c = {advice.c:.3f}" in note and f"v = {advice.v:.2f}" in note

@@ -4,6 +4,7 @@ the engine's own runs fill every phase; the calibration picks the k the formula 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from specviz.engine import race
 from specviz.engine.calibrate import MachineCosts, measure_costs, pick_k
@@ -106,11 +107,68 @@ def test_pick_k_follows_the_formula():
     assert pick_k(0.99, MachineCosts(1.0, 0.0, {n: 1.0 for n in range(1, 8)}), (1, 6)) == 6
 
 
+def test_pick_k_prices_each_k_by_its_rounds_draft_steps():
+    """A round's first draft step follows a verify pass (cold caches, the catch-up token) and costs more
+    than a step alone: priced alone (c = 0.02), k = 6 looks best at 2.43x; priced by the round
+    (0.15 plain steps for the first step, 0.08 for each next) k = 4 is, and the figure is 1.86x."""
+    v = {n: 1.0 + 0.02 * n for n in range(1, 9)}
+    rounds = {k: 0.15 + 0.08 * (k - 1) for k in range(1, 8)}
+    alone = MachineCosts(plain_s=1.0, draft_s=0.02, pass_s=v)
+    in_round = MachineCosts(plain_s=1.0, draft_s=0.02, pass_s=v, round_draft_s=rounds)
+    assert in_round.c_alone == alone.c(3) == 0.02
+    assert in_round.c(3) == pytest.approx((0.15 + 0.16) / 3) and in_round.c(9) == 0.02    # untimed k: alone
+    assert pick_k(0.7, alone, (1, 7)) == 6 and pick_k(0.7, in_round, (1, 7)) == 4
+    scores = {k: expected_speedup(0.7, k, in_round.c(k), in_round.v(k)) for k in range(1, 8)}
+    assert max(scores, key=scores.get) == 4
+    from specviz.app.k_advice import advise
+    advice = advise(in_round, 0.7, (1, 7))
+    assert advice.expected == pytest.approx(scores[4]) and advice.c == in_round.c(4)
+    assert f"c = {in_round.c(4):.2f}" in advice.line() and round(advice.expected, 2) == 1.86
+    assert round(expected_speedup(0.7, 6, alone.c(6), alone.v(6)), 2) == 2.43
+
+
 def test_measure_costs_on_a_real_pair(pair):
     costs = measure_costs(pair, k_max=3, repeats=2)
     assert set(costs.pass_s) == {1, 2, 3, 4} and costs.plain_s > 0 and costs.draft_s > 0
-    assert costs.c > 0 and all(costs.v(k) > 0 for k in (1, 2, 3))
-    assert set(costs.to_dict()["v"]) == {1, 2, 3}
+    assert set(costs.round_draft_s) == {1, 2, 3} and all(costs.round_draft_s[k] > 0 for k in (1, 2, 3))
+    assert all(costs.c(k) > 0 and costs.v(k) > 0 for k in (1, 2, 3))
+    assert set(costs.to_dict()["v"]) == set(costs.to_dict()["c"]) == {1, 2, 3}
+
+
+def test_a_rounds_draft_steps_are_timed_right_after_a_verify_pass(pair, monkeypatch):
+    """The draft is timed where a race runs it: k steps straight after a target pass of k + 1 tokens,
+    the first one feeding the token that pass gave (the draft's cache one token behind), as drafters.py
+    does; not on its own after more draft steps."""
+    from specviz.engine import cached_model as cm
+    from specviz.engine import calibrate, drafters
+    log = []
+
+    def logged(real):
+        def make(model, *args, **kw):
+            lm = real(model, *args, **kw)
+            who = "target" if model is pair.target else "draft"
+            feed = lm.feed
+
+            def recording(x, keep=1):
+                log.append((who, len(x), int(x[0])))
+                return feed(x, keep=keep)
+            lm.feed = recording
+            return lm
+        return make
+    monkeypatch.setattr(calibrate, "cached_model", logged(cm.cached_model))
+    monkeypatch.setattr(drafters, "cached_model", logged(cm.cached_model))
+    ids = pair.tokenizer("The quick brown fox jumps over the lazy dog. " * 16)["input_ids"][:calibrate.CONTEXT]
+    rounds = calibrate._median_rounds(pair, torch.tensor(ids), k_max=3, repeats=2)
+    assert set(rounds) == {1, 2, 3}
+    assert log[:2] == [("target", len(ids), ids[0]), ("draft", len(ids) - 1, ids[0])]     # the contexts
+    rest = log[2:]
+    for k in (1, 2, 3):
+        for _ in range(3):                            # a warm-up and 2 timed repeats
+            verify, drafts, rest = rest[0], rest[1:k + 1], rest[k + 1:]
+            assert verify[:2] == ("target", k + 1)
+            assert [d[:2] for d in drafts] == [("draft", 1)] * k
+            assert drafts[0][2] == ids[-1]             # catching up on the token the verify pass gave
+    assert rest == []
 
 
 def test_about_even_at_the_break_even_and_time_lost_elsewhere():

@@ -7,10 +7,18 @@ and with the number of threads. So the app measures, once per loaded pair and in
 setting it serves with:
 
     plain_s        one target step (1 token after a cached context, one row of logits)
-    draft_s        one draft step  (1 token after a cached context)
     pass_s[n]      one target pass over n tokens (n = k + 1 for a verify at k)
+    round_draft_s[k]  a round's k draft steps where a race runs them: right after a verify pass of
+                   k + 1 tokens, the first step feeding the token that pass gave (the draft's cache
+                   catching up), through the race's own drafter (engine/drafters.py)
+    draft_s        one draft step on its own (1 token after a cached context; shown, not priced)
 
-and prices a round in plain steps: c = draft_s / plain_s, v(k) = pass_s[k + 1] / plain_s.
+and prices a round in plain steps: c(k) = round_draft_s[k] / (k plain_s), v(k) = pass_s[k + 1] / plain_s.
+The draft is priced in its place in the round, not alone: its first step after a verify pass runs
+with the caches full of the target's weights and feeds one more token, and costs ~1.7-2x a step
+on its own (bundled pair, 1 thread: 0.67 ms against 0.33-0.39 ms). Timed alone, c came out ~0.04
+where the races' own ledgers measured 0.052-0.064, and the page's "the formula expects" promised
+2.1-2.6x where the races ran 1.8x.
 With an expected acceptance rate a (measured on held-out prompts, or in earlier races here),
 the k with the highest E(a, k) / (k c + v(k)) is the one to offer (theory.py).
 The timings are medians over a few repeats on a fixed context, taken with the models'
@@ -25,7 +33,10 @@ from dataclasses import dataclass, field
 import torch
 
 from .cached_model import cached_model
+from .config import SpecConfig
+from .drafters import ModelDrafter
 from .pair import ModelPair
+from .sampling import make_generator
 from .theory import expected_speedup
 from .timing import synchronize
 
@@ -39,10 +50,18 @@ class MachineCosts:
     draft_s: float | None                      # None: no draft model (prompt lookup drafts for ~free)
     pass_s: dict[int, float] = field(default_factory=dict)    # tokens in one target pass -> seconds
     threads: int = 1
+    round_draft_s: dict[int, float] = field(default_factory=dict)  # k -> a round's k draft steps, seconds
 
     @property
-    def c(self) -> float:
+    def c_alone(self) -> float:
+        """A draft step on its own, in plain steps (0 without a draft model): a lower bound of c(k)."""
         return self.draft_s / self.plain_s if self.draft_s is not None else 0.0
+
+    def c(self, k: int) -> float:
+        """A draft step in a round of k, in plain steps: what a race pays (c_alone where k was not timed)."""
+        if self.draft_s is not None and k in self.round_draft_s:
+            return self.round_draft_s[k] / (k * self.plain_s)
+        return self.c_alone
 
     def v(self, k: int) -> float:
         """A verify pass at k (k + 1 tokens), in plain steps."""
@@ -50,7 +69,8 @@ class MachineCosts:
 
     def to_dict(self) -> dict:
         return {"plain_ms": 1e3 * self.plain_s, "draft_ms": None if self.draft_s is None else 1e3 * self.draft_s,
-                "c": self.c, "v": {k - 1: s / self.plain_s for k, s in sorted(self.pass_s.items()) if k > 1},
+                "c": {k: self.c(k) for k in sorted(self.round_draft_s)} if self.draft_s is not None else 0.0,
+                "v": {k - 1: s / self.plain_s for k, s in sorted(self.pass_s.items()) if k > 1},
                 "threads": self.threads}
 
 
@@ -76,20 +96,52 @@ def _median_pass(model, vocab_size: int, context: torch.Tensor, tokens: int, rep
     return statistics.median(times[1:])
 
 
+def _median_rounds(pair: ModelPair, context: torch.Tensor, k_max: int, repeats: int) -> dict[int, float]:
+    """k -> median seconds of k draft steps right after a verify pass of k + 1 tokens, as in a race."""
+    ids = context.tolist()
+    n_max = k_max + 1
+    target = cached_model(pair.target, pair.vocab_size, positions=len(ids) + n_max + 1)
+    greedy = SpecConfig(k=k_max, k_max=k_max)
+    drafter = ModelDrafter(pair.draft, pair.vocab_size, greedy, make_generator(pair.device, 0),
+                           positions=len(ids) + n_max + 1)
+    try:
+        target.feed(context, keep=1)
+        drafter.lm.feed(context[:-1], keep=1)         # the draft lags by the token the last pass gave
+        rounds = {}
+        for k in range(1, k_max + 1):
+            times = []
+            for i in range(repeats + 1):
+                target.feed(context[i: i + k + 1].clone(), keep=k + 1)     # the verify pass before
+                target.crop(len(ids))
+                synchronize(pair.device)
+                start = time.perf_counter()
+                drafter.propose(ids, k)                # feeds ids[-1] (catching up), then k steps
+                synchronize(pair.device)
+                times.append(time.perf_counter() - start)
+                drafter.lm.crop(len(ids) - 1)
+            rounds[k] = statistics.median(times[1:])
+    finally:
+        target.release()
+        drafter.release()
+    return rounds
+
+
 @torch.inference_mode()
 def measure_costs(pair: ModelPair, k_max: int, context: int = CONTEXT, repeats: int = REPEATS) -> MachineCosts:
-    """Time plain steps, draft steps and target passes of 2..k_max + 1 tokens on this machine."""
+    """Time plain steps, target passes of 2..k_max + 1 tokens, and a round's draft steps on this machine."""
     ids = pair.tokenizer("The quick brown fox jumps over the lazy dog. " * 16)["input_ids"]
     ctx = torch.tensor(ids[:context], dtype=torch.long, device=pair.device)
     plain = _median_pass(pair.target, pair.vocab_size, ctx, 1, repeats)
-    draft = None
+    draft, rounds = None, {}
     if pair.draft is not None and not pair.draft_reads_features:
         draft = _median_pass(pair.draft, pair.vocab_size, ctx, 1, repeats, draft=True)
+        rounds = _median_rounds(pair, ctx, k_max, repeats)
     passes = {n: _median_pass(pair.target, pair.vocab_size, ctx, n, repeats) for n in range(2, k_max + 2)}
-    return MachineCosts(plain_s=plain, draft_s=draft, pass_s={1: plain, **passes}, threads=torch.get_num_threads())
+    return MachineCosts(plain_s=plain, draft_s=draft, pass_s={1: plain, **passes}, threads=torch.get_num_threads(),
+                        round_draft_s=rounds)
 
 
 def pick_k(a: float, costs: MachineCosts, k_range: tuple[int, int]) -> int:
     """The k in k_range (both ends included, within the measured passes) with the highest expected speedup."""
     ks = [k for k in range(k_range[0], k_range[1] + 1) if k + 1 in costs.pass_s]
-    return max(ks, key=lambda k: expected_speedup(a, k, costs.c, costs.v(k)))
+    return max(ks, key=lambda k: expected_speedup(a, k, costs.c(k), costs.v(k)))

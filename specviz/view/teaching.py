@@ -237,7 +237,7 @@ def machine_figures(app: AppState, key):
         why = ("this host does not time its pairs" if not app.advise_k or p.acceptance is None else
                "it is timed once loaded: run a race with it first, then press again")
         return gr.skip(), gr.skip(), gr.skip(), figures_line(f"{p.label} is not measured on this machine yet ({why}).")
-    c, v = advice.costs.c, advice.costs.v(advice.k)
+    c, v = advice.c, advice.v
     # Within the sliders' ranges; the line gives the figures as measured.
     return (round(min(advice.a, MAX_ACCEPTANCE), 2), round(min(c, MAX_COST_RATIO), 2),
             round(min(max(v, V_RANGE[0]), V_RANGE[1]), 2),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..engine.ledger import Ledger, text_lines
+from ..models.packed_linear import Kernels
 
 
 def _f(x, fmt="{:.2f}", none="—") -> str:
@@ -23,6 +24,10 @@ def table(result: dict) -> str:
         lines.append(f"specviz's draft steps: {step['path']}" + (
             " (timed here: " + ", ".join(f"{f} {ms:.2f} ms" for f, ms in timed.items()) + " a warm step)" if timed else "")
             + "; transformers' assisted generation steps it through its own forward, fp32")
+    linears = result.get("linear_kernels", {}).get("target")
+    if linears:
+        k = Kernels(linears["one_row"], linears["many_rows"], tuple(tuple(t) for t in linears["timed_ms"]))
+        lines.append(f"the target's linears (both lanes, and generate()): {k.describe()}")
     if result["not_lossless"]:
         lines.append(f"!! forced acceptance {s['forced_acceptance']}: NOT LOSSLESS, a timing experiment only")
     methods = result["methods"]

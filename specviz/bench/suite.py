@@ -92,6 +92,12 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
             result["theory_best_k"] = theory.best_k(s["acceptance_rate"], s["cost_ratio"], s["verify_ratio"], max(ks))
     result["breakdown"] = phase_breakdown(pair, encoded[0][1], replace(cfg, k=best["k"]))
     result["draft_step"] = draft_step(pair, [p for row in rows for p in row["per_prompt"]])
+    kernels = {role: m.linear_kernels for role, m in (("target", pair.target), ("draft", pair.draft))
+               if m is not None and hasattr(m, "linear_kernels")}
+    if kernels:
+        # Which CPU kernels the linears ran (models/packed_linear.py), timed at load on this machine.
+        result["linear_kernels"] = {role: {"one_row": k.one_row, "many_rows": k.many_rows,
+                                           "timed_ms": [list(t) for t in k.timed_ms]} for role, k in kernels.items()}
     return result
 
 

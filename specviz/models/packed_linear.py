@@ -1,4 +1,5 @@
-"""CPU weight layout for decoding: each Linear gets MKL's pre-packed GEMM for multi-token passes.
+"""CPU weight layout for decoding: each Linear gets a pre-packed weight for multi-token passes, and
+the kernels a decode step and a verify pass run are the ones that timed fastest on this machine.
 
 Why (measured on this project's 2-core x86 CPU, SmolLM2-135M in fp32, KV cache of 200 tokens):
 PyTorch's default `F.linear` for a handful of rows (2 < m <= 9, the size of a verify pass)
@@ -9,16 +10,37 @@ TorchInductor uses for frozen CPU models) the same pass costs v = 1.32, and one-
 the GEMV path on a column-major copy of the weight (slightly faster than row-major). Logits agree
 with the default layout to about 4e-5 (different summation order), argmax unchanged.
 
+Which kernel is fastest depends on the CPU. On an Intel Xeon (AMX, AVX-512) MKL's packed GEMM
+gave the v = 1.2-1.4 above; on an AMD EPYC (AVX-512) host of the same size it did not: a pass of
+4 tokens through SmolLM2's 211 linears took 65.5 ms against 36 ms for one token (v ~ 1.7, and the
+SmolLM2 race fell from 1.37x to 1.06x plain), while oneDNN's linear on a weight reordered once
+(`mkldnn._reorder_linear_weight`, what TorchInductor freezes to where MKL is absent) took 23.9 ms
+for 4 rows and 26.8 ms for one (2 threads; 32.1 and 39.4 ms with 1). So `pack_linears` times both
+on the model's own weights at load, with the threads it will decode with, and keeps, per row
+count, the faster one (`kernels`): one row by GEMV or oneDNN, more rows by MKL's packed GEMM or
+oneDNN. Only one packed copy is kept, so the pair (oneDNN for one row, MKL for more) is not
+offered. The timing streams more weights than a CPU's caches hold, as a decode step does.
+
 Both lanes of a race and transformers' own `generate()` use the same packed modules, so every
 comparison stays like for like. Where MKL is missing (ARM, macOS), `pack_linears` changes nothing.
 The packed copy doubles the memory of the linear layers; the state dict is unchanged.
 """
 from __future__ import annotations
 
+import statistics
+import time
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
-BATCH_HINT = 8   # the row count MKL tunes its packing for; any row count works with the result
+BATCH_HINT = 8   # the row count MKL and oneDNN tune their packing for; any row count works with the result
+TIMED_ROWS = 4                 # a verify pass at k = 3 (the presets' usual k), timed against one row
+TIMED_BYTES = 256 * 2 ** 20    # weights streamed per timed pass: several times what a CPU's caches hold
+TIMED_REPEATS = 3              # median of these, after one warm-up
+
+ONE_ROW = ("gemv", "onednn")   # kernels for a one-token step
+MANY_ROWS = ("mkl", "onednn")  # kernels for a pass over 2 or more tokens
 
 
 def mkl_packing_available() -> bool:
@@ -26,13 +48,53 @@ def mkl_packing_available() -> bool:
     return torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_linear")
 
 
+def onednn_available() -> bool:
+    """True when this torch build has oneDNN's linear on a reordered weight (x86 builds)."""
+    return (torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+            and hasattr(torch.ops.mkldnn, "_reorder_linear_weight"))
+
+
+def _pack(weight: torch.Tensor, kernel: str) -> torch.Tensor:
+    """`weight` (out, in) packed once for `kernel`'s multi-row GEMM."""
+    dense = weight.detach().contiguous().float()
+    if kernel == "mkl":
+        return torch.ops.mkl._mkl_reorder_linear_weight(dense, BATCH_HINT)
+    return torch.ops.mkldnn._reorder_linear_weight(dense, BATCH_HINT)
+
+
+def _linear(x: torch.Tensor, weight: torch.Tensor, packed: torch.Tensor | None, bias: torch.Tensor | None,
+            kernel: str) -> torch.Tensor:
+    """x (rows, in) -> (rows, out) with `kernel`: "gemv" (F.linear on the column-major weight), "mkl"
+    (MKL's packed GEMM) or "onednn" (oneDNN's linear on its reordered weight)."""
+    if kernel == "gemv":
+        return nn.functional.linear(x, weight, bias)
+    if kernel == "mkl":
+        return torch.ops.mkl._mkl_linear(x, packed, weight, bias, x.shape[0])
+    return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+
+
+@dataclass(frozen=True)
+class Kernels:
+    one_row: str = "gemv"        # ONE_ROW
+    many_rows: str = "mkl"       # MANY_ROWS; one packed copy: "onednn" for one row means "onednn" here
+    timed_ms: tuple = ()         # ((kernel, rows, ms for the timed weights), ...): what chose them
+
+    def describe(self) -> str:
+        name = {"gemv": "GEMV", "mkl": "MKL packed GEMM", "onednn": "oneDNN"}
+        text = f"{name[self.one_row]} for one token, {name[self.many_rows]} for more"
+        if self.timed_ms:
+            text += " (timed here: " + ", ".join(f"{name[k]} {rows} row{'s' if rows > 1 else ''} {ms:.1f} ms"
+                                                  for k, rows, ms in self.timed_ms) + ")"
+        return text
+
+
 class PackedLinear(nn.Module):
     """A drop-in `nn.Linear` (same `weight`/`bias` names, inference only) with a packed copy.
 
-    Rows m == 1 go through GEMV on the column-major weight; m > 1 through the packed GEMM.
+    Rows m == 1 go through `kernels.one_row`, m > 1 through `kernels.many_rows` (module docstring).
     """
 
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None):
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None, kernels: Kernels = Kernels()):
         super().__init__()
         out_features, in_features = weight.shape
         self.in_features, self.out_features = in_features, out_features
@@ -40,37 +102,83 @@ class PackedLinear(nn.Module):
         # contiguous W^T, the fast GEMV for one row.
         self.weight = nn.Parameter(weight.detach().t().contiguous().t(), requires_grad=False)
         self.bias = None if bias is None else nn.Parameter(bias.detach(), requires_grad=False)
-        self.packed = torch.ops.mkl._mkl_reorder_linear_weight(weight.detach().contiguous().float(), BATCH_HINT)
+        self.kernels = kernels
+        self.packed = _pack(weight, kernels.many_rows)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.compiler.is_compiling():
-            # The fast path (torch.compile) lowers its own linears; MKL's packed op has no lowering.
+            # The fast path (torch.compile) lowers its own linears; the packed ops have no lowering.
             return nn.functional.linear(x, self.weight.contiguous(), self.bias)
         rows = x.numel() // self.in_features
-        if rows <= 1:
-            return nn.functional.linear(x, self.weight, self.bias)
-        flat = x.reshape(rows, self.in_features)
-        out = torch.ops.mkl._mkl_linear(flat, self.packed, self.weight, self.bias, rows)
+        kernel = self.kernels.one_row if rows <= 1 else self.kernels.many_rows
+        out = _linear(x.reshape(rows, self.in_features), self.weight, self.packed, self.bias, kernel)
         return out.view(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, packed for MKL"
+        return f"in_features={self.in_features}, out_features={self.out_features}, {self.kernels.describe()}"
 
 
-def pack_linears(model: nn.Module) -> int:
+def _linears(model: nn.Module) -> list[tuple[nn.Module, str, nn.Linear]]:
+    return [(parent, name, child) for parent in list(model.modules()) for name, child in list(parent.named_children())
+            if type(child) is nn.Linear and child.weight.device.type == "cpu" and child.weight.dtype == torch.float32]
+
+
+def time_kernels(weights: list[torch.Tensor], rows: int, kernel: str, repeats: int = TIMED_REPEATS) -> float:
+    """Median seconds of one pass of `rows` rows through `weights` (out, in) with `kernel`, the weights
+    streamed in turn as a decode step streams a model's linears."""
+    packed = [None if kernel == "gemv" else _pack(w, kernel) for w in weights]
+    stored = [w.detach().t().contiguous().t() for w in weights] if kernel != "onednn" else [None] * len(weights)
+    xs = [torch.randn(rows, w.shape[1]) for w in weights]
+    times = []
+    with torch.inference_mode():
+        for _ in range(repeats + 1):
+            start = time.perf_counter()
+            for x, w, p in zip(xs, stored, packed):
+                _linear(x, w, p, None, kernel)
+            times.append(time.perf_counter() - start)
+    return statistics.median(times[1:])
+
+
+def choose_kernels(weights: list[torch.Tensor], timer=time_kernels) -> Kernels:
+    """The fastest kernel for one row and for TIMED_ROWS rows, timed on `weights` (the first of a model's
+    linears, up to TIMED_BYTES) with torch's current threads. Keeps MKL's pair where oneDNN fails here."""
+    if not onednn_available():
+        return Kernels()
+    sample, size = [], 0
+    for w in weights:
+        if size >= TIMED_BYTES:
+            break
+        sample.append(w)
+        size += w.numel() * w.element_size()
+    try:
+        ms = {(k, r): 1e3 * timer(sample, r, k) for k, r in
+              [("gemv", 1), ("onednn", 1), ("mkl", TIMED_ROWS), ("onednn", TIMED_ROWS)]}
+    except RuntimeError:          # a build whose oneDNN op refuses these shapes: the MKL pair stays
+        return Kernels()
+    one = min(ONE_ROW, key=lambda k: ms[(k, 1)])
+    many = min(MANY_ROWS, key=lambda k: ms[(k, TIMED_ROWS)])
+    if one == "onednn" and many == "mkl":
+        # One packed copy only: the better of the two pairs that need one, by their sum.
+        one, many = min([("gemv", "mkl"), ("onednn", "onednn")], key=lambda p: ms[(p[0], 1)] + ms[(p[1], TIMED_ROWS)])
+    return Kernels(one, many, tuple((k, r, t) for (k, r), t in ms.items()))
+
+
+def pack_linears(model: nn.Module, choose: bool = True) -> int:
     """Swap every fp32 `nn.Linear` of a CPU model for a `PackedLinear`, in place; return how many.
 
+    `choose`: time the kernels on this model's weights first (`choose_kernels`); else MKL's pair (GEMV,
+    packed GEMM), as batched data generation uses. The choice is kept as `model.linear_kernels`.
     Tied weights (an output head sharing the embedding matrix) get their own packed copy;
     the embedding keeps its matrix. Does nothing off the CPU, for other dtypes, or without MKL.
     """
     if not mkl_packing_available():
         return 0
-    swapped = 0
+    found = _linears(model)
+    if not found:
+        return 0
+    kernels = choose_kernels([child.weight for _, _, child in found]) if choose else Kernels()
     with torch.no_grad():
-        for parent in list(model.modules()):
-            for name, child in list(parent.named_children()):
-                if (type(child) is nn.Linear and child.weight.device.type == "cpu"
-                        and child.weight.dtype == torch.float32):
-                    setattr(parent, name, PackedLinear(child.weight, child.bias))
-                    swapped += 1
-    return swapped
+        for parent, name, child in found:
+            setattr(parent, name, PackedLinear(child.weight, child.bias, kernels))
+    model.linear_kernels = kernels
+    return len(found)

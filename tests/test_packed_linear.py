@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from specviz.models import packed_linear as pl
-from specviz.models.packed_linear import Kernels, PackedLinear, choose_kernels, pack_linears
+from specviz.models.packed_linear import Kernels, PackedLinear, decide, pack_linears
 
 pytestmark = pytest.mark.skipif(not (pl.mkl_packing_available() and pl.onednn_available()),
                                 reason="MKL and oneDNN x86 builds only")
@@ -34,70 +34,120 @@ def pair_of(kernels: Kernels) -> tuple[str, str]:
     return kernels.one_row, kernels.many_rows
 
 
-def _timer(ms: dict, seen: list | None = None):
-    def timer(weights, rows, kernel):
-        if seen is not None:
-            seen.append(sum(w.numel() * w.element_size() for w in weights))
-        return ms[(kernel, rows)] / 1e3
-    return timer
-
-
 def test_the_fastest_kernel_is_kept_per_row_count():
     r = pl.TIMED_ROWS
-    # An AMD EPYC's figures (module docstring, 2 threads): oneDNN wins both.
-    amd = {("gemv", 1): 36.2, ("onednn", 1): 26.8, ("mkl", r): 65.5, ("onednn", r): 23.9}
-    assert pair_of(choose_kernels([torch.zeros(8, 8)], _timer(amd))) == ("onednn", "onednn")
+    # SmolLM2 on an AMD EPYC, 2 threads (module docstring): oneDNN wins both.
+    amd = {("gemv", 1): 46.3, ("onednn", 1): 38.4, ("mkl", r): 80.6, ("onednn", r): 39.2}
+    assert pair_of(decide(amd)) == ("onednn", "onednn")
     # One thread there: GEMV for one row, oneDNN for more.
-    one = {("gemv", 1): 36.0, ("onednn", 1): 39.4, ("mkl", r): 65.9, ("onednn", r): 32.1}
-    assert pair_of(choose_kernels([torch.zeros(8, 8)], _timer(one))) == ("gemv", "onednn")
+    one = {("gemv", 1): 45.5, ("onednn", 1): 50.2, ("mkl", r): 77.4, ("onednn", r): 46.4}
+    assert pair_of(decide(one)) == ("gemv", "onednn")
     # MKL's packed GEMM faster for more rows (the Xeon the first figures came from): the original pair.
     xeon = {("gemv", 1): 30.0, ("onednn", 1): 33.0, ("mkl", r): 38.0, ("onednn", r): 45.0}
-    chosen = choose_kernels([torch.zeros(8, 8)], _timer(xeon))
+    chosen = decide(xeon)
     assert pair_of(chosen) == ("gemv", "mkl") and ("mkl", r, 38.0) in chosen.timed_ms
+    assert "MKL packed GEMM 4 rows 38.0 ms" in chosen.describe()
     # oneDNN best for one row but MKL for more needs two packed copies: the better pair by their sum.
     split = {("gemv", 1): 30.0, ("onednn", 1): 29.0, ("mkl", r): 38.0, ("onednn", r): 45.0}
-    assert pair_of(choose_kernels([torch.zeros(8, 8)], _timer(split))) == ("gemv", "mkl")          # 68 < 74
+    assert pair_of(decide(split)) == ("gemv", "mkl")          # 68 < 74
     split[("onednn", r)] = 38.5
-    assert pair_of(choose_kernels([torch.zeros(8, 8)], _timer(split))) == ("onednn", "onednn")     # 67.5 < 68
+    assert pair_of(decide(split)) == ("onednn", "onednn")     # 67.5 < 68
 
 
-def test_the_timing_streams_a_bounded_share_of_the_weights(monkeypatch):
-    monkeypatch.setattr(pl, "TIMED_BYTES", 3 * 4 * 64 * 64)        # three 64 x 64 fp32 matrices
+class TinyLM(nn.Module):
+    """Token ids in, logits out, like a causal LM's forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 16)
+        self.up, self.down = nn.Linear(16, 32), nn.Linear(32, 50)
+
+    def forward(self, input_ids, use_cache=False):
+        return self.down(torch.relu(self.up(self.embed(input_ids))))
+
+
+def test_each_kernel_is_timed_through_the_models_forward_one_packed_copy_at_a_time():
+    model = TinyLM()
+    pack_linears(model, choose=False)
+    modules = [m for m in model.modules() if isinstance(m, PackedLinear)]
+    mkl_type = type(modules[0].packed)
     seen = []
-    ms = {(k, r): 1.0 for k in ("gemv", "onednn", "mkl") for r in (1, pl.TIMED_ROWS)}
-    choose_kernels([torch.zeros(64, 64)] * 10, _timer(ms, seen))
-    assert seen and all(size == 3 * 4 * 64 * 64 for size in seen)
-    seen.clear()
-    choose_kernels([torch.zeros(64, 64)] * 2, _timer(ms, seen))          # a model smaller than that: all of it
-    assert all(size == 2 * 4 * 64 * 64 for size in seen)
+
+    def forward(m, rows):
+        assert m is model
+        kernels = {x.kernels for x in modules}
+        assert len(kernels) == 1                                   # every linear runs the same pair
+        k = kernels.pop()
+        seen.append((k.one_row if rows == 1 else k.many_rows, rows))
+        for x in modules:                                          # the packed copy is the one in use
+            assert (x.packed.is_mkldnn if k.many_rows == "onednn" else type(x.packed) is mkl_type)
+        return {("gemv", 1): 3e-3, ("onednn", 1): 2e-3, ("mkl", pl.TIMED_ROWS): 5e-3,
+                ("onednn", pl.TIMED_ROWS): 4e-3}[seen[-1]]
+    ms = pl.measure_kernels(model, modules, forward)
+    assert sorted(seen) == sorted(ms) == sorted([("gemv", 1), ("mkl", pl.TIMED_ROWS), ("onednn", 1),
+                                                 ("onednn", pl.TIMED_ROWS)])
+    assert ms[("onednn", 1)] == pytest.approx(2.0) and pair_of(decide(ms)) == ("onednn", "onednn")
 
 
-def test_without_onednn_or_when_it_fails_the_mkl_pair_stays(monkeypatch):
-    def broken(weights, rows, kernel):
-        raise RuntimeError("oneDNN refused")
-    assert choose_kernels([torch.zeros(8, 8)], broken) == Kernels()
+def test_the_real_timer_runs_the_models_forward():
+    model = TinyLM()
+    pack_linears(model, choose=False)
+    modules = [m for m in model.modules() if isinstance(m, PackedLinear)]
+    ms = pl.measure_kernels(model, modules)
+    assert set(ms) == {("gemv", 1), ("onednn", 1), ("mkl", pl.TIMED_ROWS), ("onednn", pl.TIMED_ROWS)}
+    assert all(t > 0 for t in ms.values())
+
+
+def test_the_choice_is_timed_once_per_shape_and_thread_count(monkeypatch):
+    """A second load of the same shapes takes the first's kernels, even where a second timing would
+    have chosen the others (a busy moment): both copies then round their logits alike."""
+    monkeypatch.setattr(pl, "_chosen", {})
+    answers = iter([Kernels("onednn", "onednn"), Kernels("gemv", "mkl"), Kernels("gemv", "onednn")])
+    monkeypatch.setattr(pl, "decide", lambda ms: next(answers))
+    monkeypatch.setattr(pl, "measure_kernels", lambda model, modules: {})
+    first, again = TinyLM(), TinyLM()
+    pack_linears(first)
+    pack_linears(again)
+    assert first.linear_kernels == again.linear_kernels == Kernels("onednn", "onednn")     # timed once
+    other = nn.Sequential(nn.Linear(16, 8))
+    pack_linears(other)
+    assert other.linear_kernels == Kernels("gemv", "mkl")                                  # other shapes
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads + 1)
+        third = TinyLM()
+        pack_linears(third)
+        assert third.linear_kernels == Kernels("gemv", "onednn")                           # other threads
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_without_onednn_or_when_timing_fails_the_mkl_pair_stays(monkeypatch):
+    monkeypatch.setattr(pl, "_chosen", {})
+    needs_more = nn.Sequential(nn.Linear(16, 32))          # its forward takes floats, not token ids
+    pack_linears(needs_more)
+    assert needs_more.linear_kernels == Kernels()
+    monkeypatch.setattr(pl, "_chosen", {})
     monkeypatch.setattr(pl, "onednn_available", lambda: False)
-    assert choose_kernels([torch.zeros(8, 8)]) == Kernels("gemv", "mkl")
-
-
-def test_the_real_timer_runs_each_kernel():
-    weights = [torch.randn(64, 32), torch.randn(32, 64)]
-    for kernel, rows in [("gemv", 1), ("onednn", 1), ("mkl", 4), ("onednn", 4)]:
-        assert pl.time_kernels(weights, rows, kernel, repeats=1) > 0
+    model = TinyLM()
+    pack_linears(model)
+    assert model.linear_kernels == Kernels("gemv", "mkl")
 
 
 def test_pack_linears_keeps_its_choice_on_the_model(monkeypatch):
-    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
-    x = torch.randn(3, 16)
+    model = TinyLM()
+    x = torch.tensor([[3, 1, 4, 1, 5]])
     with torch.inference_mode():
         want = model(x)
-    monkeypatch.setattr(pl, "choose_kernels", lambda weights: Kernels("onednn", "onednn"))
+    monkeypatch.setattr(pl, "_chosen", {})
+    monkeypatch.setattr(pl, "measure_kernels", lambda model, modules: {})
+    monkeypatch.setattr(pl, "decide", lambda ms: Kernels("onednn", "onednn"))
     assert pack_linears(model) == 2
     assert model.linear_kernels == Kernels("onednn", "onednn")
-    assert all(m.kernels == model.linear_kernels for m in model if isinstance(m, PackedLinear))
+    assert all(m.kernels == model.linear_kernels for m in model.modules() if isinstance(m, PackedLinear))
     with torch.inference_mode():
         assert torch.allclose(model(x), want, atol=1e-5)
-    plain = nn.Sequential(nn.Linear(16, 32))
+    plain = TinyLM()
     pack_linears(plain, choose=False)              # batched data generation: MKL's pair, untimed
     assert plain.linear_kernels == Kernels()
 
@@ -109,7 +159,9 @@ def test_a_greedy_race_is_exact_on_each_kernel_pair(tiny_dirs, monkeypatch, kern
     from specviz.engine import race
     from specviz.engine.config import SpecConfig
     from specviz.models.loading import load_pair
-    monkeypatch.setattr(pl, "choose_kernels", lambda weights: kernels)
+    monkeypatch.setattr(pl, "_chosen", {})
+    monkeypatch.setattr(pl, "measure_kernels", lambda model, modules: {})
+    monkeypatch.setattr(pl, "decide", lambda ms: kernels)
     pair = load_pair(tiny_dirs["target"], tiny_dirs["cut"], device="cpu")
     assert pair.target.linear_kernels == kernels
     done = {e.lane: e for e in race(pair, "def add(a, b):\n    return", SpecConfig(k=4, max_new_tokens=40))

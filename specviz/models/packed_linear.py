@@ -16,10 +16,10 @@ gave the v = 1.2-1.4 above; on an AMD EPYC (AVX-512) host of the same size it di
 SmolLM2 race fell from 1.37x to 1.06x plain), while oneDNN's linear on a weight reordered once
 (`mkldnn._reorder_linear_weight`, what TorchInductor freezes to where MKL is absent) took 23.9 ms
 for 4 rows and 26.8 ms for one (2 threads; 32.1 and 39.4 ms with 1). So `pack_linears` times both
-on the model's own weights at load, with the threads it will decode with, and keeps, per row
-count, the faster one (`kernels`): one row by GEMV or oneDNN, more rows by MKL's packed GEMM or
+at load through the model's own forward, with the threads it will decode with, and keeps, per row
+count, the faster one (`Kernels`): one row by GEMV or oneDNN, more rows by MKL's packed GEMM or
 oneDNN. Only one packed copy is kept, so the pair (oneDNN for one row, MKL for more) is not
-offered. The timing streams more weights than a CPU's caches hold, as a decode step does.
+offered. The whole forward is timed, not the linears alone, which misled on a small model.
 
 Both lanes of a race and transformers' own `generate()` use the same packed modules, so every
 comparison stays like for like. Where MKL is missing (ARM, macOS), `pack_linears` changes nothing.
@@ -36,8 +36,7 @@ from torch import nn
 
 BATCH_HINT = 8   # the row count MKL and oneDNN tune their packing for; any row count works with the result
 TIMED_ROWS = 4                 # a verify pass at k = 3 (the presets' usual k), timed against one row
-TIMED_BYTES = 256 * 2 ** 20    # weights streamed per timed pass: several times what a CPU's caches hold
-TIMED_REPEATS = 3              # median of these, after one warm-up
+TIMED_REPEATS = 3              # model forwards timed per kernel and row count (median), after one warm-up
 
 ONE_ROW = ("gemv", "onednn")   # kernels for a one-token step
 MANY_ROWS = ("mkl", "onednn")  # kernels for a pass over 2 or more tokens
@@ -105,6 +104,13 @@ class PackedLinear(nn.Module):
         self.kernels = kernels
         self.packed = _pack(weight, kernels.many_rows)
 
+    def use(self, kernels: Kernels) -> None:
+        """Run with `kernels` from now on, packing the weight anew where the multi-row kernel changes."""
+        if kernels.many_rows != self.kernels.many_rows:
+            self.packed = None                                 # one packed copy at a time
+            self.packed = _pack(self.weight, kernels.many_rows)
+        self.kernels = kernels
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.compiler.is_compiling():
             # The fast path (torch.compile) lowers its own linears; the packed ops have no lowering.
@@ -123,51 +129,55 @@ def _linears(model: nn.Module) -> list[tuple[nn.Module, str, nn.Linear]]:
             if type(child) is nn.Linear and child.weight.device.type == "cpu" and child.weight.dtype == torch.float32]
 
 
-def time_kernels(weights: list[torch.Tensor], rows: int, kernel: str, repeats: int = TIMED_REPEATS) -> float:
-    """Median seconds of one pass of `rows` rows through `weights` (out, in) with `kernel`, the weights
-    streamed in turn as a decode step streams a model's linears."""
-    packed = [None if kernel == "gemv" else _pack(w, kernel) for w in weights]
-    stored = [w.detach().t().contiguous().t() for w in weights] if kernel != "onednn" else [None] * len(weights)
-    xs = [torch.randn(rows, w.shape[1]) for w in weights]
+def decide(ms: dict[tuple[str, int], float]) -> Kernels:
+    """The kernels to keep from timed model passes: ms[(kernel, rows)] for ("gemv", 1), ("onednn", 1),
+    ("mkl", TIMED_ROWS) and ("onednn", TIMED_ROWS). The fastest for one row (the plain lane's step: the
+    baseline must be the fastest plain decoding here) and for a verify pass; one packed copy only, so
+    where oneDNN wins one row and MKL more, the better of the two pairs that need one, by their sum."""
+    one = min(ONE_ROW, key=lambda k: ms[(k, 1)])
+    many = min(MANY_ROWS, key=lambda k: ms[(k, TIMED_ROWS)])
+    if one == "onednn" and many == "mkl":
+        one, many = min([("gemv", "mkl"), ("onednn", "onednn")], key=lambda p: ms[(p[0], 1)] + ms[(p[1], TIMED_ROWS)])
+    return Kernels(one, many, tuple((k, r, t) for (k, r), t in sorted(ms.items(), key=lambda i: (i[0][1], i[0][0]))))
+
+
+def forward_seconds(model: nn.Module, rows: int, repeats: int = TIMED_REPEATS) -> float:
+    """Median seconds of the model's own forward over `rows` tokens (no cache), after one warm-up: every
+    op of a step, not the linears alone (timed alone, oneDNN's one-row kernel looked 11% faster on the
+    bundled target's linears, yet its whole step ran 24% slower)."""
+    ids = torch.arange(1, rows + 1).unsqueeze(0)          # any in-vocabulary ids: the cost depends on the count
     times = []
     with torch.inference_mode():
         for _ in range(repeats + 1):
             start = time.perf_counter()
-            for x, w, p in zip(xs, stored, packed):
-                _linear(x, w, p, None, kernel)
+            model(input_ids=ids, use_cache=False)
             times.append(time.perf_counter() - start)
     return statistics.median(times[1:])
 
 
-def choose_kernels(weights: list[torch.Tensor], timer=time_kernels) -> Kernels:
-    """The fastest kernel for one row and for TIMED_ROWS rows, timed on `weights` (the first of a model's
-    linears, up to TIMED_BYTES) with torch's current threads. Keeps MKL's pair where oneDNN fails here."""
-    if not onednn_available():
-        return Kernels()
-    sample, size = [], 0
-    for w in weights:
-        if size >= TIMED_BYTES:
-            break
-        sample.append(w)
-        size += w.numel() * w.element_size()
-    try:
-        ms = {(k, r): 1e3 * timer(sample, r, k) for k, r in
-              [("gemv", 1), ("onednn", 1), ("mkl", TIMED_ROWS), ("onednn", TIMED_ROWS)]}
-    except RuntimeError:          # a build whose oneDNN op refuses these shapes: the MKL pair stays
-        return Kernels()
-    one = min(ONE_ROW, key=lambda k: ms[(k, 1)])
-    many = min(MANY_ROWS, key=lambda k: ms[(k, TIMED_ROWS)])
-    if one == "onednn" and many == "mkl":
-        # One packed copy only: the better of the two pairs that need one, by their sum.
-        one, many = min([("gemv", "mkl"), ("onednn", "onednn")], key=lambda p: ms[(p[0], 1)] + ms[(p[1], TIMED_ROWS)])
-    return Kernels(one, many, tuple((k, r, t) for (k, r), t in ms.items()))
+def measure_kernels(model: nn.Module, modules: list["PackedLinear"], forward=forward_seconds) -> dict:
+    """ms[(kernel, rows)] of the model's forward with each kernel, one packed copy at a time."""
+    ms = {}
+    for packing, one_row in (("mkl", "gemv"), ("onednn", "onednn")):
+        for m in modules:
+            m.use(Kernels(one_row, packing))
+        ms[(one_row, 1)] = 1e3 * forward(model, 1)
+        ms[(packing, TIMED_ROWS)] = 1e3 * forward(model, TIMED_ROWS)
+    return ms
+
+
+_chosen: dict[tuple, Kernels] = {}     # torch's threads and the linears' shapes -> the kernels timed for them
 
 
 def pack_linears(model: nn.Module, choose: bool = True) -> int:
     """Swap every fp32 `nn.Linear` of a CPU model for a `PackedLinear`, in place; return how many.
 
-    `choose`: time the kernels on this model's weights first (`choose_kernels`); else MKL's pair (GEMV,
-    packed GEMM), as batched data generation uses. The choice is kept as `model.linear_kernels`.
+    `choose`: time the model's forward with each kernel first (`measure_kernels`, `decide`), once per
+    thread count and set of weight shapes in this process: a second load of a model (another app, a pair
+    evicted and loaded again) must not choose differently on a busy moment, or the two would round their
+    logits differently (a seeded sampled race would no longer repeat token for token). Without oneDNN,
+    or where timing fails (a model whose forward needs more than token ids), and with `choose` off (batched
+    data generation), MKL's pair (GEMV, packed GEMM). The choice is kept as `model.linear_kernels`.
     Tied weights (an output head sharing the embedding matrix) get their own packed copy;
     the embedding keeps its matrix. Does nothing off the CPU, for other dtypes, or without MKL.
     """
@@ -176,9 +186,22 @@ def pack_linears(model: nn.Module, choose: bool = True) -> int:
     found = _linears(model)
     if not found:
         return 0
-    kernels = choose_kernels([child.weight for _, _, child in found]) if choose else Kernels()
     with torch.no_grad():
+        modules = []
         for parent, name, child in found:
-            setattr(parent, name, PackedLinear(child.weight, child.bias, kernels))
+            packed = PackedLinear(child.weight, child.bias)
+            setattr(parent, name, packed)
+            modules.append(packed)
+    key = (torch.get_num_threads(), tuple(tuple(m.weight.shape) for m in modules))
+    kernels = Kernels()
+    if choose and onednn_available():
+        if key not in _chosen:
+            try:
+                _chosen[key] = decide(measure_kernels(model, modules))
+            except Exception:   # noqa: BLE001 - a forward that needs more than ids, a refusing oneDNN: MKL's pair
+                _chosen[key] = Kernels()
+        kernels = _chosen[key]
+    for m in modules:
+        m.use(kernels)
     model.linear_kernels = kernels
     return len(found)

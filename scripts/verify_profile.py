@@ -39,19 +39,24 @@ def main() -> int:
     hf_logging.disable_progress_bar()
     rows = []
     for key in args.pairs.split(","):
-        pair = load_preset(key, device="cpu", dtype="float32")
         for threads in (int(t) for t in args.threads.split(",")):
             torch.set_num_threads(threads)
+            # Loaded anew at each thread count: the linears' kernels are chosen at load, timed with the
+            # threads set then (models/packed_linear.py), as the app sets its threads before loading.
+            pair = load_preset(key, device="cpu", dtype="float32")
             measure_costs(pair, 1, repeats=2)                      # warm-up at this thread count
             costs = measure_costs(pair, args.k_max, repeats=args.repeats)
             v = {n: costs.pass_s[n] / costs.plain_s for n in sorted(costs.pass_s) if n > 1}
+            kernels = getattr(pair.target, "linear_kernels", None)
             rows.append({"pair": key, "threads": threads, "plain_ms": 1e3 * costs.plain_s,
+                         "linear_kernels": None if kernels is None else [kernels.one_row, kernels.many_rows],
                          "draft_ms": None if costs.draft_s is None else 1e3 * costs.draft_s,
                          "c_alone": costs.c_alone, "c_in_round": {k: costs.c(k) for k in costs.round_draft_s},
                          "v_by_tokens": v})
             print(f"{key:8} threads {threads}: plain step {1e3 * costs.plain_s:6.1f} ms, c alone = {costs.c_alone:.3f}, "
                   + ", ".join(f"c({k}) = {costs.c(k):.3f}" for k in costs.round_draft_s) + ", "
-                  + ", ".join(f"v({n}) = {x:.2f}" for n, x in v.items()), flush=True)
+                  + ", ".join(f"v({n}) = {x:.2f}" for n, x in v.items())
+                  + (f"; linears: {kernels.one_row} / {kernels.many_rows}" if kernels else ""), flush=True)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"machine": {"processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),

@@ -158,8 +158,8 @@ def test_a_rounds_draft_steps_are_timed_right_after_a_verify_pass(pair, monkeypa
     monkeypatch.setattr(calibrate, "cached_model", logged(cm.cached_model))
     monkeypatch.setattr(drafters, "cached_model", logged(cm.cached_model))
     ids = pair.tokenizer("The quick brown fox jumps over the lazy dog. " * 16)["input_ids"][:calibrate.CONTEXT]
-    rounds = calibrate._median_rounds(pair, torch.tensor(ids), k_max=3, repeats=2)
-    assert set(rounds) == {1, 2, 3}
+    passes, rounds = calibrate._median_rounds(pair, torch.tensor(ids), k_max=3, repeats=2)
+    assert set(rounds) == {1, 2, 3} and set(passes) == {2, 3, 4}
     assert log[:2] == [("target", len(ids), ids[0]), ("draft", len(ids) - 1, ids[0])]     # the contexts
     rest = log[2:]
     for k in (1, 2, 3):

@@ -96,8 +96,10 @@ def _median_pass(model, vocab_size: int, context: torch.Tensor, tokens: int, rep
     return statistics.median(times[1:])
 
 
-def _median_rounds(pair: ModelPair, context: torch.Tensor, k_max: int, repeats: int) -> dict[int, float]:
-    """k -> median seconds of k draft steps right after a verify pass of k + 1 tokens, as in a race."""
+def _median_rounds(pair: ModelPair, context: torch.Tensor, k_max: int,
+                   repeats: int) -> tuple[dict[int, float], dict[int, float]]:
+    """Rounds as a race runs them, for k = 1..k_max: a verify pass of k + 1 tokens, then k draft steps.
+    Returns the median seconds of each (tokens in the pass -> s, k -> s of the k draft steps)."""
     ids = context.tolist()
     n_max = k_max + 1
     target = cached_model(pair.target, pair.vocab_size, positions=len(ids) + n_max + 1)
@@ -107,36 +109,43 @@ def _median_rounds(pair: ModelPair, context: torch.Tensor, k_max: int, repeats: 
     try:
         target.feed(context, keep=1)
         drafter.lm.feed(context[:-1], keep=1)         # the draft lags by the token the last pass gave
-        rounds = {}
+        passes, rounds = {}, {}
         for k in range(1, k_max + 1):
-            times = []
+            pass_times, draft_times = [], []
             for i in range(repeats + 1):
-                target.feed(context[i: i + k + 1].clone(), keep=k + 1)     # the verify pass before
-                target.crop(len(ids))
+                new = context[i: i + k + 1].clone()   # any in-vocabulary ids: cost depends on the count only
                 synchronize(pair.device)
+                start = time.perf_counter()
+                target.feed(new, keep=k + 1)          # the verify pass
+                synchronize(pair.device)
+                pass_times.append(time.perf_counter() - start)
+                target.crop(len(ids))
                 start = time.perf_counter()
                 drafter.propose(ids, k)                # feeds ids[-1] (catching up), then k steps
                 synchronize(pair.device)
-                times.append(time.perf_counter() - start)
+                draft_times.append(time.perf_counter() - start)
                 drafter.lm.crop(len(ids) - 1)
-            rounds[k] = statistics.median(times[1:])
+            passes[k + 1] = statistics.median(pass_times[1:])
+            rounds[k] = statistics.median(draft_times[1:])
     finally:
         target.release()
         drafter.release()
-    return rounds
+    return passes, rounds
 
 
 @torch.inference_mode()
 def measure_costs(pair: ModelPair, k_max: int, context: int = CONTEXT, repeats: int = REPEATS) -> MachineCosts:
-    """Time plain steps, target passes of 2..k_max + 1 tokens, and a round's draft steps on this machine."""
+    """Time plain steps, target passes of 2..k_max + 1 tokens, and a round's draft steps on this machine.
+    With a draft model the passes are timed inside the rounds (each once, as a race runs them)."""
     ids = pair.tokenizer("The quick brown fox jumps over the lazy dog. " * 16)["input_ids"]
     ctx = torch.tensor(ids[:context], dtype=torch.long, device=pair.device)
     plain = _median_pass(pair.target, pair.vocab_size, ctx, 1, repeats)
     draft, rounds = None, {}
     if pair.draft is not None and not pair.draft_reads_features:
         draft = _median_pass(pair.draft, pair.vocab_size, ctx, 1, repeats, draft=True)
-        rounds = _median_rounds(pair, ctx, k_max, repeats)
-    passes = {n: _median_pass(pair.target, pair.vocab_size, ctx, n, repeats) for n in range(2, k_max + 2)}
+        passes, rounds = _median_rounds(pair, ctx, k_max, repeats)
+    else:
+        passes = {n: _median_pass(pair.target, pair.vocab_size, ctx, n, repeats) for n in range(2, k_max + 2)}
     return MachineCosts(plain_s=plain, draft_s=draft, pass_s={1: plain, **passes}, threads=torch.get_num_threads(),
                         round_draft_s=rounds)
 

@@ -105,10 +105,16 @@ def test_the_choice_is_timed_once_per_shape_and_thread_count(monkeypatch):
     answers = iter([Kernels("onednn", "onednn"), Kernels("gemv", "mkl"), Kernels("gemv", "onednn")])
     monkeypatch.setattr(pl, "decide", lambda ms: next(answers))
     monkeypatch.setattr(pl, "measure_kernels", lambda model, modules: {})
+    packings = []
+    real_pack = pl._pack
+    monkeypatch.setattr(pl, "_pack", lambda weight, kernel: (packings.append(kernel), real_pack(weight, kernel))[1])
     first, again = TinyLM(), TinyLM()
     pack_linears(first)
+    assert packings == ["mkl", "mkl", "onednn", "onednn"]          # built, then packed for the choice
+    packings.clear()
     pack_linears(again)
     assert first.linear_kernels == again.linear_kernels == Kernels("onednn", "onednn")     # timed once
+    assert packings == ["onednn", "onednn"]                          # packed once, for the kept kernels
     other = nn.Sequential(nn.Linear(16, 8))
     pack_linears(other)
     assert other.linear_kernels == Kernels("gemv", "mkl")                                  # other shapes

@@ -26,8 +26,7 @@ def table(result: dict) -> str:
             + "; transformers' assisted generation steps it through its own forward, fp32")
     linears = result.get("linear_kernels", {}).get("target")
     if linears:
-        k = Kernels(linears["one_row"], linears["many_rows"], tuple(tuple(t) for t in linears["timed_ms"]))
-        lines.append(f"the target's linears (both lanes, and generate()): {k.describe()}")
+        lines.append(f"the target's linears (both lanes, and generate()): {Kernels(**linears).describe()}")
     if result["not_lossless"]:
         lines.append(f"!! forced acceptance {s['forced_acceptance']}: NOT LOSSLESS, a timing experiment only")
     methods = result["methods"]

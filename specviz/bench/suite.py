@@ -96,8 +96,7 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
                if m is not None and hasattr(m, "linear_kernels")}
     if kernels:
         # Which CPU kernels the linears ran (models/packed_linear.py), timed at load on this machine.
-        result["linear_kernels"] = {role: {"one_row": k.one_row, "many_rows": k.many_rows,
-                                           "timed_ms": [list(t) for t in k.timed_ms]} for role, k in kernels.items()}
+        result["linear_kernels"] = {role: asdict(k) for role, k in kernels.items()}
     return result
 
 

@@ -186,22 +186,22 @@ def pack_linears(model: nn.Module, choose: bool = True) -> int:
     found = _linears(model)
     if not found:
         return 0
+    choose = choose and onednn_available()
+    key = (torch.get_num_threads(), tuple(tuple(child.weight.shape) for _, _, child in found))
+    kernels = _chosen.get(key, Kernels()) if choose else Kernels()     # packed once where already chosen
     with torch.no_grad():
         modules = []
         for parent, name, child in found:
-            packed = PackedLinear(child.weight, child.bias)
+            packed = PackedLinear(child.weight, child.bias, kernels)
             setattr(parent, name, packed)
             modules.append(packed)
-    key = (torch.get_num_threads(), tuple(tuple(m.weight.shape) for m in modules))
-    kernels = Kernels()
-    if choose and onednn_available():
-        if key not in _chosen:
-            try:
-                _chosen[key] = decide(measure_kernels(model, modules))
-            except Exception:   # noqa: BLE001 - a forward that needs more than ids, a refusing oneDNN: MKL's pair
-                _chosen[key] = Kernels()
+    if choose and key not in _chosen:
+        try:
+            _chosen[key] = decide(measure_kernels(model, modules))
+        except Exception:   # noqa: BLE001 - a forward that needs more than ids, a refusing oneDNN: MKL's pair
+            _chosen[key] = Kernels()
         kernels = _chosen[key]
-    for m in modules:
-        m.use(kernels)
+        for m in modules:
+            m.use(kernels)
     model.linear_kernels = kernels
     return len(found)

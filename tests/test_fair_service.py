@@ -331,3 +331,68 @@ def test_the_ran_line_names_every_setting_that_changes_the_run():
     assert ran_text("pair", "k = 1", "\n\n  " + "x" * 60) == f"pair · k = 1 · prompt “{'x' * 48} …”"
     assert ran_text("pair", "k = 1", "   ") == "pair · k = 1"
 
+
+
+# --- races that shared the device (concurrency_per_device > 1) -----------------------------
+
+def test_slots_note_which_jobs_held_one_while_another_was_held():
+    from specviz.app.slots import Sharing
+    slots = FairSlots(2)
+    a, b, c = Sharing(), Sharing(), Sharing()
+    assert slots.acquire(holder=a)
+    slots.release(a)
+    assert slots.acquire(holder=b)                 # one at a time: nobody shared
+    slots.release(b)
+    assert not a.shared and not b.shared
+    assert slots.acquire(holder=a) and slots.acquire(holder=c)     # two at once: both are told
+    slots.release(a)
+    slots.release(c)
+    assert a.shared and c.shared and not b.shared
+    assert not slots.busy()
+
+
+def test_a_slot_handed_over_is_not_sharing_and_an_anonymous_holder_counts():
+    from specviz.app.slots import Sharing
+    slots, first, second = FairSlots(1), Sharing(), Sharing()
+    assert slots.acquire(holder=first)
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(slots.acquire(holder=second)))
+    waiter.start()
+    time.sleep(0.1)
+    slots.release(first)                           # handed over: one holder at a time
+    waiter.join(2)
+    assert got == [True] and not first.shared and not second.shared
+    slots.release(second)
+    wide, job = FairSlots(2), Sharing()
+    assert wide.acquire()                          # e.g. AppState.decoding(): a holder with no note
+    assert wide.acquire(holder=job)
+    wide.release()
+    wide.release(job)
+    assert job.shared and not wide.busy()
+
+
+def test_a_race_that_shared_the_device_with_another_says_so(tiny_dirs):
+    from dataclasses import replace
+    from specviz.app.state import AppState
+    from specviz.view.handlers import run_race
+    from tests.test_blocking import FORM, tiny_presets
+    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu")
+    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu",
+                   limits=replace(app.limits, concurrency_per_device=2))
+    alone = list(run_race(app, **{**FORM, "max_new": 16}))[-1].status
+    assert "status-done" in alone and "at the same time" not in alone and "data-shared" not in alone
+    held, done = threading.Event(), threading.Event()
+
+    def other_job():                               # another job holds the second slot all along
+        with app.decoding():
+            held.set()
+            done.wait(30)
+    other = threading.Thread(target=other_job)
+    other.start()
+    assert held.wait(10)
+    try:
+        beside = list(run_race(app, **{**FORM, "max_new": 16}))[-1].status
+    finally:
+        done.set()
+        other.join(5)
+    assert "Another decoding job ran on this server at the same time" in beside and 'data-shared="1"' in beside

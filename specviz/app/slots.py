@@ -10,7 +10,10 @@ shorter than a slice (a 64-token race) runs in one go, as before; a 2000-sample 
 becomes hundreds of slices with everyone else's work in between.
 
 The engine's lanes time only their own compute (engine/timing.py), so the pauses between
-slices never enter a race's clocks.
+slices never enter a race's clocks. Where a host allows more than one decoding at once
+(`concurrency_per_device` > 1), two jobs can compute side by side and slow each other; a job that
+passes a `Sharing` note is told whether any of its slices overlapped another holder's, so a race
+can say its figure was taken on a shared device.
 """
 from __future__ import annotations
 
@@ -35,55 +38,79 @@ def never() -> bool:
     return False
 
 
+class Sharing:
+    """A job's note: did it hold a slot while some other job held one too?"""
+
+    def __init__(self):
+        self.shared = False
+
+
 class FairSlots:
     """`n` slots, granted in the order they were asked for."""
 
     def __init__(self, n: int = 1):
         self._free = n
-        self._waiters: deque[threading.Event] = deque()
+        self._waiters: deque[tuple[threading.Event, Sharing | None]] = deque()
+        self._holders: list[Sharing | None] = []      # one entry per slot held (None: a job with no note)
         self._lock = threading.Lock()
+
+    def _hold(self, holder: Sharing | None) -> None:
+        """(under the lock) `holder` now holds a slot: it and everyone holding one share the device."""
+        if self._holders:
+            for h in (*self._holders, holder):
+                if h is not None:
+                    h.shared = True
+        self._holders.append(holder)
 
     def busy(self) -> bool:
         """Would `acquire` wait right now?"""
         with self._lock:
             return self._free == 0 or bool(self._waiters)
 
-    def acquire(self, stop: Callable[[], bool] = never) -> bool:
-        """Wait for a slot (True), or give up when `stop()` becomes true first (False)."""
+    def acquire(self, stop: Callable[[], bool] = never, holder: Sharing | None = None) -> bool:
+        """Wait for a slot (True), or give up when `stop()` becomes true first (False). `holder`,
+        when given, is marked shared if another job holds a slot at any time while this one does;
+        `release` must then be given the same note."""
         with self._lock:
             if self._free > 0 and not self._waiters:
                 self._free -= 1
+                self._hold(holder)
                 return True
             turn = threading.Event()
-            self._waiters.append(turn)
+            self._waiters.append((turn, holder))
         while not turn.wait(POLL_S):
             if stop():
                 with self._lock:
                     if not turn.is_set():
-                        self._waiters.remove(turn)
+                        self._waiters.remove((turn, holder))
                         return False
-                self.release()          # granted just as it gave up: pass the slot on
+                self.release(holder)          # granted just as it gave up: pass the slot on
                 return False
         return True
 
-    def release(self) -> None:
+    def release(self, holder: Sharing | None = None) -> None:
         with self._lock:
+            self._holders.remove(holder)
             if self._waiters:
-                self._waiters.popleft().set()     # hand the slot over: nobody can barge in between
+                turn, waiter = self._waiters.popleft()
+                self._hold(waiter)                # hand the slot over: nobody can barge in between
+                turn.set()
             else:
                 self._free += 1
 
 
 def sliced(slots: FairSlots, items: Iterator[T], stop: Callable[[], bool] = never,
-           wait_stop: Callable[[], bool] | None = None, slice_s: float = SLICE_S) -> Iterator[T]:
-    """`items`, computed only while holding a slot, at most about `slice_s` seconds per hold.
+           wait_stop: Callable[[], bool] | None = None, slice_s: float = SLICE_S,
+           sharing: Sharing | None = None) -> Iterator[T]:
+    """`items`, computed only while holding a slot, at most about `slice_s` seconds per hold;
+    `sharing` is marked if any slice overlapped another job's.
 
     Raises Stopped when `stop()` (checked between items) or `wait_stop()` (checked while waiting
     for the slot; default `stop`) becomes true; `items` is closed in every case."""
     wait_stop = wait_stop or stop
     try:
         while True:
-            if not slots.acquire(wait_stop):
+            if not slots.acquire(wait_stop, sharing):
                 raise Stopped("stopped")
             try:
                 start = time.monotonic()
@@ -96,7 +123,7 @@ def sliced(slots: FairSlots, items: Iterator[T], stop: Callable[[], bool] = neve
                         return
                     yield item
             finally:
-                slots.release()
+                slots.release(sharing)
     finally:
         close = getattr(items, "close", None)
         if close is not None:

@@ -31,7 +31,7 @@ from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line
 from .render import clean
 from ..app.request import Prepared, RunRequest, prepare, settle
 from ..app.run_setup import ran_text, settings_text
-from ..app.slots import Stopped
+from ..app.slots import Sharing, Stopped
 from ..app.visitor_text import without_paths
 from .visitor import visitor_gone
 
@@ -113,8 +113,9 @@ def _race(app: AppState, *form, **named):
                      base_meter=view.meter("base"), base_pane="", download=gr.DownloadButton(interactive=False),
                      cancel=cancel, ledger="")
     others, side_mark = OtherLoad(), app.side_work.mark()      # after the pair's own load (prepare, above)
+    sharing = Sharing()            # another decoding job beside this one (concurrency_per_device > 1)
     try:
-        yield from _stream(view, app.sliced(events, gone, lambda: gone() or cancel.is_set()))
+        yield from _stream(view, app.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing))
     except Stopped:
         if gone():
             return
@@ -132,7 +133,8 @@ def _race(app: AppState, *form, **named):
     led = build_ledger(view.stats)
     ran = ran_line(run.preset.label, cfg)
     summary = (status_html("Stopped.", "done status-stopped") if stopped
-               else _summary(view, led, others.share(), cfg.greedy, dtype, app.side_work.since(side_mark))) + ran
+               else _summary(view, led, others.share(), cfg.greedy, dtype, app.side_work.since(side_mark),
+                             sharing.shared)) + ran
     yield RaceUpdate(status=summary, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
                      base_meter=view.meter("base"), base_pane=view.pane("base"), **_plots(all_figures(view.stats)),
                      download=gr.DownloadButton(value=_save_trace(view, req.prompt, cfg, run.preset.key, run.pair),
@@ -176,11 +178,12 @@ def _until_cancelled(records: Iterator[dict], cancel: threading.Event) -> Iterat
 
 
 def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str,
-             side: list[str] = ()) -> str:
+             side: list[str] = (), shared: bool = False) -> str:
     """The finished race's status line (HTML), styled by the ledger's verdict (a loss is never shown
     as a success): the speedup, and why the lanes' texts differ when they do (chance when sampling;
     rounding in bf16/fp16, greedy being exact only in fp32), and whether other programs took the CPU
-    meanwhile, or this server's own work beside the race (`side`: app/side_work.py)."""
+    meanwhile, this server's own work beside the race (`side`: app/side_work.py), or another decoding
+    job computing at the same time (`shared`: a host allowing more than one at once, app/slots.py)."""
     speed = view.stats.measured_speedup()
     texts = view.stats.texts
     glyph, label = VERDICTS.get(led.verdict, VERDICTS["unmeasured"])
@@ -201,8 +204,12 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
     if side:
         text += (f" While it ran, this server was also {'; '.join(side)}, which took CPU from both lanes "
                  f"unevenly: run it again once that has finished for a fair figure.")
+    if shared:
+        text += (" Another decoding job ran on this server at the same time (this host runs more than one at "
+                 "once), so both lanes shared the device unevenly: run it again when it is quiet for a fair figure.")
     share = "" if others is None else f' data-other-load="{others:.3f}"'
     share += f' data-side-work="{clean("; ".join(side))}"' if side else ""
+    share += ' data-shared="1"' if shared else ""
     return (f'<div class="status status-done {verdict_class(led.verdict)}" id="race-summary" '
             f'data-verdict="{clean(led.verdict)}"{share}>{clean(text)}</div>')
 

@@ -31,7 +31,7 @@ from . import feature_draft  # noqa: F401 - and the feature draft (a borrowed dr
 from .fetch import FETCHABLE, fetch_hint, fetched
 from .hub_reach import offline_kwargs
 from .integrity import verify
-from .packed_linear import mkl_packing_available, pack_linears
+from .packed_linear import pack_linears
 
 BUNDLED_TARGET, BUNDLED_DRAFT = str(MODELS / "target"), str(MODELS / "draft")
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
@@ -193,10 +193,9 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
         vocab = min(vocab, output_rows(draft_model))
         if vocab < len(tokenizer):
             raise LoadError(f"{draft!r} has fewer output rows ({vocab}) than the tokenizer has tokens ({len(tokenizer)})")
-    if dev.type == "cpu" and dt == torch.float32 and mkl_packing_available():
-        for model in (target_model, draft_model):
-            if model is not None:
-                pack_linears(model)
+    for model in (target_model, draft_model):      # fp32 CPU linears only; nothing elsewhere or without MKL
+        if model is not None:
+            pack_linears(model)
     return make_pair(target_model, draft_model, tokenizer, vocab, target, draft)
 
 
@@ -231,8 +230,7 @@ def load_draft_for(pair: ModelPair, draft: str):
     The benchmark gives it to transformers' assisted generation when the pair's own draft reads
     target features."""
     model = _load_draft(draft, pair.tokenizer, pair.target, pair.target_name, pair.device, pair.target.dtype)
-    if pair.device.type == "cpu" and pair.target.dtype == torch.float32 and mkl_packing_available():
-        pack_linears(model)
+    pack_linears(model)
     model.name_or_path = _short(draft)
     return model
 

@@ -29,7 +29,7 @@ def outcome(app, **changes) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("changes, message", [
-    (dict(prompt=""), "empty"),
+    (dict(prompt=""), "empty: type a question or some text to continue"),   # chat pairs ask, raw ones continue
     (dict(prompt=" \n\t "), "empty"),
     (dict(prompt=None), "must be text"),
     (dict(prompt="x = 1\n" * 20), "tokens long; this server accepts at most 64"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..engine.config import CONFIDENCE_STOP_MAX, SpecConfig
-from ..engine.output import encode_prompt
+from ..engine.output import EMPTY_PROMPT, encode_prompt
 from ..errors import ConfigError
 from .profile import Limits
 from ..models.chat import chat_ids
@@ -46,7 +46,7 @@ def check_prompt(prompt, max_chars: int) -> str:
     if not isinstance(prompt, str):
         raise ConfigError("the prompt must be text")
     if not prompt.strip():
-        raise ConfigError("the prompt is empty: type some text to continue")
+        raise ConfigError(EMPTY_PROMPT)
     if len(prompt) > max_chars:
         raise ConfigError(f"the prompt is {len(prompt):,} characters long; this server accepts at most {max_chars:,}")
     if any("\ud800" <= ch <= "\udfff" for ch in prompt):

@@ -75,10 +75,11 @@ def apply_preset(args) -> None:
 def prompt_from(args, pair):
     """The prompt as text, or as token ids in the target's chat template (--chat)."""
     from ..errors import ConfigError
+    from ..engine.output import EMPTY_PROMPT
     if not args.chat:
         return args.prompt
     if not args.prompt.strip():
-        raise ConfigError("the prompt is empty")
+        raise ConfigError(EMPTY_PROMPT)
     from ..models.chat import chat_ids
     return chat_ids(pair.tokenizer, args.prompt, pair.target_name)
 

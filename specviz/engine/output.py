@@ -13,19 +13,23 @@ from .detokenize import IncrementalDetokenizer
 from .pair import ModelPair
 
 
+# One message for every front end: a chat pair is asked a question, a raw one continues text.
+EMPTY_PROMPT = "the prompt is empty: type a question or some text to continue"
+
+
 def encode_prompt(pair: ModelPair, prompt: str | list[int], check_length: bool = True) -> list[int]:
     """Prompt text or token ids -> token ids, validated against the pair (`check_length=False`: the
     caller applies its own, smaller limit, and its message)."""
     if isinstance(prompt, str):
         if not prompt.strip():
-            raise ConfigError("the prompt is empty: type some text to continue")
+            raise ConfigError(EMPTY_PROMPT)
         ids = list(pair.tokenizer(prompt)["input_ids"])
     else:
         ids = list(prompt)
         if any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < pair.vocab_size for i in ids):
             raise ConfigError(f"prompt token ids must be whole numbers in 0..{pair.vocab_size - 1}")
     if not ids:
-        raise ConfigError("the prompt is empty: type some text to continue")
+        raise ConfigError(EMPTY_PROMPT)
     if check_length and len(ids) > pair.max_prompt_tokens:
         raise ConfigError(f"the prompt is {len(ids):,} tokens long; {pair.target_name} reads at most "
                           f"{pair.max_positions:,} tokens including its output")

@@ -111,7 +111,7 @@ def _reveal_round(state: dict):
         elif event.kind == "round_end":
             note = (f'<p class="explain reveal" style="--i: {len(verdicts)}">Round {event.round}: {event.accepted} of '
                     f"{event.drafted} drafts accepted, {plural(event.emitted, 'token')} added for one target pass. "
-                    f"Click “Next round” (or press the right arrow).</p>")
+                    f"Tap or click “Next round” (on a keyboard: the right arrow).</p>")
             pane_new += fragment(event)
             if "k" in state:
                 state.update(k=event.k_next, tokens=event.total_tokens)

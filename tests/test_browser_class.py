@@ -252,6 +252,13 @@ def test_token_details_on_hover_click_tap_and_keys(browser, app_url, size):
         assert shown() == tip0
         at = box(pg, "#tip-pop")                           # clear of the screen's edges (a phone's corners)
         assert at["x"] >= 9 and at["x"] + at["width"] <= size[0] - 9, at      # (1 px of rounding)
+        first.tap()                                        # closed (open, it may lie over the next tokens)
+        longest = max(range(tokens.count()), key=lambda i: len(tokens.nth(i).get_attribute("data-tip")))
+        tokens.nth(longest).tap()                          # the widest box too (a resampled token's)
+        at = box(pg, "#tip-pop")
+        assert at["x"] >= 9 and at["x"] + at["width"] <= size[0] - 9, at
+        tokens.nth(longest).tap()
+        first.tap()
         second.tap()                                       # one at a time: the second replaces the first
         assert shown() == tip1 and pg.locator(".tip-pop:visible").count() == 1
         second.tap()                                       # a second tap closes it
@@ -322,6 +329,10 @@ def test_stop_is_not_a_success(page, slow_target):
     assert "Stopped" in status.inner_text() and "✓" not in status.inner_text()
     assert status.evaluate("e => getComputedStyle(e).backgroundColor") != GREEN
     assert "✓" not in page.inner_text("#spec-meter") + page.inner_text("#base-meter")
+    chips = page.locator(".meter .lane-stopped")                   # each stopped lane's chip: grey, not green
+    assert chips.count() >= 1
+    assert all(chips.nth(i).evaluate("e => getComputedStyle(e).backgroundColor") != GREEN
+               for i in range(chips.count()))
     page.wait_for_selector("#ledger-box[data-verdict=stopped]", timeout=10_000)
 
 

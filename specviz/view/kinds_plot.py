@@ -30,14 +30,16 @@ def kinds_figure(table: list[dict], title: str = "Acceptance by kind of token") 
     fig.update_yaxes(range=[0, 1.12], **AXES)
     if not rows:
         return fig
-    names = [r["kind"].replace("_", " ") for r in rows]
+    # Two-word kinds on two lines: on a phone a one-line "word continuation" was cut at the plot's edge.
+    names = [r["kind"].replace("_", "<br>") for r in rows]
+    words = [r["kind"].replace("_", " ") for r in rows]
     fig.add_bar(x=names, y=[r["acceptance_rate"] or 0.0 for r in rows], name="a = accepted / judged",
                 marker_color=SPEC, text=[f"{r['accepted']}/{r['judged']}" for r in rows], textposition="outside",
-                customdata=[r["drafted"] for r in rows],
-                hovertemplate="%{x}: a = %{y:.2f} (%{text} judged, %{customdata} drafted)<extra></extra>")
+                customdata=[[r["drafted"], w] for r, w in zip(rows, words)],
+                hovertemplate="%{customdata[1]}: a = %{y:.2f} (%{text} judged, %{customdata[0]} drafted)<extra></extra>")
     fig.add_scatter(x=names, y=[r["draft_acceptance_rate"] or 0.0 for r in rows], mode="markers",
                     name="a_d = accepted / drafted", marker=dict(symbol="diamond", size=9, color=THEORY),
-                    hovertemplate="%{x}: a_d = %{y:.2f}<extra></extra>")
+                    customdata=words, hovertemplate="%{customdata}: a_d = %{y:.2f}<extra></extra>")
     return fig
 
 

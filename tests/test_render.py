@@ -97,7 +97,20 @@ def test_a_greedy_correction_is_not_called_a_residual_draw():
     assert "its own most likely token" in greedy and "target's top: '·isinstance' 0.45" in greedy
     assert "norm(max" not in greedy and "residual" not in greedy
     sampled = tooltip(Resampled(round=4, position=1, token_id=5, piece="a", prob=0.7, p=0.3, top_residual=[(5, "a", 0.7)]))
-    assert "drawn from norm(max(0, p − q))" in sampled and "probability there = 0.700" in sampled
+    assert "drawn from norm(max(0, p − q))" in sampled and "residual probability = 0.700" in sampled
+
+
+def test_tiny_probabilities_keep_two_significant_digits():
+    """A rejected draft read "p (target) = 0.000  q (draft) = 0.001  min(1, p/q) = 0.043": p/q of two
+    numbers printed as 0 and 0.001 cannot be 0.043. Below 0.001 a probability keeps two significant digits."""
+    from specviz.engine.events import Rejected
+    from specviz.engine.explain import tooltip
+    tip = tooltip(Rejected(round=1, position=0, token_id=3, piece="x", p=0.0000432, q=0.001004, accept_prob=0.043,
+                           u=0.5, rule="ratio", discarded=0))
+    assert "p (target) = 0.000043   q (draft) = 0.0010" in tip and "min(1, p/q) = 0.043" in tip
+    zero = tooltip(Rejected(round=1, position=0, token_id=3, piece="x", p=0.0, q=0.25, accept_prob=0.0, u=0.5,
+                            rule="ratio", discarded=0))
+    assert "p (target) = 0.000   q (draft) = 0.250" in zero
 
 
 def test_a_near_tie_between_a_rejected_draft_and_its_correction_is_said():

@@ -94,3 +94,27 @@ def test_the_calculator_takes_this_machine_s_figures_once_the_pair_is_measured(t
     a, c, v, note = machine_figures(app, "tiny")
     assert a == 0.6 and c == round(min(advice.c, 1.0), 2) and 0.5 <= v <= 3.0
     assert f"c = {advice.c:.3f}" in note and f"v = {advice.v:.2f}" in note
+
+
+def test_the_calculator_says_when_its_one_c_and_v_pick_another_k_than_the_advice(tiny_dirs):
+    """The advice prices each k with that k's own timings; the what-if chart draws every k with one c and v
+    (those of the advised k). Where the two bests differ (a newcomer saw "k = 5 suits this machine" beside
+    the chart's "best k = 3"), the calculator's line says both and why."""
+    from specviz.app.k_advice import advise
+    from specviz.engine.calibrate import MachineCosts
+    from specviz.view.teaching import machine_figures
+    preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=3, acceptance=0.51)
+    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    v = {1: 1.05, 2: 1.2, 3: 1.3, 4: 1.25, 5: 0.96, 6: 1.0, 7: 1.05, 8: 1.1}     # a verify pass dearer at k = 3
+    costs = MachineCosts(plain_s=1.0, draft_s=0.04, pass_s={k + 1: s for k, s in v.items()}, threads=1,
+                         round_draft_s={k: 0.04 * k for k in v})
+    app.advice["tiny"] = advise(costs, 0.51, (1, 8))
+    assert app.advice["tiny"].k == 5
+    *_, note = machine_figures(app, "tiny", 12)
+    note = __import__("html").unescape(note)
+    assert "k = 5 (1.73×)" in note and "best k = 3 (1.76×)" in note and "each k's own" in note
+    flat = MachineCosts(plain_s=1.0, draft_s=0.04, pass_s={k + 1: 1.0 for k in v}, threads=1,
+                        round_draft_s={k: 0.04 * k for k in v})
+    app.advice["tiny"] = advise(flat, 0.51, (1, 8))
+    *_, note = machine_figures(app, "tiny", 12)
+    assert "each k&#x27;s own" not in note and "k = " not in note.split("timed here at load.")[1]                        # the same best k: nothing to reconcile

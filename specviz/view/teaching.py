@@ -224,10 +224,14 @@ def what_if_plot(acceptance, cost_ratio, k_max, verify_ratio=theory.GPU_IDEAL_V)
     return what_if(a, c, v, min(max(as_int("k max", k_max), 2), 32))
 
 
-def machine_figures(app: AppState, key):
+def machine_figures(app: AppState, key, k_max=None):
     """The calculator's a, c and v from what the app measured here for the selected pair (app/k_advice.py):
     its draft's held-out acceptance, and the draft step and verify pass timed at load, at the k offered.
-    Outputs: the a, c and v sliders, and a line saying where they come from (or why there are none yet)."""
+    Outputs: the a, c and v sliders, and a line saying where they come from (or why there are none yet).
+
+    The advice prices each k with that k's own timings (a verify pass of 4 tokens may cost more than one
+    of 6 on a CPU, as its kernels block the rows); the chart draws every k with the one c and v set here.
+    Where that moves the best k (up to `k_max`, the chart's largest), the line says both."""
     p = app.presets.get(key)
     if p is None:
         return gr.skip(), gr.skip(), gr.skip(), figures_line(
@@ -239,7 +243,13 @@ def machine_figures(app: AppState, key):
         return gr.skip(), gr.skip(), gr.skip(), figures_line(f"{p.label} is not measured on this machine yet ({why}).")
     c, v = advice.c, advice.v
     # Within the sliders' ranges; the line gives the figures as measured.
-    return (round(min(advice.a, MAX_ACCEPTANCE), 2), round(min(c, MAX_COST_RATIO), 2),
-            round(min(max(v, V_RANGE[0]), V_RANGE[1]), 2),
-            figures_line(f"{p.label}: a = {advice.a:.2f} (its draft's held-out acceptance), c = {c:.3f} and "
-                         f"v = {v:.2f} (a verify pass of {advice.k + 1} tokens), timed here at load."))
+    sliders = (round(min(advice.a, MAX_ACCEPTANCE), 2), round(min(c, MAX_COST_RATIO), 2),
+               round(min(max(v, V_RANGE[0]), V_RANGE[1]), 2))
+    line = (f"{p.label}: a = {advice.a:.2f} (its draft's held-out acceptance), c = {c:.3f} and "
+            f"v = {v:.2f} (a verify pass of {advice.k + 1} tokens), timed here at load.")
+    chart_k = theory.best_k(*sliders, min(max(as_int("k max", k_max if k_max is not None else 12), 2), 32))
+    if chart_k != advice.k:
+        line += (f" Priced with each k's own timings, k = {advice.k} ({advice.expected:.2f}×) is this machine's "
+                 f"best, as the k advice says; with these c and v at every k, as the chart draws them, best k = "
+                 f"{chart_k} ({theory.expected_speedup(*sliders[:1], chart_k, *sliders[1:]):.2f}×).")
+    return (*sliders, figures_line(line))

@@ -209,7 +209,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         for control in (wi_a, wi_c, wi_v, wi_k):
             control.change(what_if_plot, [wi_a, wi_c, wi_k, wi_v], wi_plot, api_name=False, show_progress="hidden")
         demo.load(what_if_plot, [wi_a, wi_c, wi_k, wi_v], wi_plot, api_name=False)
-        wi_here.click(partial(machine_figures, app), [preset], [wi_a, wi_c, wi_v, wi_here_note], api_name=False,
+        wi_here.click(partial(machine_figures, app), [preset, wi_k], [wi_a, wi_c, wi_v, wi_here_note], api_name=False,
                       show_progress="hidden")
         # The workshop's exercises choose their own pair and settings: the settings column is hidden
         # while its tab is open (in the page only, no request), and comes back with any other tab.

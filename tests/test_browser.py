@@ -45,6 +45,7 @@ def test_tooltips_plots_stats_and_speedup(page):
     # The measured speedup as data, for scripts: the same number the strip and the status show.
     value = float(page.get_attribute("#speedup", "data-value"))
     assert f"{value:.2f}×" in page.inner_text("#speedup") and f"{value:.2f}×" in page.inner_text("#status")
+    assert page.get_attribute("#speedup", "data-final") == "1"          # the race's own figure, not a live one
 
 
 def test_stop_halts_both_lanes(page, slow_target):

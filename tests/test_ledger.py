@@ -287,3 +287,19 @@ def test_the_strip_s_speedup_data_is_the_shown_number_unrounded():
     strip = view.strip()
     value = float(re.search(r'id="speedup" data-value="([^"]+)"', strip).group(1))
     assert value == 0.955012 and re.search(rf'id="speedup"[^>]*>{value:.2f}×<', strip)
+
+
+def test_the_strip_s_speedup_says_when_it_is_final(pair):
+    """#speedup updates live (a newcomer's script read 2.894 eight seconds in; the race ended at 2.642):
+    data-final="1" appears only once both lanes are done, so a script can wait for it."""
+    import re
+    from specviz.engine import SpecConfig, race
+    from specviz.view.race_view import RaceView
+    view = RaceView(4)
+    seen = []
+    for event in race(pair, pair.tokenizer("def add(a, b):")["input_ids"], SpecConfig(k=4, max_new_tokens=24)):
+        view.add(event)
+        seen.append('data-final="1"' in view.strip())
+        if event.kind == "done" and len(view.stats.done) == 1:
+            assert re.search(r'id="speedup" data-value="[^"]*"', view.strip()) and not seen[-1]
+    assert seen[-1] and not any(seen[:-1])

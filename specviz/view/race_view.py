@@ -94,10 +94,13 @@ class RaceView:
         ]
         # The measured speedup also as data: id "speedup", data-value = the float itself (scripts, tests),
         # unrounded, so it rounds to what the strip and the status show (0.955012 written 0.9550 read 0.95,
-        # beside a 0.96 on screen).
-        ids = {"measured speedup": f' id="speedup" data-value="{"" if speed is None else repr(float(speed))}"'}
+        # beside a 0.96 on screen). It changes while the race runs; data-final="1" marks the race's own figure,
+        # once both lanes are done.
+        final = ' data-final="1"' if {"spec", "base"} <= s.done.keys() else ""
+        ids = {"measured speedup": f' id="speedup" data-value="{"" if speed is None else repr(float(speed))}"{final}'}
         return '<div class="strip">' + "".join(
             f'<div class="cell" tabindex="0" data-tip="{clean(label + ": " + tip)}">'
             f'<div class="label">{clean(label)}</div>'
-            f'<div class="value"{ids.get(label, "")}>{clean(value)}</div>'
+            f'<div class="value{" value-list" if label == "accepted by position" else ""}"{ids.get(label, "")}>'
+            f'{clean(value)}</div>'
             f'<div class="note">{clean(note)}</div></div>' for label, value, note, tip in cells) + "</div>"

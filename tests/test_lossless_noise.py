@@ -47,3 +47,26 @@ def test_the_draft_contrast_claims_only_what_the_numbers_show():
     assert claim not in _draft_contrast(0.40, 0.05, consistent=False, final=True)      # the check failed
     close = _draft_contrast(0.081, 0.072, consistent=True, final=True)                 # draft within the noise
     assert claim not in close and "cannot show the difference" in close
+
+
+def test_the_samples_that_would_separate_the_draft_from_the_noise():
+    """A teacher's first click (300 samples) read "this run cannot show the difference; more samples would":
+    true, and of no use without a number. The check names the smallest multiple of the slider's step at which
+    the draft's distance exceeds twice the expected noise, or says that the page's maximum is not enough."""
+    from specviz.engine.lossless import samples_to_separate
+    torch.manual_seed(1)
+    p = torch.softmax(torch.randn(5_000, dtype=torch.float64) * 3, 0)
+    d = 2 * expected_tv_noise(p, 300) * 0.6                 # a draft a little closer than twice the noise at 300
+    n = samples_to_separate(p, d, step=50, most=100_000)
+    assert n % 50 == 0 and n > 300
+    assert 2 * expected_tv_noise(p, n) < d <= 2 * expected_tv_noise(p, n - 50)
+    assert samples_to_separate(p, d, step=50, most=n - 50) is None          # not within the page's range
+    assert samples_to_separate(p, 0.0, step=50, most=2000) is None          # a draft equal to p: never
+
+
+def test_the_contrast_names_those_samples():
+    from specviz.view.teaching import _draft_contrast
+    close = _draft_contrast(0.081, 0.072, consistent=True, final=True, needed=950)
+    assert "cannot show the difference" in close and "about 950 samples would" in close
+    far = _draft_contrast(0.081, 0.072, consistent=True, final=True, needed=None)
+    assert "more than the 2000" in far

@@ -21,6 +21,7 @@ from ..app.slots import Stopped
 from ..app.state import AppState
 from ..engine import theory
 from .handlers import status_html
+from ..engine.lossless import samples_to_separate
 from .plots import lossless_bars, what_if
 from .render import clean, draft_chips, figures_line, fragment
 from ..app.request import RunRequest, prepare, settle
@@ -29,6 +30,7 @@ from .visitor import visitor_gone
 
 STEP_MAX_TOKENS = 64           # step mode decodes at most this many tokens (dozens of clicks)
 MIN_SAMPLES, MAX_SAMPLES = 50, 2000   # the lossless check's samples (the slider's range)
+SAMPLES_STEP = 50                     # ...and the slider's step
 LOSSLESS_EVERY_S = 0.5         # the lossless check's result is redrawn at most this often
 # The what-if calculator's sliders (view/ui.py): a up to MAX_ACCEPTANCE, c up to MAX_COST_RATIO, v in V_RANGE.
 MAX_ACCEPTANCE = 0.99
@@ -182,17 +184,21 @@ def lossless_verdict(p_value: float) -> str:
             f"Run it again with another seed: if it repeats, please report it.")
 
 
-def _draft_contrast(draft: float, noise: float, consistent: bool, final: bool) -> str:
+def _draft_contrast(draft: float, noise: float, consistent: bool, final: bool, needed: int | None = None) -> str:
     """The draft's own distance to the target, and only what it shows: "the output follows p" is said
-    once the verdict is in and says so, and only where the draft is clearly farther than sampling noise."""
+    once the verdict is in and says so, and only where the draft is clearly farther than sampling noise;
+    where it is not, how many samples would show it (`needed`, None: more than the page allows)."""
     head = f"For contrast, the draft's own distribution is {draft:.3f} away from the target's"
     if not final:
         return head + ": the proposals follow q; the verdict on the output comes with the last sample."
     if not consistent:
         return head + "."
     if draft < 2 * noise:
+        more = (f"about {needed} samples would" if needed is not None else
+                f"more than the {MAX_SAMPLES} this page allows would be needed: try a prompt where the draft "
+                f"guesses worse, or a higher temperature")
         return (head + f", within twice the sampling noise ({noise:.3f}): at this many samples the draft itself "
-                "would look about as close, so this run cannot show the difference; more samples would.")
+                f"would look about as close, so this run cannot show the difference; {more}.")
     return head + ": the proposals follow q, yet the output follows p."
 
 
@@ -210,7 +216,8 @@ def _lossless_summary(r, final: bool = True, note: str = "", tested: bool | None
              f"Distance (total variation) between speculative output and the target: <b>{r.tv_to_target():.3f}</b>; "
              f"sampling noise alone gives about {r.tv_noise():.3f}.", test]
     if draft is not None:
-        parts.append(_draft_contrast(draft, r.tv_noise(), final and r.p_value() >= ALPHA, final))
+        needed = samples_to_separate(r.p, draft, SAMPLES_STEP, MAX_SAMPLES) if final else None
+        parts.append(_draft_contrast(draft, r.tv_noise(), final and r.p_value() >= ALPHA, final, needed))
     if final:
         parts.append(f'<b class="lossless-verdict">{clean(lossless_verdict(r.p_value()))}</b>')
     return '<div class="lossless">' + "<br>".join(parts) + "</div>"

@@ -25,8 +25,8 @@ from ..app.request import FORM_FIELDS
 from ..engine.config import CONFIDENCE_STOP_MAX
 from ..app.settings import as_int
 from ..errors import SpecvizError
-from .teaching import (MAX_ACCEPTANCE, MAX_COST_RATIO, V_RANGE, machine_figures, reset_steps, run_lossless,
-                       step_round, what_if_plot)
+from .teaching import (MAX_ACCEPTANCE, MAX_COST_RATIO, MAX_SAMPLES, MIN_SAMPLES, SAMPLES_STEP, V_RANGE,
+                       machine_figures, reset_steps, run_lossless, step_round, what_if_plot)
 from .workshop_ui import build_workshop_tab
 from .kinds_plot import kinds_from_trace
 from .rules_tab import build_rules_tab
@@ -146,7 +146,8 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                                     "with the target's exact probabilities. Uses the settings on the left "
                                     "(temperature 0 is replaced by 1: greedy output is a single token).")
                         with gr.Row():
-                            samples = lenient.Slider(50, 2000, value=300, step=50, label="samples", elem_id="lossless-samples")
+                            samples = lenient.Slider(MIN_SAMPLES, MAX_SAMPLES, value=300, step=SAMPLES_STEP, label="samples",
+                                                     elem_id="lossless-samples")
                             lossless_btn = gr.Button("Run the check", variant="primary", elem_id="lossless-run")
                         lossless_result = gr.HTML("<p class='pane-hint'>Press “Run the check”: the counts appear "
                                                   "here beside the target's exact probabilities.</p>",

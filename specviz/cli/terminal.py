@@ -56,7 +56,9 @@ def summary_line(stats: LaneStats, label: str) -> str:
     bits = [f"{label}: {stats.tally.tokens} tokens in {stats.tally.elapsed_s:.2f}s",
             f"{stats.tokens_per_s:.1f} tok/s" if stats.tokens_per_s else "",
             f"acceptance {rate:.2f}" if rate is not None else "",
-            f"{per_round:.2f} tokens per full round" if per_round and rate is not None else "",
+            # Leviathan's E over the rounds that drafted all k (the ledger's tau counts every pass, the
+            # rounds cut short by the token budget or a stop too): the two differ by those rounds.
+            f"{per_round:.2f} tokens per full round (all k drafted)" if per_round and rate is not None else "",
             f"{stats.target_forwards} target passes",
             f"draft: {stats.draft_path}" if stats.draft_path not in ("", "eager") else ""]
     return ", ".join(b for b in bits if b)

@@ -158,10 +158,14 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                     with gr.Tab("Explain", id="explain") as explain_tab:
                         gr.Markdown(EXPLAIN)
                         with gr.Row():
-                            wi_a = gr.Slider(0, MAX_ACCEPTANCE, value=0.75, step=0.01, label="acceptance rate a", elem_id="whatif-a")
-                            wi_c = gr.Slider(0, MAX_COST_RATIO, value=0.1, step=0.01, label="cost ratio c (draft / target)", elem_id="whatif-c")
-                            wi_v = gr.Slider(*V_RANGE, value=1.0, step=0.05, label="verify ratio v (1 = GPU-ideal)",
-                                             elem_id="whatif-v")
+                            # Short labels, the definitions as info under them: beside the number box a
+                            # long label wrapped to four lines at 1366 px.
+                            wi_a = gr.Slider(0, MAX_ACCEPTANCE, value=0.75, step=0.01, label="acceptance rate a",
+                                             info="share of judged drafts kept", elem_id="whatif-a")
+                            wi_c = gr.Slider(0, MAX_COST_RATIO, value=0.1, step=0.01, label="cost ratio c",
+                                             info="a draft step, in target steps", elem_id="whatif-c")
+                            wi_v = gr.Slider(*V_RANGE, value=1.0, step=0.05, label="verify ratio v",
+                                             info="a verify pass, in target steps (1 = GPU-ideal)", elem_id="whatif-v")
                             wi_k = gr.Slider(2, 32, value=12, step=1, label="largest k shown", elem_id="whatif-k")
                         wi_here = gr.Button("Use this machine's figures for the selected pair", size="sm",
                                             elem_id="whatif-here")

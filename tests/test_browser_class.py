@@ -384,6 +384,8 @@ def test_workshop_hides_the_settings_it_ignores_and_plots_exercise_one(page):
     page.wait_for_selector("#ws-question h3")
     assert not page.locator("#settings").is_visible() and not page.locator("#temperature").is_visible()
     assert not page.locator("#ws-plot").is_visible()                      # no empty plot before a run
+    widths = {round(b["width"]) for b in (page.locator("#ws-pick label").nth(i).bounding_box() for i in range(10))}
+    assert len(widths) == 1, widths                                        # one column of equal rows
     page.fill("#ws-number textarea, #ws-number input", "1.5")
     page.click("#ws-run")
     page.wait_for_selector("#ws-measured", timeout=60_000)

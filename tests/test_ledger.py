@@ -303,3 +303,25 @@ def test_the_strip_s_speedup_says_when_it_is_final(pair):
         if event.kind == "done" and len(view.stats.done) == 1:
             assert re.search(r'id="speedup" data-value="[^"]*"', view.strip()) and not seen[-1]
     assert seen[-1] and not any(seen[:-1])
+
+
+def test_run_clears_the_strip_and_a_stopped_race_is_never_final(pair, tiny_dirs):
+    """Run's first reply empties the strip (the previous race's #speedup[data-final] stayed until the new
+    race's first update, and a script read the old figure at once); a race stopped midway gets no
+    data-final either."""
+    import threading
+    from specviz.engine import SpecConfig, race
+    from specviz.view.handlers import starting
+    from specviz.view.race_view import RaceView
+    from specviz.app.state import AppState
+    from specviz.view.ui import build_demo
+    from tests.test_blocking import tiny_presets
+    demo = build_demo(AppState(presets=tiny_presets(tiny_dirs), device="cpu"))
+    wired = next(d for d in demo.fns.values() if d.fn is starting)
+    ids = [getattr(block, "elem_id", None) for block in wired.outputs]
+    assert "stats" in ids and starting()[ids.index("stats")] == ""
+    cancel, view = threading.Event(), RaceView(4)
+    for event in race(pair, pair.tokenizer("def add(a, b):")["input_ids"], SpecConfig(k=4, max_new_tokens=64), cancel):
+        view.add(event)
+        cancel.set()                                       # Stop, right after the first event
+    assert "cancelled" in view.stats.stop_reasons.values() and 'data-final' not in view.strip()

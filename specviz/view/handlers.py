@@ -223,8 +223,9 @@ def ran_line(label: str, cfg) -> str:
 def starting():
     """Run was clicked: clear the previous race from view at once (its ledger too), and show the Race
     tab (Run is also on screen beside step mode, the lossless check, the explainer and the rules; the
-    race's status line, its refusals included, is in the Race tab)."""
-    return status_html("Starting …"), "", "", "", "", "", gr.Tabs(selected="race")
+    race's status line, its refusals included, is in the Race tab). The strip goes too: its
+    #speedup[data-final] must never belong to the race before (a script waits for it)."""
+    return status_html("Starting …"), "", "", "", "", "", "", gr.Tabs(selected="race")
 
 
 def stop_run(cancel) -> None:

@@ -95,8 +95,9 @@ class RaceView:
         # The measured speedup also as data: id "speedup", data-value = the float itself (scripts, tests),
         # unrounded, so it rounds to what the strip and the status show (0.955012 written 0.9550 read 0.95,
         # beside a 0.96 on screen). It changes while the race runs; data-final="1" marks the race's own figure,
-        # once both lanes are done.
-        final = ' data-final="1"' if {"spec", "base"} <= s.done.keys() else ""
+        # once both lanes are done (never on a stopped race's).
+        final = (' data-final="1"' if {"spec", "base"} <= s.done.keys()
+                 and "cancelled" not in s.stop_reasons.values() else "")       # a stopped race has none
         ids = {"measured speedup": f' id="speedup" data-value="{"" if speed is None else repr(float(speed))}"{final}'}
         return '<div class="strip">' + "".join(
             f'<div class="cell" tabindex="0" data-tip="{clean(label + ": " + tip)}">'

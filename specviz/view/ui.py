@@ -187,7 +187,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                         "plot_race": plot_race, "plot_hist": plot_hist, "plot_position": plot_pos,
                         "download": download, "cancel": cancel, "ledger": ledger}
         # Instant feedback first (and no stale "done" from the previous run), then the race.
-        racing = run.click(starting, None, [status, spec_pane, base_pane, spec_meter, base_meter, ledger, tabs],
+        racing = run.click(starting, None, [status, strip, spec_pane, base_pane, spec_meter, base_meter, ledger, tabs],
                            api_name=False,
                            concurrency_limit=None, concurrency_id="ui", show_progress="hidden").then(
                            partial(run_race, app), form,

@@ -68,5 +68,26 @@ def test_the_contrast_names_those_samples():
     from specviz.view.teaching import _draft_contrast
     close = _draft_contrast(0.081, 0.072, consistent=True, final=True, needed=950)
     assert "cannot show the difference" in close and "about 950 samples would" in close
-    far = _draft_contrast(0.081, 0.072, consistent=True, final=True, needed=None)
-    assert "more than the 2000" in far
+    far = _draft_contrast(0.081, 0.072, consistent=True, final=True, needed=None, most=1200)
+    assert "more than the 1200 this server runs for this prompt" in far and "lower temperature" in far
+    same = _draft_contrast(0.0, 0.072, consistent=True, final=True, needed=None)
+    assert "exactly the target's distribution" in same and "would be needed" not in same
+
+
+def test_the_named_samples_stay_within_what_the_server_runs_for_the_prompt():
+    """A long prompt's samples are capped by the token budget below the slider's 2000: the advice must not
+    name a count the next run would refuse."""
+    from collections import Counter
+    from specviz.engine.lossless import LosslessResult
+    from specviz.view.teaching import _lossless_summary
+    torch.manual_seed(3)
+    p = torch.softmax(torch.randn(50, dtype=torch.float64) * 3, 0)
+    q = p.clone()
+    q[torch.argmax(p)] -= 0.05
+    q[torch.argmin(p)] += 0.05                           # 0.05 away: beyond 300 samples' reach
+    counts = Counter(torch.multinomial(p, 300, replacement=True).tolist())
+    r = LosslessResult(counts, p, q, 1.0)
+    free = _lossless_summary(r, most=100_000)
+    n = int(__import__("re").search(r"about (\d+) samples would", free).group(1))
+    capped = _lossless_summary(r, most=n - 50)
+    assert f"more than the {n - 50} this server runs" in capped and "samples would" not in capped

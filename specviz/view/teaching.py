@@ -161,7 +161,8 @@ def run_lossless(app: AppState, samples, *form, stop=None, **named):
             if time.monotonic() - shown >= LOSSLESS_EVERY_S and result.samples < n:
                 shown = time.monotonic()
                 yield _lossless_summary(result, final=False), lossless_bars(result, run.pair.tokenizer), gr.skip()
-        yield _lossless_summary(result), lossless_bars(result, run.pair.tokenizer), None
+        most = min(MAX_SAMPLES, budget // len(run.ids))      # what this server would run for this prompt
+        yield _lossless_summary(result, most=most), lossless_bars(result, run.pair.tokenizer), None
     except Stopped:
         if result is None:
             yield status_html("Stopped.", "done"), gr.skip(), None
@@ -184,26 +185,35 @@ def lossless_verdict(p_value: float) -> str:
             f"Run it again with another seed: if it repeats, please report it.")
 
 
-def _draft_contrast(draft: float, noise: float, consistent: bool, final: bool, needed: int | None = None) -> str:
+def _draft_contrast(draft: float, noise: float, consistent: bool, final: bool, needed: int | None = None,
+                    most: int = MAX_SAMPLES) -> str:
     """The draft's own distance to the target, and only what it shows: "the output follows p" is said
     once the verdict is in and says so, and only where the draft is clearly farther than sampling noise;
-    where it is not, how many samples would show it (`needed`, None: more than the page allows)."""
+    where it is not, how many samples would show it (`needed`; None: more than the `most` this server
+    runs for this prompt)."""
     head = f"For contrast, the draft's own distribution is {draft:.3f} away from the target's"
     if not final:
         return head + ": the proposals follow q; the verdict on the output comes with the last sample."
     if not consistent:
         return head + "."
     if draft < 2 * noise:
+        if draft < 1e-9:
+            return head + ": the draft proposes exactly the target's distribution, so there is no difference to show."
+        # A lower temperature, not a higher one: heating spreads p over more tokens, and the noise of a
+        # spread distribution grows faster than the two models' distance (measured on the bundled pair:
+        # 100-450 samples separate them at T = 0.5, none of 2000 at T = 1-2).
         more = (f"about {needed} samples would" if needed is not None else
-                f"more than the {MAX_SAMPLES} this page allows would be needed: try a prompt where the draft "
-                f"guesses worse, or a higher temperature")
+                f"more than the {most} this server runs for this prompt would be needed: try a prompt where "
+                f"the draft guesses worse, or a lower temperature such as 0.5")
         return (head + f", within twice the sampling noise ({noise:.3f}): at this many samples the draft itself "
                 f"would look about as close, so this run cannot show the difference; {more}.")
     return head + ": the proposals follow q, yet the output follows p."
 
 
-def _lossless_summary(r, final: bool = True, note: str = "", tested: bool | None = None) -> str:
-    """tested: whether to run the chi-square test on these samples (by default only on the last one).
+def _lossless_summary(r, final: bool = True, note: str = "", tested: bool | None = None,
+                      most: int = MAX_SAMPLES) -> str:
+    """tested: whether to run the chi-square test on these samples (by default only on the last one);
+    most: the samples this server would run for this prompt (the slider's top, or the token budget's).
     A test rerun after every batch while samples stream in fails by chance far more often than ALPHA
     says (each look is another chance; early looks also have tiny expected counts): a room watched
     "p-value 0.008" at 24 samples for ten seconds before the run settled at 0.59."""
@@ -216,8 +226,8 @@ def _lossless_summary(r, final: bool = True, note: str = "", tested: bool | None
              f"Distance (total variation) between speculative output and the target: <b>{r.tv_to_target():.3f}</b>; "
              f"sampling noise alone gives about {r.tv_noise():.3f}.", test]
     if draft is not None:
-        needed = samples_to_separate(r.p, draft, SAMPLES_STEP, MAX_SAMPLES) if final else None
-        parts.append(_draft_contrast(draft, r.tv_noise(), final and r.p_value() >= ALPHA, final, needed))
+        needed = samples_to_separate(r.p, draft, SAMPLES_STEP, most) if final else None
+        parts.append(_draft_contrast(draft, r.tv_noise(), final and r.p_value() >= ALPHA, final, needed, most))
     if final:
         parts.append(f'<b class="lossless-verdict">{clean(lossless_verdict(r.p_value()))}</b>')
     return '<div class="lossless">' + "<br>".join(parts) + "</div>"

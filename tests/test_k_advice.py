@@ -112,9 +112,28 @@ def test_the_calculator_says_when_its_one_c_and_v_pick_another_k_than_the_advice
     assert app.advice["tiny"].k == 5
     *_, note = machine_figures(app, "tiny", 12)
     note = __import__("html").unescape(note)
-    assert "k = 5 (1.73×)" in note and "best k = 3 (1.76×)" in note and "each k's own" in note
+    assert "k = 5 (1.73×)" in note and "the best is k = 3 (1.76×)" in note and "each k's own" in note
+    assert "chart stops" not in note
+    *_, note = machine_figures(app, "tiny", 4)                # the advised k beyond the chart's largest
+    assert "The chart stops at k = 4" in __import__("html").unescape(note)
     flat = MachineCosts(plain_s=1.0, draft_s=0.04, pass_s={k + 1: 1.0 for k in v}, threads=1,
                         round_draft_s={k: 0.04 * k for k in v})
     app.advice["tiny"] = advise(flat, 0.51, (1, 8))
     *_, note = machine_figures(app, "tiny", 12)
     assert "each k&#x27;s own" not in note and "k = " not in note.split("timed here at load.")[1]                        # the same best k: nothing to reconcile
+
+
+def test_the_calculator_blames_per_k_timings_only_where_they_differ(tiny_dirs):
+    """Equal timings at every k with figures that round badly (a reviewer's case: a = 0.84, c = 0.27595,
+    v = 0.92356): the sliders' two decimals alone moved the chart's best k, and the line blamed per-k timings."""
+    from specviz.app.k_advice import advise
+    from specviz.engine.calibrate import MachineCosts
+    from specviz.view.teaching import machine_figures
+    preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=3, acceptance=0.84)
+    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    ks = range(1, 13)
+    costs = MachineCosts(plain_s=1.0, draft_s=0.27595, pass_s={k + 1: 0.92356 for k in ks}, threads=1,
+                         round_draft_s={k: 0.27595 * k for k in ks})
+    app.advice["tiny"] = advise(costs, 0.84, (1, 12))
+    *_, note = machine_figures(app, "tiny", 12)
+    assert "each k&#x27;s own" not in note and "chart stops" not in note

@@ -248,7 +248,8 @@ def machine_figures(app: AppState, key, k_max=None):
 
     The advice prices each k with that k's own timings (a verify pass of 4 tokens may cost more than one
     of 6 on a CPU, as its kernels block the rows); the chart draws every k with the one c and v set here.
-    Where that moves the best k (up to `k_max`, the chart's largest), the line says both."""
+    Where that moves the best k, the line says both; where the advised k lies beyond the chart's
+    largest (`k_max`), it says so."""
     p = app.presets.get(key)
     if p is None:
         return gr.skip(), gr.skip(), gr.skip(), figures_line(
@@ -264,9 +265,15 @@ def machine_figures(app: AppState, key, k_max=None):
                round(min(max(v, V_RANGE[0]), V_RANGE[1]), 2))
     line = (f"{p.label}: a = {advice.a:.2f} (its draft's held-out acceptance), c = {c:.3f} and "
             f"v = {v:.2f} (a verify pass of {advice.k + 1} tokens), timed here at load.")
-    chart_k = theory.best_k(*sliders, min(max(as_int("k max", k_max if k_max is not None else 12), 2), 32))
-    if chart_k != advice.k:
+    # The best k with this one c and v at every k, over the same ks the advice weighed and with the same
+    # unrounded figures: a difference is then the per-k timings' alone (not the sliders' rounding).
+    ks = [k for k in range(app.limits.k_range[0], app.limits.k_range[1] + 1) if k + 1 in advice.costs.pass_s]
+    flat_k = max(ks, key=lambda k: theory.expected_speedup(advice.a, k, c, v)) if ks else advice.k
+    if flat_k != advice.k:
         line += (f" Priced with each k's own timings, k = {advice.k} ({advice.expected:.2f}×) is this machine's "
-                 f"best, as the k advice says; with these c and v at every k, as the chart draws them, best k = "
-                 f"{chart_k} ({theory.expected_speedup(*sliders[:1], chart_k, *sliders[1:]):.2f}×).")
+                 f"best, as the k advice says; with k = {advice.k}'s c and v at every k, as the chart draws them, "
+                 f"the best is k = {flat_k} ({theory.expected_speedup(advice.a, flat_k, c, v):.2f}×).")
+    shown = min(max(as_int("k max", k_max if k_max is not None else 12), 2), 32)
+    if advice.k > shown:
+        line += f" The chart stops at k = {shown}: raise “largest k shown” to see k = {advice.k}."
     return (*sliders, figures_line(line))

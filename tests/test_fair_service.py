@@ -358,7 +358,10 @@ def test_a_slot_handed_over_is_not_sharing_and_an_anonymous_holder_counts():
     got = []
     waiter = threading.Thread(target=lambda: got.append(slots.acquire(holder=second)))
     waiter.start()
-    time.sleep(0.1)
+    deadline = time.monotonic() + 5
+    while not slots._waiters and time.monotonic() < deadline:     # queued behind the holder
+        time.sleep(0.01)
+    assert len(slots._waiters) == 1
     slots.release(first)                           # handed over: one holder at a time
     waiter.join(2)
     assert got == [True] and not first.shared and not second.shared
@@ -396,3 +399,12 @@ def test_a_race_that_shared_the_device_with_another_says_so(tiny_dirs):
         done.set()
         other.join(5)
     assert "Another decoding job ran on this server at the same time" in beside and 'data-shared="1"' in beside
+
+
+def test_a_release_without_its_note_still_frees_the_slot():
+    from specviz.app.slots import Sharing
+    slots = FairSlots(1)
+    assert slots.acquire(holder=Sharing())
+    slots.release()                                # the note forgotten: no slot may leak
+    assert not slots.busy() and slots.acquire() and slots.busy()
+    slots.release()

@@ -102,7 +102,7 @@ def test_a_greedy_correction_is_not_called_a_residual_draw():
 
 def test_tiny_probabilities_keep_two_significant_digits():
     """A rejected draft read "p (target) = 0.000  q (draft) = 0.001  min(1, p/q) = 0.043": p/q of two
-    numbers printed as 0 and 0.001 cannot be 0.043. Below 0.001 a probability keeps two significant digits."""
+    numbers printed as 0 and 0.001 cannot be 0.043. Below 0.01 a probability keeps two significant digits."""
     from specviz.engine.events import Rejected
     from specviz.engine.explain import tooltip
     tip = tooltip(Rejected(round=1, position=0, token_id=3, piece="x", p=0.0000432, q=0.001004, accept_prob=0.043,

@@ -90,7 +90,9 @@ class FairSlots:
 
     def release(self, holder: Sharing | None = None) -> None:
         with self._lock:
-            self._holders.remove(holder)
+            # One entry per slot held. A release without the note its acquire was given would find no
+            # entry of its own: it still frees a slot (never leak one), taking another entry's place.
+            self._holders.remove(holder if holder in self._holders else self._holders[0])
             if self._waiters:
                 turn, waiter = self._waiters.popleft()
                 self._hold(waiter)                # hand the slot over: nobody can barge in between

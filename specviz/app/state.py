@@ -210,8 +210,9 @@ class AppState:
             return pair
         warm_up(pair)
         if self.advise_k and preset.acceptance is not None and pair.draft is not None:
-            # In the background: the timing waits for a decoding slot (no race runs meanwhile, so
-            # neither is disturbed), and the visitor whose pick loaded the pair does not wait for it.
+            # In the background: the timing waits for a decoding slot (with one slot per device, no
+            # race runs meanwhile, so neither is disturbed), and the visitor whose pick loaded the pair
+            # does not wait for it.
             self.advising.add(preset.key)        # before the pair is cached: pending from load to advice
             threading.Thread(target=self._advise, args=(preset, pair), daemon=True, name="k-advice").start()
         return pair

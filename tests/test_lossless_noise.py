@@ -91,3 +91,15 @@ def test_the_named_samples_stay_within_what_the_server_runs_for_the_prompt():
     n = int(__import__("re").search(r"about (\d+) samples would", free).group(1))
     capped = _lossless_summary(r, most=n - 50)
     assert f"more than the {n - 50} this server runs" in capped and "samples would" not in capped
+
+
+def test_a_greedy_setting_is_checked_at_the_temperature_that_shows_the_contrast(pair):
+    """Greedy output is one token, so the check samples; at T = 1 the page's first click (SmolLM2, its prime
+    example, 300 samples) could not tell the draft from the target (0.081 apart, noise 0.072: 1450 samples
+    needed), at T = 0.7 300 suffice. The result names the temperature it ran at."""
+    from specviz.engine.config import SpecConfig
+    from specviz.engine.lossless import GREEDY_CHECK_TEMPERATURE, lossless_check
+    *_, last = lossless_check(pair, "def add(a, b):", SpecConfig(k=2, temperature=0.0), samples=4, report_every=2)
+    assert GREEDY_CHECK_TEMPERATURE == 0.7 and last.temperature == 0.7 and last.samples == 4
+    *_, own = lossless_check(pair, "def add(a, b):", SpecConfig(k=2, temperature=1.3), samples=2)
+    assert own.temperature == 1.3                          # a temperature the visitor set is kept

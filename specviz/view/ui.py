@@ -23,6 +23,7 @@ from .handlers import RaceUpdate, run_race, starting, stop_run
 from .render import LEGEND, STEP_LEGEND, clean, figures_line, hint
 from ..app.request import FORM_FIELDS
 from ..engine.config import CONFIDENCE_STOP_MAX
+from ..engine.lossless import GREEDY_CHECK_TEMPERATURE
 from ..app.settings import as_int
 from ..errors import SpecvizError
 from .teaching import (MAX_ACCEPTANCE, MAX_COST_RATIO, MAX_SAMPLES, MIN_SAMPLES, SAMPLES_STEP, V_RANGE,
@@ -144,7 +145,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
                     with gr.Tab("Lossless?", id="lossless") as lossless_tab:
                         gr.Markdown("Sample the next token many times **through speculative decoding** and compare "
                                     "with the target's exact probabilities. Uses the settings on the left "
-                                    "(temperature 0 is replaced by 1: greedy output is a single token).")
+                                    f"(temperature 0 is replaced by {GREEDY_CHECK_TEMPERATURE:g}: greedy output is a single token).")
                         with gr.Row():
                             samples = lenient.Slider(MIN_SAMPLES, MAX_SAMPLES, value=300, step=SAMPLES_STEP, label="samples",
                                                      elem_id="lossless-samples")

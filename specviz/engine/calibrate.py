@@ -150,7 +150,11 @@ def measure_costs(pair: ModelPair, k_max: int, context: int = CONTEXT, repeats: 
                         round_draft_s=rounds)
 
 
-def pick_k(a: float, costs: MachineCosts, k_range: tuple[int, int]) -> int:
-    """The k in k_range (both ends included, within the measured passes) with the highest expected speedup."""
+def pick_k(a: float, costs: MachineCosts, k_range: tuple[int, int], priced_at: int | None = None) -> int:
+    """The k in k_range (both ends included, within the measured passes) with the highest expected speedup,
+    each k priced with its own c(k) and v(k); or, with `priced_at`, every k with that one k's c and v (the
+    single-c, single-v formula the what-if chart draws)."""
     ks = [k for k in range(k_range[0], k_range[1] + 1) if k + 1 in costs.pass_s]
-    return max(ks, key=lambda k: expected_speedup(a, k, costs.c(k), costs.v(k)))
+    price = (lambda k: (costs.c(k), costs.v(k))) if priced_at is None else (lambda k: (costs.c(priced_at),
+                                                                                       costs.v(priced_at)))
+    return max(ks, key=lambda k: expected_speedup(a, k, *price(k)))

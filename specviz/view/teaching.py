@@ -21,6 +21,7 @@ from ..app.slots import Stopped
 from ..app.state import AppState
 from ..engine import theory
 from .handlers import status_html
+from ..engine.calibrate import pick_k
 from ..engine.lossless import samples_to_separate
 from .plots import lossless_bars, what_if
 from .render import clean, draft_chips, figures_line, fragment
@@ -149,9 +150,10 @@ def run_lossless(app: AppState, samples, *form, stop=None, **named):
         req = replace(RunRequest.from_form(*form, **named), adaptive=False, stops="")
         run = prepare(app, req, max_new=2)
         budget = app.limits.lossless_token_budget
-        if n * len(run.ids) > budget:
+        allowed = budget // len(run.ids)          # samples this server runs for this prompt
+        if n > allowed:
             raise SpecvizError(f"samples × prompt tokens may be at most {budget:,} here: with this "
-                               f"{len(run.ids):,}-token prompt, use at most {budget // len(run.ids):,} samples")
+                               f"{len(run.ids):,}-token prompt, use at most {allowed:,} samples")
         yield status_html("Waiting for the device …" if app.decoders_busy() else "Sampling …"), gr.skip(), cancel
         every = 25 if (app.via_records or zerogpu.ON_ZEROGPU) else 1
         results = gpu_calls.lossless_results(gpu_calls.handle(app), run.preset.key, run.ids,
@@ -161,8 +163,8 @@ def run_lossless(app: AppState, samples, *form, stop=None, **named):
             if time.monotonic() - shown >= LOSSLESS_EVERY_S and result.samples < n:
                 shown = time.monotonic()
                 yield _lossless_summary(result, final=False), lossless_bars(result, run.pair.tokenizer), gr.skip()
-        most = min(MAX_SAMPLES, budget // len(run.ids))      # what this server would run for this prompt
-        yield _lossless_summary(result, most=most), lossless_bars(result, run.pair.tokenizer), None
+        yield (_lossless_summary(result, most=min(MAX_SAMPLES, allowed)), lossless_bars(result, run.pair.tokenizer),
+               None)
     except Stopped:
         if result is None:
             yield status_html("Stopped.", "done"), gr.skip(), None
@@ -238,7 +240,12 @@ def what_if_plot(acceptance, cost_ratio, k_max, verify_ratio=theory.GPU_IDEAL_V)
     a = min(max(as_float("acceptance rate", acceptance), 0.0), MAX_ACCEPTANCE)
     c = min(max(as_float("cost ratio", cost_ratio), 0.0), MAX_COST_RATIO)
     v = min(max(as_float("verify ratio", verify_ratio), 0.1), 10.0)
-    return what_if(a, c, v, min(max(as_int("k max", k_max), 2), 32))
+    return what_if(a, c, v, _chart_k_max(k_max))
+
+
+def _chart_k_max(value) -> int:
+    """The what-if chart's largest k, as its slider allows (2..32)."""
+    return min(max(as_int("k max", value), 2), 32)
 
 
 def machine_figures(app: AppState, key, k_max=None):
@@ -267,13 +274,12 @@ def machine_figures(app: AppState, key, k_max=None):
             f"v = {v:.2f} (a verify pass of {advice.k + 1} tokens), timed here at load.")
     # The best k with this one c and v at every k, over the same ks the advice weighed and with the same
     # unrounded figures: a difference is then the per-k timings' alone (not the sliders' rounding).
-    ks = [k for k in range(app.limits.k_range[0], app.limits.k_range[1] + 1) if k + 1 in advice.costs.pass_s]
-    flat_k = max(ks, key=lambda k: theory.expected_speedup(advice.a, k, c, v)) if ks else advice.k
+    flat_k = pick_k(advice.a, advice.costs, app.limits.k_range, priced_at=advice.k)
     if flat_k != advice.k:
         line += (f" Priced with each k's own timings, k = {advice.k} ({advice.expected:.2f}×) is this machine's "
                  f"best, as the k advice says; with k = {advice.k}'s c and v at every k, as the chart draws them, "
                  f"the best is k = {flat_k} ({theory.expected_speedup(advice.a, flat_k, c, v):.2f}×).")
-    shown = min(max(as_int("k max", k_max if k_max is not None else 12), 2), 32)
+    shown = _chart_k_max(k_max if k_max is not None else 12)
     if advice.k > shown:
         line += f" The chart stops at k = {shown}: raise “largest k shown” to see k = {advice.k}."
     return (*sliders, figures_line(line))

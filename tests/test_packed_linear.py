@@ -128,6 +128,31 @@ def test_the_choice_is_timed_once_per_shape_and_thread_count(monkeypatch):
         torch.set_num_threads(threads)
 
 
+def test_two_loads_of_the_same_shapes_at_once_time_once_and_agree(monkeypatch):
+    """Pairs load in visitors' threads: two loads of the same shapes at the same moment must not both time
+    (each slowing the other) and keep different kernels."""
+    import threading
+    import time
+    monkeypatch.setattr(pl, "_chosen", {})
+    answers = iter([Kernels("onednn", "onednn"), Kernels("gemv", "mkl")])
+    monkeypatch.setattr(pl, "decide", lambda ms: next(answers))
+    timings = []
+
+    def slow_timing(model, modules):
+        timings.append(model)
+        time.sleep(0.3)                                  # long enough for the other load to arrive meanwhile
+        return {}
+    monkeypatch.setattr(pl, "measure_kernels", slow_timing)
+    models = [TinyLM(), TinyLM()]
+    loads = [threading.Thread(target=pack_linears, args=(m,)) for m in models]
+    for t in loads:
+        t.start()
+    for t in loads:
+        t.join(10)
+    assert len(timings) == 1
+    assert models[0].linear_kernels == models[1].linear_kernels == Kernels("onednn", "onednn")
+
+
 def test_without_onednn_or_when_timing_fails_the_mkl_pair_stays(monkeypatch):
     monkeypatch.setattr(pl, "_chosen", {})
     needs_more = nn.Sequential(nn.Linear(16, 32))          # its forward takes floats, not token ids

@@ -28,6 +28,7 @@ The packed copy doubles the memory of the linear layers; the state dict is uncha
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from dataclasses import dataclass
 
@@ -167,6 +168,9 @@ def measure_kernels(model: nn.Module, modules: list["PackedLinear"], forward=for
 
 
 _chosen: dict[tuple, Kernels] = {}     # torch's threads and the linears' shapes -> the kernels timed for them
+# Pairs load in visitors' threads, outside the decoding slot: two loads of the same shapes at once must not
+# both time (each beside the other, so noisily) and keep different choices.
+_choosing = threading.Lock()
 
 
 def pack_linears(model: nn.Module, choose: bool = True) -> int:
@@ -186,22 +190,30 @@ def pack_linears(model: nn.Module, choose: bool = True) -> int:
     found = _linears(model)
     if not found:
         return 0
-    choose = choose and onednn_available()
+    if not (choose and onednn_available()):
+        _swap(model, found, Kernels())
+        return len(found)
     key = (torch.get_num_threads(), tuple(tuple(child.weight.shape) for _, _, child in found))
-    kernels = _chosen.get(key, Kernels()) if choose else Kernels()     # packed once where already chosen
-    with torch.no_grad():
-        modules = []
-        for parent, name, child in found:
-            packed = PackedLinear(child.weight, child.bias, kernels)
-            setattr(parent, name, packed)
-            modules.append(packed)
-    if choose and key not in _chosen:
+    with _choosing:
+        if key in _chosen:
+            _swap(model, found, _chosen[key])              # packed once, with the kernels already chosen
+            return len(found)
+        modules = _swap(model, found, Kernels())
         try:
             _chosen[key] = decide(measure_kernels(model, modules))
         except Exception:   # noqa: BLE001 - a forward that needs more than ids, a refusing oneDNN: MKL's pair
             _chosen[key] = Kernels()
-        kernels = _chosen[key]
         for m in modules:
-            m.use(kernels)
-    model.linear_kernels = kernels
+            m.use(_chosen[key])
+        model.linear_kernels = _chosen[key]
     return len(found)
+
+
+def _swap(model: nn.Module, found: list, kernels: Kernels) -> list[PackedLinear]:
+    """Replace each found `nn.Linear` by a `PackedLinear` running `kernels`, recorded on the model."""
+    with torch.no_grad():
+        modules = [PackedLinear(child.weight, child.bias, kernels) for _, _, child in found]
+        for (parent, name, _), packed in zip(found, modules):
+            setattr(parent, name, packed)
+    model.linear_kernels = kernels
+    return modules

@@ -33,7 +33,7 @@ from specviz.bench.random_pair import random_pair  # noqa: E402
 from specviz.bench.runner import hf_generate  # noqa: E402
 from specviz.models.loading import load_pair, make_pair  # noqa: E402
 
-from specviz.engine.lossless import chi_square_pvalue  # noqa: E402
+from specviz.engine.analysis.lossless import chi_square_pvalue  # noqa: E402
 
 FIGURES = {"ratio": 2.2, "c": 0.12, "bandwidth_fraction": 0.75, "first_use_s": 20.0}   # issue 23's targets
 V = 8                                                        # the chi-square pair's vocabulary

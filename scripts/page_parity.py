@@ -31,8 +31,8 @@ PROMPTS = ["def merge_sort(items):", "def fibonacci(n):",
 
 
 def cli_speedup(prompt: dict, k: int, max_new: int, preset: str) -> float:
-    from specviz.engine.events import from_dict
-    from specviz.engine.stats import RunStats
+    from specviz.engine.loop.events import from_dict
+    from specviz.engine.analysis.stats import RunStats
     out = subprocess.run([sys.executable, "-m", "specviz", "run", "--preset", preset, "--prompt", prompt["text"],
                           "--chat" if prompt["chat"] else "--no-chat", "--k", str(k),
                           "--max-new-tokens", str(max_new), "--baseline", "--json"],

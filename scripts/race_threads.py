@@ -23,8 +23,8 @@ import torch  # noqa: E402
 
 from page_parity import PROMPTS  # noqa: E402
 from specviz import SpecConfig  # noqa: E402
-from specviz.engine.race import race  # noqa: E402
-from specviz.engine.stats import RunStats  # noqa: E402
+from specviz.engine.loop.race import race  # noqa: E402
+from specviz.engine.analysis.stats import RunStats  # noqa: E402
 from specviz.models.loading import load_pair  # noqa: E402
 from specviz.models.presets import get_preset  # noqa: E402
 

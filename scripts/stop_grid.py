@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from specviz import SpecConfig, load_preset  # noqa: E402
 from specviz.bench.prompts import load_prompts, prompt_ids  # noqa: E402
 from specviz.bench.runner import measure_prompt, paired_ratio  # noqa: E402
-from specviz.engine.measures import acceptance_rate, draft_acceptance_rate, mean_acceptance_length, pool  # noqa: E402
+from specviz.engine.metrics.measures import acceptance_rate, draft_acceptance_rate, mean_acceptance_length, pool  # noqa: E402
 
 METHODS = ["specviz plain", "specviz speculative"]
 

@@ -1,6 +1,6 @@
 """What a verify pass costs on this CPU: the target's pass over n tokens against one plain step.
 
-For each pair and thread count, engine/calibrate.py's `measure_costs` (the very measurement the app
+For each pair and thread count, engine/analysis/calibrate.py's `measure_costs` (the very measurement the app
 makes at load) times one plain step, one draft step and target passes of 2..k_max+1 tokens after a
 cached context, and each k's draft steps in their place in a round (after a verify pass); printed as
 v(n) = pass(n) / plain step, c = a draft step alone / plain step and c(k) = a draft step in a round of k. A pass bound
@@ -34,7 +34,7 @@ def main() -> int:
     import torch
     from transformers.utils import logging as hf_logging
 
-    from specviz.engine.calibrate import measure_costs
+    from specviz.engine.analysis.calibrate import measure_costs
     from specviz.models.presets import load_preset
     hf_logging.disable_progress_bar()
     rows = []
@@ -42,7 +42,7 @@ def main() -> int:
         for threads in (int(t) for t in args.threads.split(",")):
             torch.set_num_threads(threads)
             # Loaded anew at each thread count: the linears' kernels are chosen at load, timed with the
-            # threads set then (models/packed_linear.py), as the app sets its threads before loading.
+            # threads set then (engine/runtime/packed_linear.py), as the app sets its threads before loading.
             pair = load_preset(key, device="cpu", dtype="float32")
             measure_costs(pair, 1, repeats=2)                      # warm-up at this thread count
             costs = measure_costs(pair, args.k_max, repeats=args.repeats)

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from specviz.engine import theory
+from specviz.engine.metrics import theory
 
 from .helpers import bench
 
@@ -115,7 +115,7 @@ def test_transformers_assisted_generation_runs_the_same_rounds(pair, k, stop):
 
     from specviz import SpecConfig
     from specviz.bench.runner import hf_run
-    from specviz.engine.output import encode_prompt
+    from specviz.engine.loop.output import encode_prompt
 
     seen = []
     original = candidate_generator.AssistedCandidateGenerator.get_candidates
@@ -143,7 +143,7 @@ def test_assisted_generation_hides_transformers_warning_about_its_own_call(pair,
 
     from specviz import SpecConfig
     from specviz.bench import runner
-    from specviz.engine.output import encode_prompt
+    from specviz.engine.loop.output import encode_prompt
 
     log = logging.getLogger("transformers.generation.utils")
     seen: list[str] = []

@@ -121,8 +121,8 @@ def test_zerogpu_emulation_decodes_only_inside_gpu_functions(tiny_dirs, monkeypa
 
 def test_the_page_says_why_lanes_differ():
     """Greedy lanes can only part through low-precision rounding (bf16 on a GPU); sampled lanes by chance."""
-    from specviz.engine.ledger import build
-    from specviz.engine.measures import LaneTally
+    from specviz.engine.analysis.ledger import build
+    from specviz.engine.metrics.measures import LaneTally
     from specviz.view.handlers import _summary
     from specviz.view.race_view import RaceView
     view = RaceView(4)

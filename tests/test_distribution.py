@@ -13,10 +13,10 @@ from tokenizers import Tokenizer, models
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from specviz import SpecConfig, speculate
-from specviz.engine.acceptance import verify
-from specviz.engine.sampling import make_generator
+from specviz.engine.loop.acceptance import verify
+from specviz.engine.loop.sampling import make_generator
 from specviz.models.loading import make_pair
-from specviz.engine.lossless import chi_square_pvalue
+from specviz.engine.analysis.lossless import chi_square_pvalue
 
 from .helpers import V, joint
 

@@ -5,7 +5,7 @@ import pytest
 
 from specviz import SpecConfig, speculate
 from specviz.engine import to_dict
-from specviz.engine.detokenize import IncrementalDetokenizer
+from specviz.engine.loop.detokenize import IncrementalDetokenizer
 
 from .helpers import PROMPTS
 
@@ -159,7 +159,7 @@ def test_no_scalar_reads_in_either_lane(pair, lane, temperature):
 def test_events_are_keyword_only_and_check_themselves():
     import pytest
 
-    from specviz.engine.events import Accepted, Drafted, TargetToken
+    from specviz.engine.loop.events import Accepted, Drafted, TargetToken
     good = dict(round=1, position=0, token_id=5, piece="a", p=0.3, q=0.5, accept_prob=0.6, u=0.2, rule="ratio", index=0)
     assert Accepted(**good).p == 0.3
     with pytest.raises(TypeError):

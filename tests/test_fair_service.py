@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from specviz.engine.config import MIN_TEMPERATURE, SpecConfig
-from specviz.engine.sampling import warp
+from specviz.engine.loop.config import MIN_TEMPERATURE, SpecConfig
+from specviz.engine.loop.sampling import warp
 from specviz.errors import ConfigError
 
 
@@ -284,7 +284,7 @@ def test_exercise_one_names_the_bigger_of_its_two_round_costs(tiny_dirs):
     """Exercise 1's explanation prices a round as k c + v and names whichever share is bigger (it once
     blamed the draft steps alone, while the verify pass cost far more on a CPU)."""
     from specviz.app import workshop
-    from specviz.engine import measures
+    from specviz.engine.metrics import measures
     app = tiny_app(tiny_dirs)
     app.presets["bundled"] = app.presets["tiny"]
     outcome = workshop.race(app)

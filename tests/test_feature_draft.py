@@ -16,9 +16,9 @@ from tokenizers import Tokenizer, models
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from specviz import SpecConfig, speculate
-from specviz.engine.drafters import FeatureDrafter
+from specviz.engine.loop.drafters import FeatureDrafter
 from specviz.errors import ConfigError, LoadError
-from specviz.engine.lossless import chi_square_pvalue
+from specviz.engine.analysis.lossless import chi_square_pvalue
 from specviz.training.distill import make_draft
 from specviz.models.feature_draft import FeatureDraftForCausalLM
 from specviz.training.feature_unroll import from_borrowed, unrolled_hidden

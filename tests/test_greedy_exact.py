@@ -72,9 +72,9 @@ def test_confidence_stop_cuts_after_a_doubted_draft(pair):
     """Each proposal drafts until (and including) the first draft the draft model gave < the threshold:
     a proposal cut short ends on a doubted draft, and every draft before it was confident."""
     import torch
-    from specviz.engine.cached_model import cached_model
-    from specviz.engine.drafters import ModelDrafter
-    from specviz.engine.sampling import make_generator
+    from specviz.engine.runtime.cached_model import cached_model
+    from specviz.engine.loop.drafters import ModelDrafter
+    from specviz.engine.loop.sampling import make_generator
 
     cfg = SpecConfig(k=6, confidence_stop=0.3)
     prompt = pair.tokenizer(PROMPTS[1])["input_ids"]

@@ -101,7 +101,7 @@ def test_the_calculator_says_when_its_one_c_and_v_pick_another_k_than_the_advice
     (those of the advised k). Where the two bests differ (a newcomer saw "k = 5 suits this machine" beside
     the chart's "best k = 3"), the calculator's line says both and why."""
     from specviz.app.k_advice import advise
-    from specviz.engine.calibrate import MachineCosts
+    from specviz.engine.analysis.calibrate import MachineCosts
     from specviz.view.teaching import machine_figures
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=3, acceptance=0.51)
     app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
@@ -127,7 +127,7 @@ def test_the_calculator_blames_per_k_timings_only_where_they_differ(tiny_dirs):
     """Equal timings at every k with figures that round badly (a reviewer's case: a = 0.84, c = 0.27595,
     v = 0.92356): the sliders' two decimals alone moved the chart's best k, and the line blamed per-k timings."""
     from specviz.app.k_advice import advise
-    from specviz.engine.calibrate import MachineCosts
+    from specviz.engine.analysis.calibrate import MachineCosts
     from specviz.view.teaching import machine_figures
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=3, acceptance=0.84)
     app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)

@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from specviz.engine import race
-from specviz.engine.calibrate import MachineCosts, measure_costs, pick_k
-from specviz.engine.config import SpecConfig
-from specviz.engine.ledger import Ledger, build, text_lines
-from specviz.engine.measures import LaneTally
-from specviz.engine.theory import break_even_acceptance, expected_speedup, expected_tokens_per_round
+from specviz.engine.analysis.calibrate import MachineCosts, measure_costs, pick_k
+from specviz.engine.loop.config import SpecConfig
+from specviz.engine.analysis.ledger import Ledger, build, text_lines
+from specviz.engine.metrics.measures import LaneTally
+from specviz.engine.metrics.theory import break_even_acceptance, expected_speedup, expected_tokens_per_round
 
 
 @pytest.mark.parametrize("k,c,v", [(1, 0.1, 1.2), (2, 0.1, 1.8), (3, 0.09, 1.28), (5, 0.05, 1.1), (2.5, 0.2, 1.3)])
@@ -139,8 +139,9 @@ def test_a_rounds_draft_steps_are_timed_right_after_a_verify_pass(pair, monkeypa
     """The draft is timed where a race runs it: k steps straight after a target pass of k + 1 tokens,
     the first one feeding the token that pass gave (the draft's cache one token behind), as drafters.py
     does; not on its own after more draft steps."""
-    from specviz.engine import cached_model as cm
-    from specviz.engine import calibrate, drafters
+    from specviz.engine.runtime import cached_model as cm
+    from specviz.engine.analysis import calibrate
+    from specviz.engine.loop import drafters
     log = []
 
     def logged(real):
@@ -207,8 +208,8 @@ def test_rounds_that_gave_fewer_tokens_than_the_formula_are_named_not_the_overhe
 
 def test_the_stats_strip_and_the_ledger_price_one_theory():
     """The strip's theory speedup and the ledger's are one figure: both price the drafts the rounds made."""
-    from specviz.engine.stats import RunStats
-    from specviz.engine import measures
+    from specviz.engine.analysis.stats import RunStats
+    from specviz.engine.metrics import measures
     stats = RunStats(k=3)
     stats.tallies["spec"] = LaneTally(rounds=10, drafted=28, accepted=18, rejected=8, tokens=29, draft_s=0.14,
                                       verify_s=1.3, target_s=1.25, accept_s=0.03, elapsed_s=1.5)
@@ -223,7 +224,7 @@ def test_the_strip_s_theory_speedup_is_reproducible_from_the_strip():
     speedup. (E was priced at the setting k = 3 while the speedup used the 2.8 drafts the rounds made:
     3.54 / (3 x 0.050 + 1.41) gave 2.27 against the 2.21 shown.)"""
     import re
-    from specviz.engine import theory
+    from specviz.engine.metrics import theory
     from specviz.view.race_view import RaceView
     view = RaceView(3)
     view.stats.tallies["spec"] = LaneTally(rounds=10, drafted=28, accepted=18, rejected=8, tokens=29, draft_s=0.14,

@@ -1,7 +1,7 @@
 """The race's verdict box: styled by what the verdict is (a loss or a stop never as a success), with
 the ledger's cause, both lanes' time split and a, c, v beside the break-even a; all escaped."""
-from specviz.engine.ledger import build
-from specviz.engine.measures import LaneTally
+from specviz.engine.analysis.ledger import build
+from specviz.engine.metrics.measures import LaneTally
 from specviz.view.ledger_view import ledger_html
 
 SPEC = LaneTally(rounds=10, drafted=40, accepted=12, rejected=8, tokens=22, full_rounds=10, full_round_tokens=22,

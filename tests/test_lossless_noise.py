@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from specviz.engine.lossless import expected_tv_noise
+from specviz.engine.analysis.lossless import expected_tv_noise
 
 
 @pytest.mark.parametrize("vocab", [3, 50])
@@ -53,7 +53,7 @@ def test_the_samples_that_would_separate_the_draft_from_the_noise():
     """A teacher's first click (300 samples) read "this run cannot show the difference; more samples would":
     true, and of no use without a number. The check names the smallest multiple of the slider's step at which
     the draft's distance exceeds twice the expected noise, or says that the page's maximum is not enough."""
-    from specviz.engine.lossless import samples_to_separate
+    from specviz.engine.analysis.lossless import samples_to_separate
     torch.manual_seed(1)
     p = torch.softmax(torch.randn(5_000, dtype=torch.float64) * 3, 0)
     d = 2 * expected_tv_noise(p, 300) * 0.6                 # a draft a little closer than twice the noise at 300
@@ -78,7 +78,7 @@ def test_the_named_samples_stay_within_what_the_server_runs_for_the_prompt():
     """A long prompt's samples are capped by the token budget below the slider's 2000: the advice must not
     name a count the next run would refuse."""
     from collections import Counter
-    from specviz.engine.lossless import LosslessResult
+    from specviz.engine.analysis.lossless import LosslessResult
     from specviz.view.teaching import _lossless_summary
     torch.manual_seed(3)
     p = torch.softmax(torch.randn(50, dtype=torch.float64) * 3, 0)
@@ -97,8 +97,8 @@ def test_a_greedy_setting_is_checked_at_the_temperature_that_shows_the_contrast(
     """Greedy output is one token, so the check samples; at T = 1 the page's first click (SmolLM2, its prime
     example, 300 samples) could not tell the draft from the target (0.081 apart, noise 0.072: 1450 samples
     needed), at T = 0.7 300 suffice. The result names the temperature it ran at."""
-    from specviz.engine.config import SpecConfig
-    from specviz.engine.lossless import GREEDY_CHECK_TEMPERATURE, lossless_check
+    from specviz.engine.loop.config import SpecConfig
+    from specviz.engine.analysis.lossless import GREEDY_CHECK_TEMPERATURE, lossless_check
     *_, last = lossless_check(pair, "def add(a, b):", SpecConfig(k=2, temperature=0.0), samples=4, report_every=2)
     assert GREEDY_CHECK_TEMPERATURE == 0.7 and last.temperature == 0.7 and last.samples == 4
     *_, own = lossless_check(pair, "def add(a, b):", SpecConfig(k=2, temperature=1.3), samples=2)

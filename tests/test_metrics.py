@@ -1,4 +1,4 @@
-"""The field's metrics (engine/measures.py) on a hand-made run of three rounds with k = 3:
+"""The field's metrics (engine/metrics/measures.py) on a hand-made run of three rounds with k = 3:
 round 1 accepts 2 drafts then rejects, round 2 rejects the first draft, round 3 accepts all 3."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from types import SimpleNamespace as E
 
 import pytest
 
-from specviz.engine import measures
-from specviz.engine.events import Done, from_dict, to_dict
-from specviz.engine.measures import LaneStats, LaneTally, PositionTally
+from specviz.engine.metrics import measures
+from specviz.engine.loop.events import Done, from_dict, to_dict
+from specviz.engine.metrics.measures import LaneStats, LaneTally, PositionTally
 
 
 def run_events():

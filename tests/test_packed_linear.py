@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from specviz.models import packed_linear as pl
-from specviz.models.packed_linear import Kernels, PackedLinear, decide, pack_linears
+from specviz.engine.runtime import packed_linear as pl
+from specviz.engine.runtime.packed_linear import Kernels, PackedLinear, decide, pack_linears
 
 pytestmark = pytest.mark.skipif(not (pl.mkl_packing_available() and pl.onednn_available()),
                                 reason="MKL and oneDNN x86 builds only")
@@ -188,7 +188,7 @@ def test_a_greedy_race_is_exact_on_each_kernel_pair(tiny_dirs, monkeypatch, kern
     """Greedy speculative decoding gives plain decoding's tokens whichever kernels the machine chose
     (the verify pass runs the many-rows kernel, the plain lane the one-row kernel)."""
     from specviz.engine import race
-    from specviz.engine.config import SpecConfig
+    from specviz.engine.loop.config import SpecConfig
     from specviz.models.loading import load_pair
     monkeypatch.setattr(pl, "_chosen", {})
     monkeypatch.setattr(pl, "measure_kernels", lambda model, modules: {})

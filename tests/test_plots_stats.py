@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from specviz.engine import theory
-from specviz.engine.events import Accepted, Bonus, Done, Drafted, Rejected, Resampled, RoundEnd, TargetToken
-from specviz.engine.measures import LaneStats, LaneTally
-from specviz.engine.stats import RunStats
+from specviz.engine.metrics import theory
+from specviz.engine.loop.events import Accepted, Bonus, Done, Drafted, Rejected, Resampled, RoundEnd, TargetToken
+from specviz.engine.metrics.measures import LaneStats, LaneTally
+from specviz.engine.analysis.stats import RunStats
 from specviz.view.plots import all_figures, what_if
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from specviz import SpecConfig, decode_baseline, speculate
 from specviz.bench.runner import hf_generate
-from specviz.engine.detokenize import IncrementalDetokenizer
+from specviz.engine.loop.detokenize import IncrementalDetokenizer
 from specviz.models.chat import chat_ids
 
 pytestmark = pytest.mark.slow    # SmolLM2-135M in fp32

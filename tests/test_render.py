@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specviz import SpecConfig, race
-from specviz.engine.events import Accepted, Bonus, Drafted, Rejected, Resampled, TargetToken
+from specviz.engine.loop.events import Accepted, Bonus, Drafted, Rejected, Resampled, TargetToken
 from specviz.view.race_view import RaceView
 from specviz.view.render import KINDS, clean, fragment, token_span
 
@@ -90,8 +90,8 @@ def test_tooltip_carries_the_numbers():
 def test_a_greedy_correction_is_not_called_a_residual_draw():
     """Greedy: the correction is the target's argmax and the event's list is p's top, so the tooltip says so
     (it once read "drawn from norm(max(0, p − q))" and listed the rejected draft as a residual candidate)."""
-    from specviz.engine.events import Resampled
-    from specviz.engine.explain import tooltip
+    from specviz.engine.loop.events import Resampled
+    from specviz.engine.analysis.explain import tooltip
     top = [(5, "·isinstance", 0.449), (6, "·n", 0.449)]
     greedy = tooltip(Resampled(round=4, position=1, token_id=5, piece="·isinstance", prob=0.449, p=0.449, top_residual=top))
     assert "its own most likely token" in greedy and "target's top: '·isinstance' 0.45" in greedy
@@ -103,8 +103,8 @@ def test_a_greedy_correction_is_not_called_a_residual_draw():
 def test_tiny_probabilities_keep_two_significant_digits():
     """A rejected draft read "p (target) = 0.000  q (draft) = 0.001  min(1, p/q) = 0.043": p/q of two
     numbers printed as 0 and 0.001 cannot be 0.043. Below 0.01 a probability keeps two significant digits."""
-    from specviz.engine.events import Rejected
-    from specviz.engine.explain import tooltip
+    from specviz.engine.loop.events import Rejected
+    from specviz.engine.analysis.explain import tooltip
     tip = tooltip(Rejected(round=1, position=0, token_id=3, piece="x", p=0.0000432, q=0.001004, accept_prob=0.043,
                            u=0.5, rule="ratio", discarded=0))
     assert "p (target) = 0.000043   q (draft) = 0.0010" in tip and "min(1, p/q) = 0.043" in tip
@@ -116,7 +116,7 @@ def test_tiny_probabilities_keep_two_significant_digits():
 def test_a_near_tie_between_a_rejected_draft_and_its_correction_is_said():
     """Step mode read "not the target's most likely token (p = 0.449): rejected" then "its own top choice
     (p = 0.449)": a contradiction to the eye. Near-ties get the digits that separate them, exact ties the rule."""
-    from specviz.engine.explain import tie_note
+    from specviz.engine.analysis.explain import tie_note
     def pair(p_rejected, p_top, rule="argmax"):
         return (Rejected(round=4, position=1, token_id=6, piece="·n", p=p_rejected, q=0.9, accept_prob=0.0, u=None,
                          rule=rule, discarded=0),
@@ -129,7 +129,7 @@ def test_a_near_tie_between_a_rejected_draft_and_its_correction_is_said():
     assert tie_note(*pair(0.4491, 0.4491, rule="ratio")) == ""     # sampled rules: p/q and u explain it
     assert tie_note(None, pair(0.4491, 0.4491)[1]) == ""
     # Step mode says it under the correction's sentence.
-    from specviz.engine.events import RoundEnd, to_dict
+    from specviz.engine.loop.events import RoundEnd, to_dict
     from specviz.view.teaching import _reveal_round
     rejected, correction = pair(0.44912, 0.44934)
     end = RoundEnd(round=4, drafted=1, accepted=0, emitted=1, draft_s=0.0, verify_s=0.0, bookkeeping_s=0.0,
@@ -157,16 +157,16 @@ def test_pane_html_is_append_only_and_text_matches(pair):
 
 
 def test_one_explanation_serves_page_step_mode_and_terminal():
-    """The tooltip, step mode's sentence and the terminal's line come from engine/explain.py."""
+    """The tooltip, step mode's sentence and the terminal's line come from engine/analysis/explain.py."""
     from specviz.cli.terminal import explanation
-    from specviz.engine.explain import sentence, tooltip
+    from specviz.engine.analysis.explain import sentence, tooltip
     from specviz.view.teaching import _reveal_round, _tok
     event = Rejected(round=2, position=1, token_id=7, piece="x<y", p=0.1, q=0.4, accept_prob=0.25, u=0.9, rule="ratio", discarded=2)
     assert clean(tooltip(event)) in token_span(event)
     assert "min(1, p/q) = 0.250" in sentence(event) and "u = 0.900" in sentence(event)
     assert explanation(event).startswith("  round 2: ")
     from specviz.engine import to_dict
-    from specviz.engine.events import RoundEnd
+    from specviz.engine.loop.events import RoundEnd
     drafted = Drafted(round=2, token_ids=[7, 8, 9], pieces=["x<y", "b", "c"], q=[0.4, 0.3, 0.2])
     end = RoundEnd(round=2, drafted=3, accepted=1, emitted=2, draft_s=0.1, verify_s=0.1, bookkeeping_s=0.0,
                    total_tokens=5, total_drafted=6, total_accepted=3, text="ab", k_next=3, full=True)
@@ -179,7 +179,7 @@ def test_one_visible_form_for_whitespace_control_and_partial_bytes(pair):
     """engine/detokenize.visible and token_text: spaces, newlines, tabs and control characters drawn,
     a token holding part of a multi-byte character shown as its bytes (never U+FFFD), in the pane
     (rejected drafts), step mode's chips and the tooltips alike."""
-    from specviz.engine.detokenize import IncrementalDetokenizer, visible
+    from specviz.engine.loop.detokenize import IncrementalDetokenizer, visible
     from specviz.view.render import draft_chips, marked
     assert visible(" a\n\tb\r\x1b\u200b") == "·a⏎→b\\r\\x1b\\u200b"
     tok = pair.tokenizer
@@ -206,7 +206,7 @@ def test_the_lossless_check_tests_once_not_while_samples_stream_in():
 
     import torch
 
-    from specviz.engine.lossless import LosslessResult
+    from specviz.engine.analysis.lossless import LosslessResult
     from specviz.view.teaching import _lossless_summary
     r = LosslessResult(Counter({0: 20, 1: 4}), torch.tensor([0.5, 0.5]), torch.tensor([0.9, 0.1]), 1.0)
     streaming = _lossless_summary(r, final=False)

@@ -1,4 +1,4 @@
-"""The acceptance rules (engine/rules.py) against closed forms on hand-made distributions, and
+"""The acceptance rules (engine/loop/rules.py) against closed forms on hand-made distributions, and
 their one-position output laws by Monte Carlo (vectorized, no model): the exact rule and the
 sample match reproduce p (chi-square passes), the lossy rules visibly do not (p < 1e-6)."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from specviz.engine.lossless import chi_square_pvalue
-from specviz.engine.rules import FAMILIES, get_rule, output_distribution, simulate
+from specviz.engine.analysis.lossless import chi_square_pvalue
+from specviz.engine.loop.rules import FAMILIES, get_rule, output_distribution, simulate
 from specviz.errors import ConfigError
 
 P = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
@@ -124,9 +124,9 @@ def verdicts(events):
 
 
 def test_the_engine_names_a_non_default_rule_everywhere(pair):
-    from specviz.engine.config import SpecConfig
-    from specviz.engine.speculative import speculate
-    from specviz.engine.token_kinds import acceptance_by_kind
+    from specviz.engine.loop.config import SpecConfig
+    from specviz.engine.loop.speculative import speculate
+    from specviz.engine.analysis.token_kinds import acceptance_by_kind
     from tests.helpers import PROMPTS
 
     events = list(speculate(pair, PROMPTS[0], SpecConfig(k=3, temperature=1.0, max_new_tokens=24, seed=1, rule="typical")))
@@ -149,8 +149,8 @@ def test_the_engine_names_a_non_default_rule_everywhere(pair):
 
 
 def test_the_exact_rule_stays_the_default(pair):
-    from specviz.engine.config import SpecConfig
-    from specviz.engine.speculative import speculate
+    from specviz.engine.loop.config import SpecConfig
+    from specviz.engine.loop.speculative import speculate
     from tests.helpers import PROMPTS
 
     assert SpecConfig().rule == "exact"
@@ -162,7 +162,7 @@ def test_the_exact_rule_stays_the_default(pair):
 
 
 def test_config_checks_the_rule():
-    from specviz.engine.config import SpecConfig
+    from specviz.engine.loop.config import SpecConfig
 
     assert SpecConfig(temperature=1.0, rule="ensemble").rule == "ensemble(w=0.5)"
     for bad in [dict(temperature=1.0, rule="nope"), dict(temperature=0.0, rule="typical"),

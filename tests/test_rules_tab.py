@@ -10,8 +10,8 @@ import torch
 from scripts.color_check import to_lab, to_linear
 from specviz.app.profile import Limits
 from specviz.app.state import AppState
-from specviz.engine.events import Accepted, Drafted, Rejected
-from specviz.engine.token_kinds import acceptance_by_kind
+from specviz.engine.loop.events import Accepted, Drafted, Rejected
+from specviz.engine.analysis.token_kinds import acceptance_by_kind
 from specviz.models.presets import Preset
 from specviz.view import rules_tab
 from specviz.view.render import clean

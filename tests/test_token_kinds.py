@@ -1,4 +1,4 @@
-"""The token classifier (engine/token_kinds.py) on hand-made cases, with the bundled tokenizer and
+"""The token classifier (engine/analysis/token_kinds.py) on hand-made cases, with the bundled tokenizer and
 SmolLM2's (skipped when that model was never fetched), and its fold over a run's events."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace as E
 import pytest
 from transformers import AutoTokenizer
 
-from specviz.engine.token_kinds import KINDS, KindTally, acceptance_by_kind, classify, token_text
+from specviz.engine.analysis.token_kinds import KINDS, KindTally, acceptance_by_kind, classify, token_text
 from specviz.paths import MODELS
 
 SMOLLM2 = Path.home() / ".cache/specviz/models/HuggingFaceTB--SmolLM2-135M-Instruct"

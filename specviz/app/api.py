@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..engine.events import from_dict
+from ..engine.loop.events import from_dict
 from . import gpu_calls
 from .slots import never
 from .state import AppState

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..engine import SpecConfig, race, speculate, to_dict
-from ..engine.pair import ModelPair
+from ..engine.runtime.pair import ModelPair
 from .zerogpu import gpu
-from ..engine.lossless import LosslessResult, lossless_check
+from ..engine.analysis.lossless import LosslessResult, lossless_check
 from .state import AppState, warm_up
 
 _APPS: dict[str, AppState] = {}    # every app this process serves, by handle (a forked worker inherits it)

@@ -1,6 +1,6 @@
 """The k a loaded pair is offered with on this server: measured here, not copied from another machine.
 
-When a pair is loaded, the app times a few passes of it in a decoding slot (engine/calibrate.py:
+When a pair is loaded, the app times a few passes of it in a decoding slot (engine/analysis/calibrate.py:
 plain steps, target passes of 2..k_max + 1 tokens, each k's draft steps in their place in a round) with the threads it serves with,
 and picks the k with the highest E(a, k) / (k c(k) + v(k)) for the acceptance rate a the preset's
 draft reached on held-out prompts (spaces.yaml `acceptance`, measured in benchmarks/). The page
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.calibrate import MachineCosts, pick_k
-from ..engine.theory import expected_speedup
+from ..engine.analysis.calibrate import MachineCosts, pick_k
+from ..engine.metrics.theory import expected_speedup
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from typing import Callable
 
-from ..engine.pair import ModelPair
+from ..engine.runtime.pair import ModelPair
 
 
 class _Loading:

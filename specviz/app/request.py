@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from ..engine.config import SpecConfig
-from ..engine.pair import ModelPair
+from ..engine.loop.config import SpecConfig
+from ..engine.runtime.pair import ModelPair
 from ..models.presets import Preset
 from .state import AppState
 from .settings import check_prompt, make_config, prompt_ids

@@ -15,7 +15,7 @@ PROMPT_SHOWN = 48          # characters of a prompt's first line quoted in the l
 def settings_text(cfg: SpecConfig) -> str:
     """'k = 3, greedy, 96 new tokens at most'; sampling adds its seed and filters, and so on."""
     parts = ["prompt lookup drafting"] if cfg.drafter != "model" else []
-    # Under adaptive k, cfg.k is only where k starts (engine/config.py).
+    # Under adaptive k, cfg.k is only where k starts (engine/loop/config.py).
     parts.append(f"adaptive k from {cfg.k} ({cfg.k_min}–{cfg.k_max})" if cfg.adaptive_k else f"k = {cfg.k}")
     if cfg.greedy:
         parts.append("greedy")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from ..engine.config import CONFIDENCE_STOP_MAX, SpecConfig
-from ..engine.output import EMPTY_PROMPT, encode_prompt
+from ..engine.loop.config import CONFIDENCE_STOP_MAX, SpecConfig
+from ..engine.loop.output import EMPTY_PROMPT, encode_prompt
 from ..errors import ConfigError
 from .profile import Limits
 from ..models.chat import chat_ids

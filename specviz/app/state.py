@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from typing import Callable, Iterator, TypeVar
 
-from ..engine.calibrate import measure_costs
-from ..engine.pair import ModelPair
+from ..engine.analysis.calibrate import measure_costs
+from ..engine.runtime.pair import ModelPair
 from ..errors import ConfigError, LoadError, SpecvizError
 from .k_advice import KAdvice, advise
 from .side_work import SideWork

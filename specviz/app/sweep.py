@@ -10,10 +10,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from ..engine import theory
-from ..engine import measures
-from ..engine.events import from_dict
-from ..engine.stats import RunStats
+from ..engine.metrics import theory
+from ..engine.metrics import measures
+from ..engine.loop.events import from_dict
+from ..engine.analysis.stats import RunStats
 
 SWEEP_KS = tuple(range(1, 9))
 
@@ -52,7 +52,7 @@ class Sweep:
         """The sweep's own timing noise, relative: every race decodes the same prompt plainly, so the
         spread of those plain rates (2 standard deviations over their mean) is how much a speedup can
         move by chance on this machine now; never below ledger.EVEN_BAND (3%)."""
-        from ..engine.ledger import EVEN_BAND
+        from ..engine.analysis.ledger import EVEN_BAND
         rates = self.plain_rates
         if len(rates) < 2:
             return EVEN_BAND

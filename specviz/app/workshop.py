@@ -11,16 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..engine import SpecConfig, measures
-from ..engine.events import from_dict
+from ..engine import SpecConfig
+from ..engine.metrics import measures
+from ..engine.loop.events import from_dict
 from ..models.fetch import FETCHABLE, fetched
-from ..engine.stats import RunStats
+from ..engine.analysis.stats import RunStats
 from . import gpu_calls
 from .state import AppState
 from .settings import prompt_ids
 from .run_setup import ran_text, settings_text
 from .sweep import SWEEP_KS, Sweep
-from ..engine.token_kinds import KINDS, KindTally
+from ..engine.analysis.token_kinds import KINDS, KindTally
 
 RENAME_PROMPT = ("def total_price(items):\n    total = 0\n    for item in items:\n        total += item.price * "
                  "item.quantity\n    return total\n\n\n# The same function, with `total` renamed to `running_sum`:\n"
@@ -219,7 +220,7 @@ def bad_draft(app: AppState) -> Outcome:
 
 
 def cost(app: AppState) -> Outcome:
-    from ..engine import theory
+    from ..engine.metrics import theory
     key, run = pick(app, "fast"), {"max_new_tokens": 96}
     stats = race_stats(app, key, **run)
     a, c, v, k = stats.acceptance_rate, stats.cost_ratio(), stats.verify_ratio(), stats.k

@@ -16,9 +16,10 @@ from dataclasses import replace
 
 import torch
 
-from ..engine import SpecConfig, measures
-from ..engine.pair import ModelPair
-from ..engine.timing import synchronize
+from ..engine import SpecConfig
+from ..engine.metrics import measures
+from ..engine.runtime.pair import ModelPair
+from ..engine.runtime.timing import synchronize
 from .runner import median, paired_cost_ratio, specviz_run
 
 PATHS = {   # name: the config settings that select it

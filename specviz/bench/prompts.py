@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from ..engine.output import encode_prompt
+from ..engine.loop.output import encode_prompt
 from ..errors import ConfigError
 from ..models.chat import chat_ids
 from ..models.stdlib_split import is_heldout, read_source, source_files, stdlib_root

@@ -1,8 +1,8 @@
 """The benchmark result as a readable table (the same numbers as the JSON)."""
 from __future__ import annotations
 
-from ..engine.ledger import Ledger, text_lines
-from ..models.packed_linear import Kernels
+from ..engine.analysis.ledger import Ledger, text_lines
+from ..engine.runtime.packed_linear import Kernels
 
 
 def _f(x, fmt="{:.2f}", none="—") -> str:

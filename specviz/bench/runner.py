@@ -15,11 +15,12 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..engine import SpecConfig, decode_baseline, measures, speculate
-from ..engine.lean_draft import LeanCachedModel, lean_weights
-from ..engine.measures import LaneStats
-from ..engine.pair import ModelPair
-from ..engine.timing import synchronize
+from ..engine import SpecConfig, decode_baseline, speculate
+from ..engine.metrics import measures
+from ..engine.runtime.lean_draft import LeanCachedModel, lean_weights
+from ..engine.metrics.measures import LaneStats
+from ..engine.runtime.pair import ModelPair
+from ..engine.runtime.timing import synchronize
 
 
 @dataclass
@@ -178,7 +179,7 @@ def phase_breakdown(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
     wrap(pair.target, "forward", "target forward")
     if pair.draft is not None and cfg.drafter == "model":
         wrap(pair.draft, "forward", "draft forward")
-        # A draft on the CPU steps through the lean path (engine/lean_draft.py), not its model's forward;
+        # A draft on the CPU steps through the lean path (engine/runtime/lean_draft.py), not its model's forward;
         # its weights are built (and their format timed) here, before the clock starts, outside any round.
         lean_weights(pair.draft)
         wrap(LeanCachedModel, "feed", "draft forward")

@@ -42,7 +42,7 @@ def run(args) -> int:
     from ..bench.prompts import load_prompts
     from ..bench.report import table
     from ..bench.suite import run_suite
-    from ..engine.config import SpecConfig
+    from ..engine.loop.config import SpecConfig
     from ..errors import ConfigError
 
     if args.repeats < 1:

@@ -3,7 +3,7 @@
 With --json it prints one event per line (the last line is `done`; with --baseline the two
 lanes' `done` and then one `ledger` line). With --baseline the plain target decoding runs
 interleaved with the speculative one (the engine's race) and the measured speedup is shown
-with its time ledger: where each lane's seconds went and why it gained or lost (engine/ledger.py).
+with its time ledger: where each lane's seconds went and why it gained or lost (engine/analysis/ledger.py).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from ..engine import ledger
+from ..engine.analysis import ledger
 
 
 def add_parser(sub) -> None:
@@ -75,7 +75,7 @@ def apply_preset(args) -> None:
 def prompt_from(args, pair):
     """The prompt as text, or as token ids in the target's chat template (--chat)."""
     from ..errors import ConfigError
-    from ..engine.output import EMPTY_PROMPT
+    from ..engine.loop.output import EMPTY_PROMPT
     if not args.chat:
         return args.prompt
     if not args.prompt.strip():
@@ -85,7 +85,7 @@ def prompt_from(args, pair):
 
 
 def config_from(args):
-    from ..engine.config import SpecConfig
+    from ..engine.loop.config import SpecConfig
     return SpecConfig(k=args.k, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                       max_new_tokens=args.max_new_tokens, seed=args.seed, drafter=args.drafter,
                       adaptive_k=args.adaptive_k, confidence_stop=args.confidence_stop,

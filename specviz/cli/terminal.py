@@ -7,9 +7,9 @@ cannot move the cursor or recolor the terminal.
 """
 from __future__ import annotations
 
-from ..engine.events import Event
-from ..engine.explain import sentence
-from ..engine.measures import LaneStats
+from ..engine.loop.events import Event
+from ..engine.analysis.explain import sentence
+from ..engine.metrics.measures import LaneStats
 
 RESET = "\x1b[0m"
 STYLES = {
@@ -38,7 +38,7 @@ def render(event: Event, color: bool = True) -> str:
 
 
 def explanation(event: Event) -> str:
-    """One line on why a verdict happened (engine/explain.py's sentence, as the page's step mode
+    """One line on why a verdict happened (engine/analysis/explain.py's sentence, as the page's step mode
     shows it), "" for events that are not verdicts."""
     line = sentence(event, quote=lambda piece: repr(safe(piece)))
     return f"  round {event.round}: {line}\n" if line else ""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from ..engine.config import CONFIDENCE_STOP_MAX
+from ..engine.loop.config import CONFIDENCE_STOP_MAX
 from ..errors import ConfigError, ProfileError
 from .. import paths
 from .loading import HUB_ID

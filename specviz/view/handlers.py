@@ -18,7 +18,7 @@ import gradio as gr
 import torch
 
 from ..engine import race
-from ..engine.events import Event, from_dict
+from ..engine.loop.events import Event, from_dict
 from ..errors import SpecvizError
 from ..app import zerogpu
 from ..app import gpu_calls
@@ -241,5 +241,5 @@ def _save_trace(view: RaceView, prompt: str, cfg, preset: str, pair) -> str:
     trace = {"specviz_trace": 1, "prompt": prompt, "preset": preset, "config": cfg.to_dict(),
              "models": {"target": pair.target_name, "draft": pair.draft_name}, "events": view.trace,
              "acceptance_by_kind": view.kinds.table(),
-             "ledger": build_ledger(view.stats).to_dict()}      # why faster or slower (engine/ledger.py)
+             "ledger": build_ledger(view.stats).to_dict()}      # why faster or slower (engine/analysis/ledger.py)
     return trace_files.save(trace)      # once, where Gradio serves it from; old traces pruned (trace_files.py)

@@ -1,6 +1,6 @@
 """Acceptance by kind of token, as one lean plotly bar chart (issue 26).
 
-The rows are engine/token_kinds.py's table ({kind, drafted, judged, accepted, acceptance_rate,
+The rows are engine/analysis/token_kinds.py's table ({kind, drafted, judged, accepted, acceptance_rate,
 draft_acceptance_rate}, folded from a run's events by KindTally): one bar per kind for
 a = accepted / judged with its counts written on it, and a marker for a_d = accepted / drafted
 (measures.py's definitions). `kinds_from_trace` redraws it from a saved trace's
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from ..engine.token_kinds import KINDS
+from ..engine.analysis.token_kinds import KINDS
 from .plots import AXES, LAYOUT, SPEC, THEORY
 
 TRACE_KEY = "acceptance_by_kind"

@@ -1,14 +1,14 @@
 """RunStats -> lean plotly figures (few traces, no animation), for the race view.
 
-Figures are rebuilt from the fold in specviz.engine.stats; nothing here touches the engine.
+Figures are rebuilt from the fold in specviz.engine.analysis.stats; nothing here touches the engine.
 """
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ..engine import measures, theory
-from ..engine.detokenize import token_text, visible
-from ..engine.stats import RunStats
+from ..engine.metrics import measures, theory
+from ..engine.loop.detokenize import token_text, visible
+from ..engine.analysis.stats import RunStats
 
 SPEC, BASE, THEORY = "#1b7f5b", "#5b6b7f", "#d9822b"
 # Transparent backgrounds, mid-grey text and faint grid lines: readable in light and dark mode.

@@ -1,15 +1,15 @@
 """One race's events folded into what the race tab shows: two panes, two meters, a stats strip.
 
-Built from events only (via specviz.engine.stats), so a saved trace redraws the same view.
+Built from events only (via specviz.engine.analysis.stats), so a saved trace redraws the same view.
 Pane HTML only grows by appended fragments while streaming.
 """
 from __future__ import annotations
 
-from ..engine import measures
-from ..engine.events import to_dict
-from ..engine.ledger import k_label
-from ..engine.stats import RunStats
-from ..engine.token_kinds import KindTally
+from ..engine.metrics import measures
+from ..engine.loop.events import to_dict
+from ..engine.analysis.ledger import k_label
+from ..engine.analysis.stats import RunStats
+from ..engine.analysis.token_kinds import KindTally
 from .render import clean, fragment
 
 STOP_WORDS = {"eos": "end of text", "max_tokens": "max tokens", "stop_string": "stop string",
@@ -21,7 +21,7 @@ class RaceView:
         self.stats = RunStats(k)
         self.parts: dict[str, list[str]] = {"spec": [], "base": []}
         self.trace: list[dict] = []
-        self.kinds = KindTally()                      # ... and per kind of drafted token (engine/token_kinds.py)
+        self.kinds = KindTally()                      # ... and per kind of drafted token (engine/analysis/token_kinds.py)
 
     def add(self, event) -> None:
         self.trace.append(to_dict(event))

@@ -18,8 +18,8 @@ from __future__ import annotations
 import html
 import re
 
-from ..engine.detokenize import visible
-from ..engine.explain import tooltip
+from ..engine.loop.detokenize import visible
+from ..engine.analysis.explain import tooltip
 
 KINDS = {  # event kind -> (data-kind, CSS class)
     "accepted": ("accepted", "tok tok-accepted"),
@@ -52,7 +52,7 @@ def marked(text: str) -> str:
 
 
 def tip(event) -> str:
-    """The popover's text: the token as drawn, its id, then engine/explain.py's explanation."""
+    """The popover's text: the token as drawn, its id, then engine/analysis/explain.py's explanation."""
     if not hasattr(event, "token_id"):
         head = ""
     elif event.piece or event.kind == "rejected":

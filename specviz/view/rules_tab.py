@@ -1,15 +1,15 @@
 """The "Rules" tab, the acceptance rules side by side (issue 26): one prompt judged by five acceptance rules, side by side.
 
 With the page's prompt, pair and settings, at the tab's own temperature (default 1; the rules
-differ only when sampling), it races each rule of engine/rules.py (exact, sample_match,
+differ only when sampling), it races each rule of engine/loop/rules.py (exact, sample_match,
 greedy_match, typical, ensemble(w=0.5)) against plain decoding, RULE_TOKENS new tokens each,
 through the app's decoding slots (app/gpu_calls.py in app.sliced: Stop or a departed visitor
 ends it after the current item), and shows per rule a = accepted / judged, a_d = accepted /
-drafted, tau and the measured speedup (engine/measures.py). For the first position it takes the
+drafted, tau and the measured speedup (engine/metrics/measures.py). For the first position it takes the
 target's p and the draft's q (the lossless check's own first sample, gpu_calls.lossless_results)
 and shows each rule's exact output law (rules.output_distribution) against p with its total
 variation, and a Monte-Carlo check (rules.simulate, DRAWS draws, chi-square p-value from
-engine/lossless.py): exact and sample_match pass, lossy rules are labelled LOSSY wherever they
+engine/analysis/lossless.py): exact and sample_match pass, lossy rules are labelled LOSSY wherever they
 appear and fail when their distance is larger than the draws' noise. Every model text is escaped.
 """
 from __future__ import annotations
@@ -27,11 +27,11 @@ from ..app.request import RunRequest, prepare
 from ..app.settings import as_float
 from ..app.slots import Stopped
 from ..app.state import AppState
-from ..engine import measures
-from ..engine.events import from_dict
-from ..engine.lossless import chi_square_pvalue
-from ..engine.rules import get_rule, output_distribution, simulate
-from ..engine.stats import RunStats
+from ..engine.metrics import measures
+from ..engine.loop.events import from_dict
+from ..engine.analysis.lossless import chi_square_pvalue
+from ..engine.loop.rules import get_rule, output_distribution, simulate
+from ..engine.analysis.stats import RunStats
 from ..errors import SpecvizError
 from .handlers import status_html
 from .plots import AXES, BASE, LAYOUT, token_labels

@@ -12,17 +12,17 @@ from dataclasses import replace
 
 import gradio as gr
 
-from ..engine.events import from_dict
-from ..engine.detokenize import visible
-from ..engine.explain import plural, sentence, tie_note
+from ..engine.loop.events import from_dict
+from ..engine.loop.detokenize import visible
+from ..engine.analysis.explain import plural, sentence, tie_note
 from ..errors import SpecvizError
 from ..app import gpu_calls, zerogpu
 from ..app.slots import Stopped
 from ..app.state import AppState
-from ..engine import theory
+from ..engine.metrics import theory
 from .handlers import status_html
-from ..engine.calibrate import pick_k
-from ..engine.lossless import samples_to_separate
+from ..engine.analysis.calibrate import pick_k
+from ..engine.analysis.lossless import samples_to_separate
 from .plots import lossless_bars, what_if
 from .render import clean, draft_chips, figures_line, fragment
 from ..app.request import RunRequest, prepare, settle

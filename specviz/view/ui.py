@@ -22,8 +22,8 @@ from ..app.state import CUSTOM, AppState
 from .handlers import RaceUpdate, run_race, starting, stop_run
 from .render import LEGEND, STEP_LEGEND, clean, figures_line, hint
 from ..app.request import FORM_FIELDS
-from ..engine.config import CONFIDENCE_STOP_MAX
-from ..engine.lossless import GREEDY_CHECK_TEMPERATURE
+from ..engine.loop.config import CONFIDENCE_STOP_MAX
+from ..engine.analysis.lossless import GREEDY_CHECK_TEMPERATURE
 from ..app.settings import as_int
 from ..errors import SpecvizError
 from .teaching import (MAX_ACCEPTANCE, MAX_COST_RATIO, MAX_SAMPLES, MIN_SAMPLES, SAMPLES_STEP, V_RANGE,

@@ -18,7 +18,7 @@ KV buffer per layer and a rotary table computed once. The math is Llama's, term 
 
 Its logits agree with transformers' to ~2e-5 (summation order; tests/test_lean_draft.py).
 
-Weights: each matrix either fp32 (MKL-packed where available, as models/packed_linear.py) or
+Weights: each matrix either fp32 (MKL-packed where available, as engine/runtime/packed_linear.py) or
 int8 with one scale per output row, multiplied with the activations rounded to bf16
 (`torch.ops.aten._weight_int8pack_mm`). A quarter of the bytes: what matters when the step
 starts with the weights out of cache. On the SmolLM2 draft this costs 0.0014 of held-out
@@ -45,7 +45,7 @@ import weakref
 import torch
 import torch.nn.functional as F
 
-from ..models.packed_linear import PackedLinear, mkl_packing_available
+from .packed_linear import PackedLinear, mkl_packing_available
 
 ENV = "SPECVIZ_DRAFT_STEP"            # auto (default) | fp32 | int8 | transformers
 INT8_GAIN = 0.9                       # int8 is chosen when its step takes < 90% of the fp32 step's time

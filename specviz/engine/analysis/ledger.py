@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from . import measures as m
-from .theory import break_even_acceptance, expected_speedup, expected_tokens_per_round
+from ..metrics import measures as m
+from ..metrics.theory import break_even_acceptance, expected_speedup, expected_tokens_per_round
 
 EVEN_BAND = 0.03      # speedups within 3% of 1.0 are reported as "about even" (run-to-run noise)
 SLOW_DRAFT_C = 0.3    # a draft step above 0.3 plain steps is named as the cause when drafting outweighs verifying

@@ -26,7 +26,7 @@ as a leading space. The first matching kind wins, in this order:
 
 `acceptance_by_kind(events, tokenizer)` folds a run's events (spec lane) into counts of drafted,
 judged (accepted + rejected) and accepted drafts per kind, and the acceptance of each kind with
-engine/measures.py's own definitions: a = accepted / judged, a_d = accepted / drafted.
+engine/metrics/measures.py's own definitions: a = accepted / judged, a_d = accepted / drafted.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from . import measures
+from ..metrics import measures
 
 KINDS = ("whitespace", "number", "keyword", "identifier", "punctuation", "word_start", "word_continuation", "other")
 

@@ -16,19 +16,19 @@ from typing import Iterator
 
 import torch
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .acceptance import Verdict, verify
-from .cached_model import ModelWithCache, cached_model, positions_needed, uncached
+from ..runtime.cached_model import ModelWithCache, cached_model, positions_needed, uncached
 from .config import SpecConfig
 from .drafters import Drafter, Proposal, make_drafter
 from .events import Accepted, Bonus, Drafted, Event, Rejected, Resampled, RoundEnd
 from .lane import run_lane
-from .measures import LaneTally
+from ..metrics.measures import LaneTally
 from .output import Output, encode_prompt
-from .pair import ModelPair
+from ..runtime.pair import ModelPair
 from .rules import get_rule
 from .sampling import make_generator
-from .timing import LaneClock, PhaseMarks
+from ..runtime.timing import LaneClock, PhaseMarks
 
 
 def speculate(pair: ModelPair, prompt: str | list[int], config: SpecConfig | None = None,

@@ -1,8 +1,8 @@
 """Acceptance rules side by side: pure functions over one position's p (target), q (draft) and draft x.
 
-The engine's default is the exact rule of acceptance.py (Leviathan et al. 2023), and its two
-formulas are called from there, not restated. The other rules exist so a run can show what
-they trade. Each rule gives, row by row over (..., V) distributions and (...) drafted ids:
+The engine's default is the exact rule (Leviathan et al. 2023), whose two formulas are written
+here once: `ratio_accept_prob` and `residual`. acceptance.py judges every round through the rule
+the config names, the exact one included. The other rules exist so a run can show what they trade. Each rule gives, row by row over (..., V) distributions and (...) drafted ids:
     accept_prob(p, q, x)         the probability the draft x is kept
     correction(p, q, x)          the distribution the emitted token is drawn from when x is not kept
     expected_acceptance(p, q)    sum_x q(x) accept_prob(p, q, x), in closed form
@@ -40,10 +40,23 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import ConfigError
-from .acceptance import ratio_accept_prob, residual
+from ...errors import ConfigError
 
 DEFAULT = "exact"
+
+
+def ratio_accept_prob(p_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:
+    """min(1, p(x) / q(x)): the probability the exact rule keeps draft x (q(x) > 0 since x ~ q)."""
+    return torch.clamp(p_x / q_x, max=1.0)
+
+
+def residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """norm(max(0, p - q)) row by row over (..., V): where the exact rule draws after a rejection.
+    It has mass whenever a rejection is possible (p(x) < q(x) implies some p(y) > q(y)); a row
+    with no mass (p == q) falls back to p."""
+    res = torch.clamp(p - q, min=0.0)
+    mass = res.sum(-1, keepdim=True)
+    return torch.where(mass > 0, res / mass.clamp_min(1e-30), p)
 
 
 def _at(dist: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from .config import SpecConfig
+from .rules import get_rule
 from .sampling import choose, warp
 
 TOP_RESIDUAL = 5  # entries of the residual distribution reported for the teaching view
@@ -40,20 +41,6 @@ class Verdict:
     accept_prob: list[float]       # min(1, p/q), or 1/0 for an argmax match/mismatch
     u: list[float] | None          # the uniform draws; None when greedy
     top: list[tuple[int, float]]   # most likely entries of the distribution next_token came from
-
-
-def ratio_accept_prob(p_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:
-    """min(1, p(x) / q(x)): the probability the exact rule keeps draft x (q(x) > 0 since x ~ q)."""
-    return torch.clamp(p_x / q_x, max=1.0)
-
-
-def residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """norm(max(0, p - q)) row by row over (..., V): where the exact rule draws after a rejection.
-    It has mass whenever a rejection is possible (p(x) < q(x) implies some p(y) > q(y)); a row
-    with no mass (p == q) falls back to p."""
-    res = torch.clamp(p - q, min=0.0)
-    mass = res.sum(-1, keepdim=True)
-    return torch.where(mass > 0, res / mass.clamp_min(1e-30), p)
 
 
 def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Tensor,
@@ -78,16 +65,11 @@ def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Ten
         next_dist = p                                 # correction/bonus: argmax of p_{n+1}
         candidates = choose(target_logits, p, cfg, gen)
     else:
-        if cfg.rule == "exact":
-            accept_prob = ratio_accept_prob(p_x, q_x)     # min(1, p/q)
-            correction = residual(p[:k], q_probs)
-        else:
-            # Another rule, named in cfg (engine/rules.py; most are lossy): its own keep probability
-            # and correction; imported here since rules.py builds on this module's functions.
-            from .rules import get_rule
-            rule = get_rule(cfg.rule)
-            accept_prob = rule.accept_prob(p[:k], q_probs, drafts)
-            correction = rule.correction(p[:k], q_probs, drafts)
+        # The rule the config names (rules.py): "exact" keeps x with min(1, p/q) and corrects from
+        # norm(max(0, p - q)); the others trade exactness for acceptance.
+        rule = get_rule(cfg.rule)
+        accept_prob = rule.accept_prob(p[:k], q_probs, drafts)
+        correction = rule.correction(p[:k], q_probs, drafts)
         u = torch.rand(k, generator=gen, device=drafts.device)
         ok = u < accept_prob
         next_dist = torch.cat([correction, p[k:]])   # row i < k: residual (or the rule's correction); row k: p_{k+1}

@@ -16,11 +16,11 @@ from typing import Iterator
 
 import torch
 
-from .config import SpecConfig
-from .speculative import speculate
-from .output import encode_prompt
-from .pair import ModelPair
-from .sampling import warp
+from ..loop.config import SpecConfig
+from ..loop.speculative import speculate
+from ..loop.output import encode_prompt
+from ..runtime.pair import ModelPair
+from ..loop.sampling import warp
 
 
 def chi_square_pvalue(observed: list[int], expected_probs: list[float], min_expected: float = 5.0) -> float:

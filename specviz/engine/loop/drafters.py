@@ -35,9 +35,9 @@ import math
 
 import torch
 
-from .cached_model import ModelWithCache, cached_model, uncached
+from ..runtime.cached_model import ModelWithCache, cached_model, uncached
 from .config import SpecConfig
-from .kv_buffer import buffered_cache
+from ..runtime.kv_buffer import buffered_cache
 from .sampling import choose, warp
 
 

@@ -1,16 +1,16 @@
 """Pure folds over engine events: everything the plots and the stats strip show.
 
 `RunStats.add(event)` accumulates; every figure is derived from what was added, with the
-definitions of `engine/measures.py` (the same ones the engine's `Done.stats`, the CLI and the
+definitions of `engine/metrics/measures.py` (the same ones the engine's `Done.stats`, the CLI and the
 benchmark use), so a saved trace redraws the same numbers. Nothing here decodes or times anything.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import theory
-from . import measures
-from .measures import TOKEN_KINDS, LaneStats, LaneTally
+from ..metrics import theory
+from ..metrics import measures
+from ..metrics.measures import TOKEN_KINDS, LaneStats, LaneTally
 
 
 @dataclass
@@ -51,7 +51,7 @@ class RunStats:
             self.stop_reasons[lane] = event.stop_reason
             self.texts[lane] = event.text
 
-    # --- derived figures (definitions in engine/measures.py) -----------------------------
+    # --- derived figures (definitions in engine/metrics/measures.py) -----------------------------
     @property
     def acceptance_rate(self) -> float | None:
         return measures.acceptance_rate(self.tallies["spec"])

@@ -25,7 +25,7 @@ summary cannot disagree on a definition.
                         the lanes stop at different lengths, as EOS or sampling can make them)
     cost ratio          c = (seconds drafting / drafted tokens) / (seconds per plain token)
     verify ratio        v = (seconds verifying / rounds) / (seconds per plain token)
-    theory speedup      S = E / (k c + v) with the measured v (engine/theory.py; v = 1 only as
+    theory speedup      S = E / (k c + v) with the measured v (engine/metrics/theory.py; v = 1 only as
                         theory.GPU_IDEAL_V, where a figure labels it GPU-ideal)
 
 Several runs pool by adding their tallies (`pool`): a and tokens per round of a benchmark row or

@@ -10,7 +10,7 @@ setting it serves with:
     pass_s[n]      one target pass over n tokens (n = k + 1 for a verify at k)
     round_draft_s[k]  a round's k draft steps where a race runs them: right after a verify pass of
                    k + 1 tokens, the first step feeding the token that pass gave (the draft's cache
-                   catching up), through the race's own drafter (engine/drafters.py)
+                   catching up), through the race's own drafter (engine/loop/drafters.py)
     draft_s        one draft step on its own (1 token after a cached context; shown, not priced)
 
 and prices a round in plain steps: c(k) = round_draft_s[k] / (k plain_s), v(k) = pass_s[k + 1] / plain_s.
@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .cached_model import cached_model
-from .config import SpecConfig
-from .drafters import ModelDrafter
-from .pair import ModelPair
-from .sampling import make_generator
-from .theory import expected_speedup
-from .timing import synchronize
+from ..runtime.cached_model import cached_model
+from ..loop.config import SpecConfig
+from ..loop.drafters import ModelDrafter
+from ..runtime.pair import ModelPair
+from ..loop.sampling import make_generator
+from ..metrics.theory import expected_speedup
+from ..runtime.timing import synchronize
 
 CONTEXT = 64          # cached tokens before each timed pass (a short chat prompt)
 REPEATS = 5           # timed repeats per pass size (median kept), after one warm-up

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from .cached_model import path_stats
+from ..runtime.cached_model import path_stats
 from .events import Done, Event
-from .measures import LaneStats, LaneTally
+from ..metrics.measures import LaneStats, LaneTally
 from .output import Output
-from .timing import LaneClock
+from ..runtime.timing import LaneClock
 
 
 def run_lane(out: Output, cancel, lane: str, clock: LaneClock, tally: LaneTally,

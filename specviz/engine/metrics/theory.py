@@ -7,7 +7,7 @@ per round and cost ratio c = (time of one draft step) / (time of one target step
 The "+ 1" prices the verify pass of k + 1 tokens like one target step, which holds while a
 step is bound by reading the weights (a GPU at small batch). Where it is not (a small model on
 a CPU), `v` = (time of a verify pass) / (time of a target step) replaces it: S_v = E / (k c + v).
-Every caller passes v: the measured one (engine/measures.py's verify_ratio), or GPU_IDEAL_V where a
+Every caller passes v: the measured one (engine/metrics/measures.py's verify_ratio), or GPU_IDEAL_V where a
 figure says it shows the GPU-ideal case. There is no default, so no number silently assumes v = 1.
     accepted drafts per round   P(i) = a^i (1 - a) for i < k, and a^k for i = k.
 """

@@ -14,7 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Literal, Union
 
-from .measures import LaneStats
+from ..metrics.measures import LaneStats
 
 PROBABILITIES = ("p", "q", "accept_prob", "u", "prob")     # each in [0, 1] where present (None: not drawn)
 COUNTS = ("round", "position", "index", "token_id", "discarded", "drafted", "accepted", "emitted",
@@ -75,7 +75,7 @@ class Accepted(_SelfChecking):
     u: float | None                # the uniform draw that decided it; None for greedy
     # "ratio" / "argmax": the exact rule (sampling / greedy); "forced": benchmarking-only fixed
     # acceptance (not lossless); anything else: the name of the non-default rule that judged it
-    # (engine/rules.py, e.g. "typical(epsilon=0.09,delta=0.3)"; accept_prob is that rule's).
+    # (engine/loop/rules.py, e.g. "typical(epsilon=0.09,delta=0.3)"; accept_prob is that rule's).
     rule: str
     index: int                     # index of the token in the generated output
     lane: str = "spec"

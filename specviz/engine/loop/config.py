@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
-from ..errors import ConfigError
+from ...errors import ConfigError
+from .rules import get_rule
 
 DRAFTERS = ("model", "prompt_lookup")
 K_RANGE = (1, 32)
@@ -48,7 +49,7 @@ class SpecConfig:
     # min(1, p/q), to time the engine at a chosen acceptance rate on random-weight models.
     # Never offered in the app. None = the exact rule.
     forced_acceptance: float | None = None
-    # The acceptance rule (engine/rules.py): "exact" = min(1, p/q) with the residual, the only
+    # The acceptance rule (engine/loop/rules.py): "exact" = min(1, p/q) with the residual, the only
     # default. Others ("sample_match", "greedy_match", "typical(...)", "ensemble(w=...)") exist to
     # show what they trade; most are lossy, and each is named in every verdict and in Done.stats.
     # Stored in canonical form with its parameters; other rules need temperature > 0.
@@ -99,7 +100,6 @@ class SpecConfig:
                 raise ConfigError("stop strings must be non-empty text")
 
     def _check_rule(self) -> None:
-        from .rules import get_rule     # here, not at the top: rules.py imports acceptance.py, which imports this
         rule = get_rule(self.rule)
         object.__setattr__(self, "rule", rule.name)
         if rule.name != "exact" and self.greedy:

@@ -7,10 +7,10 @@ position limit.
 """
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .config import SpecConfig
 from .detokenize import IncrementalDetokenizer
-from .pair import ModelPair
+from ..runtime.pair import ModelPair
 
 
 # One message for every front end: a chat pair is asked a question, a raw one continues text.

@@ -2,14 +2,14 @@
 (view/render.py), step mode (view/teaching.py) and the terminal (cli/terminal.py) all show.
 
 Each reads only the event's own fields (p, q, min(1, p/q), the draw u, the residual), so a saved
-trace explains itself the same way. Conventions as in engine/acceptance.py: p = target probability,
+trace explains itself the same way. Conventions as in engine/loop/acceptance.py: p = target probability,
 q = draft probability, accept with min(1, p/q), resample from norm(max(0, p - q)).
 """
 from __future__ import annotations
 
 import math
 
-from .detokenize import visible
+from ..loop.detokenize import visible
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:

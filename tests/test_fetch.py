@@ -167,6 +167,6 @@ def test_the_app_serves_while_a_pair_is_fetched_and_says_how_it_goes(tmp_path, m
     assert "40%" in html and "<b>" not in html and "&lt;b&gt;" in html      # escaped
     app.fetches[SMOLLM2.target].state = {"stage": "failed", "fraction": 0.0, "message": "no network"}
     with pytest.raises(ConfigError, match="could not be fetched on this server \\(no network\\): pick another pair"):
-        app.pair(SMOLLM2)                                         # a visitor gets no CLI advice (issue 27)
+        app.pair(SMOLLM2)                                         # a visitor gets no CLI advice
     assert not app.fetching() and "could not be fetched: no network" in app.fetch_status()
     assert fetch_module.fetched(SMOLLM2.target) is None and app.default_preset() is SMOLLM2  # the only preset

@@ -2,7 +2,7 @@
 
 The CLI and the server's log keep the full message (a folder, `python -m specviz fetch`, SPECVIZ_HOME:
 what the host needs). A visitor can act on none of it, and a server's folders are no visitor's
-business (issue 27), so the app shows an error's `visitor` text where its source wrote one
+business, so the app shows an error's `visitor` text where its source wrote one
 (errors.SpecvizError), else its message with every absolute path replaced.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Model files checked against the sha256 sums recorded when they were made (issue 27).
+"""Model files checked against the sha256 sums recorded when they were made.
 
 A safetensors file with flipped bytes loads silently (the format checks its header, not its numbers),
 so a damaged copy would race with wrong weights. Two records are checked before a folder is loaded:

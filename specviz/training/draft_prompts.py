@@ -70,7 +70,7 @@ EXTRA = [
     "Give me a packing list for a beach holiday.", "Who wrote Pride and Prejudice?",
 ]
 
-# A third family (2026-11-23): more of what people type in a workshop: further topics and request forms,
+# A third family: more of what people type in a workshop: further topics and request forms,
 # code tasks in other languages, how-tos and requests written in other languages. The benchmark's prompt
 # files were read while writing it only to leave their topics and tasks out (tests/test_draft_data.py checks).
 MORE_TOPICS = [

@@ -27,10 +27,9 @@ from .trainer import TrainSettings, train_steps
 
 STEP_DECAY = 0.8
 # W starts at zero and must grow to matter (entries ~ 1/sqrt(d)), while the layers start trained
-# and only need to adapt. Measured on SmolLM2 (held-out a1 of the start: 0.498): layers and W both at
-# 3e-4, W stayed at ~1e-3 and a1 at 0.496 after 40 steps; W at 10x (unstandardized features) or 3x
-# (standardized), the layers at 3e-4, the training loss rose and a1 fell to 0.44-0.48. So the layers
-# get a small lr (the plain draft ended its schedule at 5e-5) and W this many times more.
+# and only need to adapt: with one learning rate for both, W barely moves, and with the layers' rate
+# raised the training loss rises and acceptance falls (benchmarks/history/notes-2026-11.md). So the
+# layers get a small lr (the plain draft ended its schedule at 5e-5) and W this many times more.
 FEATURE_LR_SCALE = 10.0
 
 

@@ -79,10 +79,9 @@ def samples_to_separate(p: torch.Tensor, distance: float, step: int, most: int) 
 
 
 # The temperature a greedy setting is checked at. Sharper than T = 1, so the draft's own distance to the
-# target stands out of the sampling noise within a few hundred samples: on the page's 8 examples
-# (2026-11-24) 50-400 samples at T = 0.7 (two bundled prompts excepted, where q equals p to within 0.001),
-# against 50-1450 at T = 1 with three needing more than 2000: at T = 1 p spreads over more tokens and the
-# noise grows faster than the distance. Any temperature shows the rule's exactness alike.
+# target stands out of the sampling noise within a few hundred samples: at T = 1, p spreads over more
+# tokens and the noise grows faster than the distance (benchmarks/history/notes-2026-11.md has the sample
+# counts on the page's examples). Any temperature shows the rule's exactness alike.
 GREEDY_CHECK_TEMPERATURE = 0.7
 
 # Sample i of a check with seed s draws with seed s * SEED_STRIDE + i: independent generators per

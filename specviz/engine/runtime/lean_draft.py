@@ -1,11 +1,10 @@
 """A CPU draft step without transformers' per-call machinery, optionally on int8 weights.
 
 Why: a draft step is small (SmolLM2's draft: 2 decoder layers and an 8,192-row head, ~12 M
-weights), so on a CPU much of its time is not arithmetic. Measured on this project's 2-core
-x86 CPU (scripts/draft_step_profile.py): transformers' forward took ~2.0 ms a step, of which
-the matmuls were ~0.9 ms; the rest is building masks and rotary tables, cache bookkeeping and
-module dispatch on every call. And right after a target pass (~0.5 GB of weights streamed)
-the draft's 48 MB of fp32 weights are out of cache, so the round's first step pays again.
+weights), so on a CPU much of its time is not arithmetic: transformers' forward spends more than
+half of a step building masks and rotary tables, on cache bookkeeping and on module dispatch
+(`scripts/draft_step_profile.py` shows the split). And right after a target pass (~0.5 GB of
+weights streamed) the draft's fp32 weights are out of cache, so the round's first step pays again.
 
 So a draft that is a plain Llama decoder (no biases, default RoPE, SiLU, full attention) runs
 here as a short loop over fused weights: q/k/v as one matrix, gate/up as one, a preallocated
@@ -21,8 +20,8 @@ Its logits agree with transformers' to ~2e-5 (summation order; tests/test_lean_d
 Weights: each matrix either fp32 (MKL-packed where available, as engine/runtime/packed_linear.py) or
 int8 with one scale per output row, multiplied with the activations rounded to bf16
 (`torch.ops.aten._weight_int8pack_mm`). A quarter of the bytes: what matters when the step
-starts with the weights out of cache. On the SmolLM2 draft this costs 0.0014 of held-out
-greedy agreement (0.6158 -> 0.6144 on 256 validation sequences). Which of the two runs is
+starts with the weights out of cache; on the SmolLM2 draft it costs about a thousandth of
+held-out greedy agreement. Which of the two runs is
 timed once per draft shape, thread count and process (a second load of the same draft reuses it, so
 a seeded sampled race does not change with a re-timing on a noisy machine), on warm steps, the
 first time it is needed: int8 only

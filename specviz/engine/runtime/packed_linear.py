@@ -1,21 +1,18 @@
 """CPU weight layout for decoding: each Linear gets a pre-packed weight for multi-token passes, and
 the kernels a decode step and a verify pass run are the ones that timed fastest on this machine.
 
-Why (measured on this project's 2-core x86 CPU, SmolLM2-135M in fp32, KV cache of 200 tokens):
-PyTorch's default `F.linear` for a handful of rows (2 < m <= 9, the size of a verify pass)
-takes a GEMM path that re-packs the whole weight matrix on every call, so verifying 5 tokens
-cost 1.93x a one-token step (v = 1.93), against the ~1.1 a memory-bound pass should cost. With
-the weights packed once at load time (`mkl._mkl_reorder_linear_weight`, the same kernels
-TorchInductor uses for frozen CPU models) the same pass costs v = 1.32, and one-token steps keep
-the GEMV path on a column-major copy of the weight (slightly faster than row-major). Logits agree
-with the default layout to about 4e-5 (different summation order), argmax unchanged.
+Why: PyTorch's default `F.linear` for a handful of rows (2 < m <= 9, the size of a verify pass)
+takes a GEMM path that re-packs the whole weight matrix on every call, so a verify pass costs far
+more than the ~1.1 plain steps a memory-bound pass should. With the weights packed once at load
+time (`mkl._mkl_reorder_linear_weight`, the same kernels TorchInductor uses for frozen CPU models)
+the pass gets close to that, and one-token steps keep the GEMV path on a column-major copy of the
+weight. Logits agree with the default layout to about 4e-5 (different summation order), argmax
+unchanged.
 
-Which kernel is fastest depends on the CPU. On an Intel Xeon (AMX, AVX-512) MKL's packed GEMM
-gave the v = 1.2-1.4 above; on an AMD EPYC (AVX-512) host of the same size it did not: a pass of
-4 tokens through SmolLM2's 211 linears took 65.5 ms against 36 ms for one token (v ~ 1.7, and the
-SmolLM2 race fell from 1.37x to 1.06x plain), while oneDNN's linear on a weight reordered once
-(`mkldnn._reorder_linear_weight`, what TorchInductor freezes to where MKL is absent) took 23.9 ms
-for 4 rows and 26.8 ms for one (2 threads; 32.1 and 39.4 ms with 1). So `pack_linears` times both
+Which kernel is fastest depends on the CPU: MKL's packed GEMM wins on some x86 hosts and loses on
+others to oneDNN's linear on a weight reordered once (`mkldnn._reorder_linear_weight`, what
+TorchInductor freezes to where MKL is absent); the timings per host are in
+benchmarks/cpu-verify-profile-epyc.json and benchmarks/history/. So `pack_linears` times both
 at load through the model's own forward, with the threads it will decode with, and keeps, per row
 count, the faster one (`Kernels`): one row by GEMV or oneDNN, more rows by MKL's packed GEMM or
 oneDNN. Only one packed copy is kept, so the pair (oneDNN for one row, MKL for more) is not

@@ -57,7 +57,8 @@ def tooltip(event) -> str:
                    else "not the target's most likely token: rejected")
         else:
             op = "<" if kind == "accepted" else "≥"
-            why = f"min(1, p/q) = {_num(event.accept_prob)}   u = {_num(event.u)} {op} {_num(event.accept_prob)}"
+            why = (f"min(1, p/q) = {_num(event.accept_prob)}   u = {_num(event.u)} {op} {_num(event.accept_prob)}\n"
+                   + reason(event))
         tail = f"\n{plural(event.discarded, 'later draft')} discarded" if kind == "rejected" else ""
         return f"{kind} · {head}\n{nums}\n{why}{tail}"
     if kind == "resampled":
@@ -74,6 +75,20 @@ def tooltip(event) -> str:
     return kind
 
 
+def reason(event) -> str:
+    """Why a sampled verdict went the way it did, in words: what u is and what it was compared with."""
+    if event.kind not in ("accepted", "rejected") or event.u is None:
+        return ""
+    if event.rule not in ("ratio", "argmax", "forced"):
+        rule = f"the {event.rule} rule"
+    else:
+        rule = "the exact rule"
+    chance = f"{rule} keeps this draft with probability {_num(event.accept_prob)}"
+    if event.kind == "accepted":
+        return f"{chance}; a uniform random draw u landed below it, so the draft was kept"
+    return f"{chance}; a uniform random draw u landed at or above it, so the draft was thrown away"
+
+
 def sentence(event, quote=shown) -> str:
     """One sentence on why this verdict happened, with the real numbers; `quote` shows a token
     (step mode passes one that escapes it as HTML code, the terminal one that hides control characters)."""
@@ -85,8 +100,13 @@ def sentence(event, quote=shown) -> str:
                 return f"{who} is also the target's most likely next token (p = {event.p:.3f}): accepted."
             return (f"{who} is not the target's most likely next token (it gives it p = {event.p:.3f}): rejected, "
                     f"and {_after(event.discarded)}.")
-        base = (f"{who}: the target gives it p = {event.p:.3f}, the draft gave q = {event.q:.3f}, so it is kept "
-                f"with probability min(1, p/q) = {event.accept_prob:.3f}; the draw u = {event.u:.3f} is ")
+        if event.rule not in ("ratio", "forced"):
+            base = (f"{who}: the target gives it p = {event.p:.3f}, the draft gave q = {event.q:.3f}, and the "
+                    f"{event.rule} rule keeps it with probability {event.accept_prob:.3f}; a uniform random draw "
+                    f"u = {event.u:.3f} is ")
+        else:
+            base = (f"{who}: the target gives it p = {event.p:.3f}, the draft gave q = {event.q:.3f}, so it is kept "
+                    f"with probability min(1, p/q) = {event.accept_prob:.3f}; a uniform random draw u = {event.u:.3f} is ")
         if k == "accepted":
             return base + "below that: accepted."
         return base + f"not below that: rejected, and {_after(event.discarded)}."
@@ -94,7 +114,8 @@ def sentence(event, quote=shown) -> str:
         if _target_top_choice(event):
             return f"The target puts its own top choice {quote(event.piece)} (p = {event.p:.3f}) in its place."
         return (f"The target replaces it with {quote(event.piece)}, drawn from the leftover distribution "
-                f"norm(max(0, p − q)), where it has probability {event.prob:.3f}.")
+                f"norm(max(0, p − q)), the part of p the draft under-covers, where it has probability "
+                f"{event.prob:.3f}: kept drafts plus corrections add up to exactly p.")
     if k == "bonus" and event.position == 0:
         return f"Nothing to check, so the target's pass gives its next token: {quote(event.piece)} (p = {event.p:.3f})."
     if k == "bonus":

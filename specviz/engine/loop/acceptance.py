@@ -27,6 +27,7 @@ from .rules import get_rule
 from .sampling import choose, warp
 
 TOP_RESIDUAL = 5  # entries of the residual distribution reported for the teaching view
+TOP_PICTURE = 8   # most likely tokens of p and of q reported per judged position (the p-and-q picture)
 
 
 @dataclass
@@ -41,6 +42,13 @@ class Verdict:
     accept_prob: list[float]       # min(1, p/q), or 1/0 for an argmax match/mismatch
     u: list[float] | None          # the uniform draws; None when greedy
     top: list[tuple[int, float]]   # most likely entries of the distribution next_token came from
+    # Per row i = 0..k (the k judged positions, then the bonus row): the union of the TOP_PICTURE most
+    # likely tokens of p_i and of q_i as (id, p_i(id), q_i(id)), most likely under p first; the bonus
+    # row has no q (None). And overlap_i = sum_x min(p_i(x), q_i(x)) over the whole vocabulary: the
+    # chance the exact rule keeps a draft x ~ q_i (1 - total variation), so 1 - overlap_i is the mass
+    # of the residual max(0, p_i - q_i) a correction is drawn from.
+    pictures: list[list[tuple[int, float, float | None]]] = None
+    overlap: list[float] = None
 
 
 def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Tensor,
@@ -81,13 +89,60 @@ def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Ten
     row = next_dist.index_select(0, n)[0]                       # the distribution it was drawn from
     p_next = p.index_select(0, n)[0].gather(0, next_token)      # its target probability p_{n+1}
     top_probs, top_ids = torch.topk(row, min(TOP_RESIDUAL, row.numel()))
+    picture = _picture(p, q_probs, candidates)
     packed = torch.cat([
         n.double(), next_token.double(), row.gather(0, next_token).double(), p_next.double(),
         drafts.double(), p_x.double(), q_x.double(), accept_prob.double(),
         (u.double() if u is not None else p_x.new_zeros(0, dtype=torch.float64)),
-        top_ids.double(), top_probs.double(),
+        top_ids.double(), top_probs.double(), picture,
     ])
-    return _unpack(packed.tolist(), k, greedy=u is None, n_top=top_ids.numel())
+    values = packed.tolist()        # the round's one device-to-host read
+    n_top = top_ids.numel()
+    verdict = _unpack(values, k, greedy=u is None, n_top=n_top)
+    used = 4 + 4 * k + (0 if u is None else k) + 2 * n_top
+    verdict.pictures, verdict.overlap = _unpack_picture(values[used:], k, min(TOP_PICTURE, p.size(-1)),
+                                                        verdict)
+    return verdict
+
+
+def _picture(p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+    """What the p-and-q picture of every row needs, flat: p (k+1, V), q (k, V) and each row's drawn
+    candidate (k+1,) -> the top ids of p (k+1 rows) and of q (k rows), p and q at both, each judged
+    row's overlap sum min(p, q), and p and q at the candidates (the correction or bonus is one)."""
+    k, n = q.size(0), min(TOP_PICTURE, p.size(-1))
+    cand = candidates.view(-1, 1)
+    p_ids = torch.topk(p, n, dim=-1).indices                    # (k+1, n)
+    parts = [p_ids, p.gather(1, p_ids), p.gather(1, cand)]
+    if k:
+        q_ids = torch.topk(q, n, dim=-1).indices                # (k, n)
+        parts += [q.gather(1, p_ids[:k]), q_ids, p[:k].gather(1, q_ids), q.gather(1, q_ids),
+                  torch.minimum(p[:k], q).sum(-1, keepdim=True), q.gather(1, cand[:k])]
+    return torch.cat([t.double().reshape(-1) for t in parts])
+
+
+def _unpack_picture(values: list[float], k: int, n: int, verdict: Verdict):
+    """The flat `_picture` values -> per row the merged (id, p, q) list, and the k overlaps. Each judged
+    row also holds its draft, and row n (the first rejection, or the bonus row) the token emitted there."""
+    def take(count):
+        nonlocal values
+        out, values = values[:count], values[count:]
+        return out
+    p_ids, p_at_p, p_at_cand = take((k + 1) * n), take((k + 1) * n), take(k + 1)
+    q_at_p, q_ids, p_at_q, q_at_q, overlap, q_at_cand = (take(k * n), take(k * n), take(k * n), take(k * n),
+                                                         take(k), take(k))
+    pictures = []
+    for i in range(k + 1):
+        row: dict[int, tuple[float, float | None]] = {}
+        for j in range(i * n, (i + 1) * n):
+            row[int(p_ids[j])] = (p_at_p[j], q_at_p[j] if i < k else None)
+            if i < k:
+                row.setdefault(int(q_ids[j]), (p_at_q[j], q_at_q[j]))
+        if i < k:
+            row.setdefault(verdict.drafts[i], (verdict.p[i], verdict.q[i]))
+        if i == verdict.n_accepted:
+            row.setdefault(verdict.next_token, (p_at_cand[i], q_at_cand[i] if i < k else None))
+        pictures.append(sorted(((t, pr, qr) for t, (pr, qr) in row.items()), key=lambda e: (-e[1], -(e[2] or 0.0))))
+    return pictures, overlap
 
 
 def _unpack(values: list[float], k: int, greedy: bool, n_top: int) -> Verdict:

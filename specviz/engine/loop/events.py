@@ -16,7 +16,7 @@ from typing import Literal, Union
 
 from ..metrics.measures import LaneStats
 
-PROBABILITIES = ("p", "q", "accept_prob", "u", "prob")     # each in [0, 1] where present (None: not drawn)
+PROBABILITIES = ("p", "q", "accept_prob", "u", "prob", "overlap")     # each in [0, 1] where present (None: not drawn)
 COUNTS = ("round", "position", "index", "token_id", "discarded", "drafted", "accepted", "emitted",
           "total_tokens", "total_drafted", "total_accepted", "k_next")   # each a whole number >= 0
 PROB_SLACK = 1e-3     # half-precision softmax may round a probability a hair past 1
@@ -46,6 +46,9 @@ class _SelfChecking:
             value = getattr(self, name, 0.0)
             if name in names and not (isinstance(value, (int, float)) and value >= 0):
                 raise ValueError(f"{type(self).__name__}.{name} must be seconds >= 0, not {value!r}")
+        for entry in getattr(self, "picture", ()):
+            if not all(x is None or _is_probability(x) for x in entry[2:]):
+                raise ValueError(f"{type(self).__name__}.picture holds a probability outside [0, 1]: {entry!r}")
         if self.lane not in ("spec", "base"):
             raise ValueError(f"{type(self).__name__}.lane must be 'spec' or 'base', not {self.lane!r}")
 
@@ -78,6 +81,11 @@ class Accepted(_SelfChecking):
     # (engine/loop/rules.py, e.g. "typical(epsilon=0.09,delta=0.3)"; accept_prob is that rule's).
     rule: str
     index: int                     # index of the token in the generated output
+    # The picture of this position: the most likely tokens of p and of q as (id, piece, p, q), most likely
+    # under p first (q is None on a bonus, which no draft competed for), and overlap = sum over the whole
+    # vocabulary of min(p, q): the chance the exact rule keeps a draft drawn from q (acceptance.py).
+    picture: list[tuple[int, str, float, float | None]] = field(default_factory=list)
+    overlap: float | None = None
     lane: str = "spec"
     t: float = 0.0
     kind: Literal["accepted"] = "accepted"
@@ -96,6 +104,8 @@ class Rejected(_SelfChecking):
     u: float | None
     rule: str                      # as in Accepted
     discarded: int                 # drafts after this one in the round, thrown away unverified
+    picture: list[tuple[int, str, float, float | None]] = field(default_factory=list)   # as in Accepted
+    overlap: float | None = None
     lane: str = "spec"
     t: float = 0.0
     kind: Literal["rejected"] = "rejected"
@@ -112,6 +122,8 @@ class Resampled(_SelfChecking):
     p: float                       # target probability of the token
     top_residual: list[tuple[int, str, float]] = field(default_factory=list)  # (id, piece, prob), most likely first
     index: int = 0
+    picture: list[tuple[int, str, float, float | None]] = field(default_factory=list)   # as in Accepted
+    overlap: float | None = None
     lane: str = "spec"
     t: float = 0.0
     kind: Literal["resampled"] = "resampled"
@@ -126,6 +138,8 @@ class Bonus(_SelfChecking):
     piece: str
     p: float
     index: int = 0
+    picture: list[tuple[int, str, float, float | None]] = field(default_factory=list)   # as in Accepted
+    overlap: float | None = None
     lane: str = "spec"
     t: float = 0.0
     kind: Literal["bonus"] = "bonus"
@@ -199,8 +213,9 @@ def from_dict(record: dict) -> Event:
     """The event a `to_dict` record came from (for events that crossed a process boundary)."""
     cls = _BY_KIND[record["kind"]]
     fields = {k: v for k, v in record.items() if k != "kind"}
-    if cls is Resampled:
-        fields["top_residual"] = [tuple(t) for t in fields.get("top_residual", [])]
+    for name in ("top_residual", "picture"):
+        if name in fields:
+            fields[name] = [tuple(t) for t in fields[name]]
     if cls is Done:
         fields["stats"] = LaneStats.from_dict(fields.get("stats") or {})
     return cls(**fields)

@@ -134,6 +134,14 @@ def commit_round(out: Output, v: Verdict, r: int, m: int, rule: str, lane: str, 
     Rejected + Resampled at the first rejection or Bonus after m accepted drafts. A stop rule (EOS, a
     stop string, the token budget) firing on a token ends the round there."""
     tok, drafts = out.detok, v.drafts
+
+    def picture(i: int) -> dict:
+        """Row i's p-and-q picture, pieces decoded (display only)."""
+        if not v.pictures:
+            return {}
+        return {"picture": [(t, tok.piece_of(t), pr, qr) for t, pr, qr in v.pictures[i]],
+                "overlap": v.overlap[i] if i < len(v.overlap) else None}
+
     events: list[Event] = [Drafted(round=r, token_ids=drafts, pieces=[tok.piece_of(d) for d in drafts], q=v.q,
                                    lane=lane, t=at)]
     for i in range(v.n_accepted):
@@ -142,22 +150,22 @@ def commit_round(out: Output, v: Verdict, r: int, m: int, rule: str, lane: str, 
         piece = out.append(drafts[i])
         events.append(Accepted(round=r, position=i, token_id=drafts[i], piece=piece, p=v.p[i], q=v.q[i],
                                accept_prob=v.accept_prob[i], u=v.u[i] if v.u else None, rule=rule,
-                               index=out.n_generated - 1, lane=lane, t=at))
+                               index=out.n_generated - 1, lane=lane, t=at, **picture(i)))
     if out.stop_reason:
         return events
     n = v.n_accepted
     if n < m:
         events.append(Rejected(round=r, position=n, token_id=drafts[n], piece=tok.piece_of(drafts[n]),
                                p=v.p[n], q=v.q[n], accept_prob=v.accept_prob[n], u=v.u[n] if v.u else None,
-                               rule=rule, discarded=m - n - 1, lane=lane, t=at))
+                               rule=rule, discarded=m - n - 1, lane=lane, t=at, **picture(n)))
         piece = out.append(v.next_token)
         events.append(Resampled(round=r, position=n, token_id=v.next_token, piece=piece, prob=v.next_prob,
                                 p=v.next_p, top_residual=[(i, tok.piece_of(i), pr) for i, pr in v.top],
-                                index=out.n_generated - 1, lane=lane, t=at))
+                                index=out.n_generated - 1, lane=lane, t=at, **picture(n)))
     else:
         piece = out.append(v.next_token)
         events.append(Bonus(round=r, position=n, token_id=v.next_token, piece=piece, p=v.next_p,
-                            index=out.n_generated - 1, lane=lane, t=at))
+                            index=out.n_generated - 1, lane=lane, t=at, **picture(n)))
     return events
 
 

@@ -74,3 +74,14 @@ def test_empty_runs_have_no_figures():
     assert measures.draft_acceptance_rate(empty) is None
     assert measures.mean_acceptance_length(empty) is None
     assert measures.conditional_acceptance({}, {}) == {}
+
+
+def test_no_formula_promises_more_than_the_rounds_yield():
+    # A verify pass does at least a plain step's work: a measured v below 1 is noise, priced at 1, so
+    # the formula's speedup never exceeds tokens per round and the break-even a is above 0 when c > 0.
+    from specviz.engine.metrics.theory import break_even_acceptance, expected_speedup, expected_tokens_per_round
+    for a in (0.2, 0.5, 0.9):
+        for k in (1, 3, 6):
+            assert expected_speedup(a, k, 0.0, 0.88) <= expected_tokens_per_round(a, k)
+            assert expected_speedup(a, k, 0.05, 0.88) == expected_speedup(a, k, 0.05, 1.0)
+    assert break_even_acceptance(4, 0.03, 0.88) > 0.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..engine.analysis.calibrate import MachineCosts, pick_k
-from ..engine.metrics.theory import expected_speedup
+from ..engine.metrics.theory import expected_speedup, priced_v
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,8 @@ class KAdvice:
         c, v = self.c, self.v
         threads = f"{self.costs.threads} thread{'s' if self.costs.threads != 1 else ''}"
         return (f"k = {self.k} suits this machine: measured at load ({threads}), a draft step costs "
-                f"c = {c:.2f} plain steps and a verify pass of {self.k + 1} tokens v = {v:.2f}; with the "
+                f"c = {c:.2f} plain steps and a verify pass of {self.k + 1} tokens v = {v:.2f}"
+                f"{'' if v == priced_v(v) else f' (below one step: timing noise, priced at {priced_v(v):.2f})'}; with the "
                 f"draft's held-out acceptance a = {self.a:.2f} the formula expects {self.expected:.2f}x.")
 
     def to_dict(self) -> dict:

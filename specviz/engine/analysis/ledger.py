@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..metrics import measures as m
-from ..metrics.theory import break_even_acceptance, expected_speedup, expected_tokens_per_round
+from ..metrics.theory import break_even_acceptance, expected_speedup, expected_tokens_per_round, priced_v
 
 EVEN_BAND = 0.03      # speedups within 3% of 1.0 are reported as "about even" (run-to-run noise)
 SLOW_DRAFT_C = 0.3    # a draft step above 0.3 plain steps is named as the cause when drafting outweighs verifying
@@ -122,10 +122,12 @@ def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) ->
     if verdict == "unmeasured" or None in (a, c, v):
         return "Not enough of a race to tell: no draft was judged, or one lane made no tokens."
     drafts = f"a round of k = {k:g} drafts" if _is_setting(k) else f"a round ({k:.3g} drafts on average)"
-    cost = k * c + v                     # a round, in plain steps
+    cost = k * c + priced_v(v)           # a round, in plain steps
     # Each ingredient named with its own value: "2.86 × c = 0.14" read as c = 0.14 beside a strip saying 0.050.
+    pass_price = (f"v = {v:.2f}" if v == priced_v(v) else
+                  f"v = {v:.2f} measured, priced at {priced_v(v):.2f} since a pass does at least a step's work")
     price = (f"{drafts} cost {cost:.2f} plain steps ({k:.3g} draft steps at c = {c:.3f} each, then a verify pass "
-             f"at v = {v:.2f})")
+             f"at {pass_price})")
     if verdict == "faster":
         return (f"Faster: {_kept(a)}, so each target pass gave {tau:.2f} tokens while "
                 f"{price}; here speculation pays above a = {even:.2f}." if tau is not None and even is not None else

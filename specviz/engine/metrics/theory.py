@@ -9,11 +9,21 @@ step is bound by reading the weights (a GPU at small batch). Where it is not (a 
 a CPU), `v` = (time of a verify pass) / (time of a target step) replaces it: S_v = E / (k c + v).
 Every caller passes v: the measured one (engine/metrics/measures.py's verify_ratio), or GPU_IDEAL_V where a
 figure says it shows the GPU-ideal case. There is no default, so no number silently assumes v = 1.
+A verify pass feeds k + 1 >= 2 tokens through the target, at least a plain step's work: a measured v
+below 1 is timing noise (a plain step's clock also holds sampling and bookkeeping), and pricing it
+there would promise more tokens per second than the rounds yield tokens per pass. So the formulas
+price a pass at `priced_v(v)` = max(v, 1), and S never exceeds E.
     accepted drafts per round   P(i) = a^i (1 - a) for i < k, and a^k for i = k.
 """
 from __future__ import annotations
 
 GPU_IDEAL_V = 1.0   # a verify pass of k + 1 tokens priced as one target step: the GPU-ideal case, labelled so
+MIN_V = 1.0         # no verify pass costs less than one plain step (see above)
+
+
+def priced_v(v: float) -> float:
+    """The verify pass's price in plain steps: the measured v, never below one step."""
+    return max(v, MIN_V)
 
 
 def expected_tokens_per_round(a: float, k: int) -> float:
@@ -23,8 +33,8 @@ def expected_tokens_per_round(a: float, k: int) -> float:
 
 
 def expected_speedup(a: float, k: int, c: float, v: float) -> float:
-    """S = E / (k c + v): c and v in plain target steps."""
-    return expected_tokens_per_round(a, k) / (k * c + v)
+    """S = E / (k c + v): c and v in plain target steps (v priced at no less than one step)."""
+    return expected_tokens_per_round(a, k) / (k * c + priced_v(v))
 
 
 def accepted_pmf(a: float, k: int) -> list[float]:
@@ -44,7 +54,7 @@ def break_even_acceptance(k: float, c: float, v: float) -> float | None:
     at or below 1 every a pays (0.0 is returned), at or above k + 1 none does (None). Solved by
     bisection (E is increasing in a); k may be a mean over rounds, hence a float.
     """
-    cost = k * c + v
+    cost = k * c + priced_v(v)
     if cost <= 1.0:
         return 0.0
     if cost >= k + 1:

@@ -103,3 +103,18 @@ def test_a_greedy_setting_is_checked_at_the_temperature_that_shows_the_contrast(
     assert GREEDY_CHECK_TEMPERATURE == 0.7 and last.temperature == 0.7 and last.samples == 4
     *_, own = lossless_check(pair, "def add(a, b):", SpecConfig(k=2, temperature=1.3), samples=2)
     assert own.temperature == 1.3                          # a temperature the visitor set is kept
+
+
+def test_the_lossless_exercise_gives_the_tabs_verdict(tiny_dirs):
+    # Exercise 4 read "0.226 away (noise alone gives about 0.198)" with no verdict: it now opens with the
+    # Lossless tab's own verdict line for the same samples, and reads the distance against the noise.
+    from specviz.app.state import AppState
+    from specviz.app.workshop import BY_KEY
+    from specviz.engine.analysis.lossless import verdict_line
+    from specviz.models.presets import Preset
+    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("def add(a, b):\n    return",))
+    app = AppState(presets={"tiny": preset}, device="cpu")
+    out = BY_KEY["lossless"].run(app)
+    result = out.chart[1][0]
+    assert out.why.startswith(verdict_line(result.p_value()))
+    assert f"{result.tv_noise():.3f} at 300 samples" in out.why

@@ -23,6 +23,19 @@ from ..runtime.pair import ModelPair
 from ..loop.sampling import warp
 
 
+ALPHA = 0.01    # the verdict's significance level: a p-value below it says "not the target's distribution"
+
+
+def verdict_line(p_value: float) -> str:
+    """The check's one-line conclusion from the chi-square p-value: the one verdict the Lossless tab and
+    the workshop's exercise both give."""
+    if p_value >= ALPHA:
+        return (f"Verdict: consistent with the target's distribution: p = {p_value:.3f} (a p-value below "
+                f"{ALPHA:g} would say otherwise).")
+    return (f"Verdict: not consistent with the target's distribution: p = {p_value:.3g}, below {ALPHA:g}. "
+            f"Run it again with another seed: if it repeats, please report it.")
+
+
 def chi_square_pvalue(observed: list[int], expected_probs: list[float], min_expected: float = 5.0) -> float:
     """Goodness of fit without SciPy: chi2 survival = regularized upper gamma Q(df/2, x/2).
     Cells expected fewer than min_expected times are pooled into one."""
@@ -117,6 +130,10 @@ class LosslessResult:
     def p_value(self) -> float:
         ids = range(self.p.numel())
         return chi_square_pvalue([self.counts.get(i, 0) for i in ids], self.p.tolist())
+
+    def consistent(self) -> bool:
+        """Whether the samples pass the chi-square test against p at ALPHA."""
+        return self.p_value() >= ALPHA
 
 
 @torch.inference_mode()

@@ -47,11 +47,77 @@
     pop.style.left = left + "px";
     pop.style.top = top + "px";
   };
+  // A judged token's picture (render.py's data-pic: numbers and token texts, set as text only): p and q
+  // over the position's most likely tokens, each bar split where they overlap (green: min(p, q), the
+  // mass a draft keeps), where p exceeds q (amber: the residual a correction is drawn from) and where
+  // q exceeds p (red: what the draft over-proposes, where rejections come from); then u against the
+  // keep probability.
+  const node = (tag, cls, text) => {
+    const n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text !== undefined) n.textContent = text;
+    return n;
+  };
+  const num = (x) => (x > 0 && x < 0.01 ? x.toPrecision(2) : x.toFixed(3));
+  const drawPicture = (d) => {
+    const box = node("div", "pic");
+    const withQ = d.rows.some((r) => r[2] !== null);
+    const scale = Math.max(1e-9, ...d.rows.map((r) => Math.max(r[1], r[2] || 0)));
+    box.appendChild(node("div", "pic-head", withQ ? "each token: p (target) above, q (draft) below"
+                                                  : "p (target) over its most likely tokens"));
+    for (const [label, p, q, mark] of d.rows) {
+      const row = node("div", "pic-row" + (mark ? " pic-" + mark : ""));
+      row.appendChild(node("span", "pic-tok", label));
+      const track = node("span", "pic-track");
+      const bar = (cls, from, to) => {
+        if (to <= from) return;
+        const b = node("span", cls);
+        b.style.left = (100 * from / scale) + "%";
+        b.style.width = (100 * (to - from) / scale) + "%";
+        track.appendChild(b);
+      };
+      const both = q === null ? 0 : Math.min(p, q);
+      bar("pic-p pic-ov", 0, both);
+      bar("pic-p " + (q === null ? "pic-plain" : "pic-res"), both, p);
+      if (q !== null) { bar("pic-q pic-ov", 0, both); bar("pic-q pic-over", both, q); }
+      row.appendChild(track);
+      row.appendChild(node("span", "pic-num", q === null ? num(p) : num(p) + " / " + num(q)));
+      row.appendChild(node("span", "pic-mark", mark === "draft" ? "◀ draft" : mark === "drawn" ? "◀ drawn" : ""));
+      box.appendChild(row);
+    }
+    if (d.rule === "argmax") {
+      box.appendChild(node("div", "pic-note",
+        "greedy: a draft is kept only if it is p's most likely token (the top row); otherwise that token " +
+        "replaces it. Sampling instead keeps a draft from q with chance Σ min(p, q) = " + num(d.overlap) + "."));
+    } else if (d.overlap !== null && d.overlap !== undefined) {
+      box.appendChild(node("div", "pic-note",
+        "green: overlap Σ min(p, q) = " + num(d.overlap) + ", the chance a draft from q is kept here. " +
+        "Amber: max(0, p − q), the residual a correction is drawn from (" + num(1 - d.overlap) + " of p): " +
+        "exactly what q under-covers, so kept drafts plus corrections give back p."));
+    }
+    if (d.u !== null && d.u !== undefined && d.accept !== null && d.accept !== undefined) {
+      const line = node("div", "pic-draw");
+      const track = node("span", "pic-unit");
+      const fill = node("span", "pic-keep");
+      fill.style.width = (100 * d.accept) + "%";
+      const mark = node("span", "pic-u");
+      mark.style.left = (100 * d.u) + "%";
+      track.append(fill, mark);
+      const kept = d.u < d.accept;
+      line.append(track, node("span", "pic-num", "u = " + num(d.u) + (kept ? " < " : " ≥ ") + num(d.accept) +
+                              (kept ? ": kept" : ": thrown away")));
+      box.appendChild(line);
+    }
+    return box;
+  };
   const open = (el, pin) => {
     if (owner && owner !== el) owner.removeAttribute("aria-describedby");
     owner = el;
     pinned = pin;
     pop.textContent = el.dataset.tip;
+    if (el.dataset.pic) {
+      try { pop.appendChild(drawPicture(JSON.parse(el.dataset.pic))); } catch (err) { /* text stays */ }
+    }
     pop.hidden = false;
     el.setAttribute("aria-describedby", "tip-pop");
     place(el);

@@ -216,3 +216,24 @@ def test_the_lossless_check_tests_once_not_while_samples_stream_in():
     assert f"p-value {r.p_value():.3f}" in done and "Verdict" in done
     stopped = _lossless_summary(r, final=False, note="Stopped after 24 samples.", tested=True)
     assert f"p-value {r.p_value():.3f}" in stopped and "Verdict" not in stopped
+
+
+def test_a_judged_token_carries_its_picture_as_escaped_data():
+    # The p-and-q picture travels as numbers and token texts in data-pic (page.js sets them as text);
+    # a token that looks like markup stays data, and the judged token is always among the rows.
+    import json
+    from specviz.engine.loop.events import Rejected
+    from specviz.view.render import picture, token_span
+    rows = [(5, "<b>x</b>", 0.5, 0.1), (7, " the", 0.2, 0.3), (9, "\n", 0.1, 0.05)]
+    rows += [(100 + i, f"t{i}", 0.01, 0.001) for i in range(10)] + [(3, "rare", 0.0001, 0.4)]
+    event = Rejected(round=1, position=0, token_id=3, piece="rare", p=0.0001, q=0.4, accept_prob=0.00025,
+                     u=0.7, rule="ratio", discarded=1, picture=rows, overlap=0.42)
+    span = token_span(event)
+    assert "<b>x</b>" not in span and "data-pic=" in span
+    data = json.loads(picture(event))
+    assert len(data["rows"]) <= 8 and ["rare", 0.0001, 0.4, "draft"] in data["rows"]
+    assert data["rows"][0][0] == "<b>x</b>" and ["⏎", 0.1, 0.05, ""] in data["rows"]
+    assert data["overlap"] == 0.42 and data["u"] == 0.7 and data["accept"] == 0.00025
+    plain = token_span(Rejected(round=1, position=0, token_id=3, piece="a", p=0.1, q=0.4, accept_prob=0.25,
+                                u=0.7, rule="ratio", discarded=0))
+    assert "data-pic" not in plain           # an event without a picture (an old trace) draws none

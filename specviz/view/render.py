@@ -16,6 +16,7 @@ character reads as its bytes (<0xE2>).
 from __future__ import annotations
 
 import html
+import json
 import re
 
 from ..engine.loop.detokenize import visible
@@ -62,12 +63,42 @@ def tip(event) -> str:
     return (head + "\n" if head else "") + tooltip(event)
 
 
+PICTURE_ROWS = 8     # tokens drawn in a position's p-and-q picture
+
+
+def picture(event) -> str:
+    """The numbers of a judged token's p-and-q picture as JSON, for assets/page.js to draw in the popover
+    ("" where the event has none). Token texts travel as data and are set as text, never as HTML:
+        rows     [visible token, p, q or null, mark] for the most likely tokens under p or q, and always
+                 the token this event is about; mark "draft" (the judged draft), "drawn" (a correction
+                 or bonus drawn there) or ""
+        overlap  sum over the vocabulary of min(p, q): the chance the exact rule keeps a draft from q
+        accept, u  min(1, p/q) (or the rule's keep probability) and the uniform draw; null when greedy
+        kind     the event's kind; rule the rule that judged it"""
+    rows = getattr(event, "picture", None)
+    if not rows:
+        return ""
+    mark = "draft" if event.kind in ("accepted", "rejected") else "drawn"
+    chosen = [r for r in rows if r[0] == event.token_id]
+    others = [r for r in rows if r[0] != event.token_id]
+    # the most likely under p or under q first, then this event's own token wherever it falls
+    keep = sorted(others, key=lambda r: -max(r[2], r[3] or 0.0))[:PICTURE_ROWS - len(chosen)] + chosen
+    keep.sort(key=lambda r: (-r[2], -(r[3] or 0.0)))
+    data = {"kind": event.kind, "rule": getattr(event, "rule", None), "overlap": event.overlap,
+            "accept": getattr(event, "accept_prob", None), "u": getattr(event, "u", None),
+            "rows": [[visible(piece) or f"id {int(tid)}", round(p, 5), None if q is None else round(q, 5),
+                      mark if tid == event.token_id else ""] for tid, piece, p, q in keep]}
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
 def token_span(event) -> str:
     data_kind, css = KINDS[event.kind]
     text = clean(visible(event.piece)) if event.kind == "rejected" else marked(event.piece)
     round_attr = f' data-round="{int(event.round)}"' if hasattr(event, "round") else ""
+    pic = picture(event)
+    pic_attr = f' data-pic="{clean(pic)}"' if pic else ""
     return (f'<span class="{css}" data-kind="{data_kind}"{round_attr} tabindex="0" '
-            f'data-tip="{clean(tip(event))}">{text}</span>')
+            f'data-tip="{clean(tip(event))}"{pic_attr}>{text}</span>')
 
 
 def fragment(event) -> str:

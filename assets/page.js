@@ -152,6 +152,41 @@
   }, true);
   window.addEventListener("scroll", () => { if (owner) { if (owner.isConnected) place(owner); else close(); } }, true);
 
+  // The speculative pane's view: "text" (the output as written, rejected drafts folded into marks) or
+  // "rounds" (every draft inline, round bars, whitespace drawn). A switch above the pane, kept in the
+  // browser across reloads; re-added if the page re-renders the column.
+  const VIEWS = [["text", "Text"], ["rounds", "Rounds"]];
+  const viewNow = () => { try { return localStorage.getItem("specviz-view") || "text"; } catch (e) { return "text"; } };
+  const setView = (view) => {
+    const pane = document.querySelector("#spec-pane");
+    if (pane) pane.dataset.view = view;
+    document.querySelectorAll(".view-switch").forEach((bar) => { bar.dataset.view = view; });
+    document.querySelectorAll(".view-switch button").forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.view === view)));
+    try { localStorage.setItem("specviz-view", view); } catch (e) { /* private mode: not kept */ }
+  };
+  const addSwitch = () => {
+    const pane = document.querySelector("#spec-pane");
+    if (!pane) return;
+    if (!pane.dataset.view) pane.dataset.view = viewNow();
+    if (pane.previousElementSibling && pane.previousElementSibling.classList.contains("view-switch")) return;
+    const bar = node("div", "view-switch");
+    bar.dataset.view = pane.dataset.view;
+    bar.setAttribute("role", "group");
+    bar.setAttribute("aria-label", "How the speculative pane shows the text");
+    for (const [view, label] of VIEWS) {
+      const b = node("button", "", label);
+      b.type = "button";
+      b.dataset.view = view;
+      b.setAttribute("aria-pressed", String(pane.dataset.view === view));
+      b.addEventListener("click", () => setView(view));
+      bar.appendChild(b);
+    }
+    bar.appendChild(node("span", "view-hint", "× = a draft thrown away: tap it"));
+    pane.parentNode.insertBefore(bar, pane);
+  };
+  addSwitch();
+  setInterval(addSwitch, 1000);
+
   // Narrow screens: less margin (style.css), and the settings fold away, so the prompt, Run and the
   // race come first.
   const narrow = () => document.body.classList.toggle("narrow", window.innerWidth < 640);

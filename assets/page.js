@@ -187,6 +187,63 @@
   addSwitch();
   setInterval(addSwitch, 1000);
 
+  // The Explain tab's toy (#pq-toy): a fixed target p over five tokens and a draft q the student sets with
+  // sliders (q renormalised as one moves). It shows the chance a draft is kept, sum min(p, q), and for each
+  // token what comes out: kept drafts, q(x) min(1, p(x)/q(x)) = min(p, q), plus corrections,
+  // (1 - sum min(p, q)) norm(max(0, p - q))(x) = max(0, p - q): together exactly p(x), whatever q is.
+  const TOY_P = [0.40, 0.25, 0.15, 0.12, 0.08];
+  const TOY_TOKENS = ["the", "a", "this", "one", "my"];
+  const buildToy = () => {
+    const host = document.querySelector("#pq-toy");
+    if (!host || host.dataset.built) return;
+    host.dataset.built = "1";
+    let q = [0.10, 0.45, 0.15, 0.05, 0.25];
+    const box = node("div", "toy");
+    const head = node("div", "toy-head");
+    const rows = TOY_TOKENS.map((tok, i) => {
+      const row = node("div", "toy-row");
+      row.appendChild(node("span", "pic-tok", tok));
+      const slider = node("input", "toy-q");
+      slider.type = "range"; slider.min = "0"; slider.max = "1"; slider.step = "0.01";
+      slider.setAttribute("aria-label", "q (draft) of '" + tok + "'");
+      slider.addEventListener("input", () => {
+        // Set q(tok), then scale the others so q still sums to 1.
+        const want = Math.min(0.99, Math.max(0.01, Number(slider.value)));
+        const rest = q.reduce((s, x, j) => s + (j === i ? 0 : x), 0);
+        q = q.map((x, j) => (j === i ? want : rest > 0 ? x * (1 - want) / rest : (1 - want) / (q.length - 1)));
+        draw();
+      });
+      const bars = node("span", "toy-bars");
+      const nums = node("span", "pic-num");
+      row.append(slider, bars, nums);
+      return { row, slider, bars, nums };
+    });
+    const foot = node("div", "pic-note");
+    box.append(head, ...rows.map((r) => r.row), foot);
+    host.appendChild(box);
+    const scale = 1 / Math.max(...TOY_P);     // the likeliest token's p fills the bar
+    const seg = (cls, width) => { const s = node("span", cls); s.style.width = (100 * width * scale) + "%"; return s; };
+    const draw = () => {
+      const overlap = TOY_P.reduce((s, p, i) => s + Math.min(p, q[i]), 0);
+      head.textContent = "Chance a draft is kept: Σ min(p, q) = " + overlap.toFixed(2) +
+        ". Drag q; p (the target) stays. Each bar: what comes out = kept drafts (green) + corrections (amber).";
+      rows.forEach((r, i) => {
+        const p = TOY_P[i], kept = Math.min(p, q[i]), fixed = Math.max(0, p - q[i]);
+        r.slider.value = String(q[i]);
+        r.bars.replaceChildren(seg("toy-kept", kept), seg("toy-fixed", fixed));
+        r.bars.style.setProperty("--p", String(p * scale));
+        r.nums.textContent = "q " + q[i].toFixed(2) + " · out " + kept.toFixed(2) + " + " + fixed.toFixed(2) +
+                             " = " + (kept + fixed).toFixed(2) + " = p";
+      });
+      foot.textContent = "A draft x is kept with chance min(1, p(x)/q(x)); after a rejection the target draws from " +
+        "max(0, p − q), which has mass " + (1 - overlap).toFixed(2) + ": exactly the part of p that q under-covers. " +
+        "So the output is distributed as p for every q: only the speed depends on q.";
+    };
+    draw();
+  };
+  buildToy();
+  setInterval(buildToy, 1000);
+
   // Narrow screens: less margin (style.css), and the settings fold away, so the prompt, Run and the
   // race come first.
   const narrow = () => document.body.classList.toggle("narrow", window.innerWidth < 640);

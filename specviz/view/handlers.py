@@ -28,8 +28,8 @@ from .race_view import RaceView
 from . import trace_files
 from ..app.machine_load import OtherLoad, disturbed
 from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line, verdict_class
-from .render import clean
-from ..app.request import Prepared, RunRequest, prepare, settle
+from .render import clean, status_html
+from ..app.request import Prepared, RunRequest, load, settle
 from ..app.run_setup import ran_text, settings_text
 from ..app.slots import Sharing, Stopped
 from ..app.visitor_text import without_paths
@@ -62,10 +62,6 @@ def _plots(figures) -> dict:
     return dict(zip(("plot_acceptance", "plot_race", "plot_hist", "plot_position"), figures))
 
 
-def status_html(text: str, kind: str = "info") -> str:
-    return f'<div class="status status-{kind}">{clean(text)}</div>'
-
-
 def _only(status: str, kind: str = "info", cancel=None) -> RaceUpdate:
     return RaceUpdate(status=status_html(status, kind), cancel=cancel if cancel else gr.skip())
 
@@ -94,10 +90,10 @@ def _race(app: AppState, *form, **named):
     cancel = threading.Event()
     try:
         req = RunRequest.from_form(*form, **named)
-        chosen, _ = settle(app, req)
-        if not app.cache.cached(chosen.key):
-            yield _only(f"Loading {chosen.label} …", cancel=cancel)
-        run = prepare(app, req)
+        settled = settle(app, req)
+        if not app.cache.cached(settled.preset.key):
+            yield _only(f"Loading {settled.preset.label} …", cancel=cancel)
+        run = load(app, settled)
         events = event_stream(app, run, cancel)
     except SpecvizError as err:
         yield _refused(str(err))

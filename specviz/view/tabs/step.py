@@ -37,7 +37,7 @@ def build(shared: Shared) -> gr.Tab:
         pane = gr.HTML(hint("step"), elem_id="step-pane", elem_classes=["token-pane"])
         explain = gr.HTML(START, elem_id="step-explain")
         gr.HTML(STEP_LEGEND, elem_id="step-legend")     # below the verdicts: they come first on a laptop
-    state = gr.State(None)
+        state = gr.State(None)      # inside the tab: a component directly in gr.Tabs confuses its tab bar
     # Every click counts (trigger_mode "multiple"), handled one at a time in order: a click is a
     # reveal of data already decoded, except the first, which decodes up to STEP_MAX_TOKENS tokens.
     step.click(partial(step_round, shared.app), [state, *shared.form.inputs], [pane, explain, state],

@@ -144,7 +144,7 @@ def build(shared: Shared) -> gr.Tab:
                 go = gr.Button("Lock in my prediction and run", variant="primary", elem_id="ws-run")
                 result = gr.HTML(elem_id="ws-result")
                 plot = gr.Plot(elem_id="ws-plot", show_label=False, visible=False)
-    progress = gr.State({})
+        progress = gr.State({})     # inside the tab: a component directly in gr.Tabs confuses its tab bar
     pick.change(show, [pick, progress], [question, number, choice, result, plot], api_name=False,
                 show_progress="hidden")
     go.click(partial(run, app), [pick, number, choice, progress], [result, plot, progress, pick],

@@ -180,3 +180,28 @@ def test_the_ran_line_escapes_the_pair_name():
     from specviz.view.handlers import ran_line
     line = ran_line("<img src=x onerror=alert(1)>", SpecConfig())
     assert "<img" not in line and "&lt;img src=x onerror=alert(1)&gt;" in line
+
+
+def test_one_click_settles_tokenizes_and_builds_the_ledger_once(app, monkeypatch):
+    """A race settles its request, tokenizes its prompt and builds its ledger once each; its kinds chart
+    comes from the fold and shows the same kinds as the trace it saves."""
+    import json
+    from pathlib import Path
+    from specviz.app import request, settings
+    from specviz.view import handlers
+    calls = {"settle": 0, "encode": 0, "ledger": 0}
+
+    def counted(name, fn):
+        def wrapper(*a, **k):
+            calls[name] += 1
+            return fn(*a, **k)
+        return wrapper
+    monkeypatch.setattr(handlers, "settle", counted("settle", request.settle))
+    monkeypatch.setattr(settings, "encode_prompt", counted("encode", settings.encode_prompt))
+    monkeypatch.setattr(handlers, "build_ledger", counted("ledger", handlers.build_ledger))
+    last = list(run_race(app, **GOOD))[-1]
+    assert "status-done" in last.status and calls == {"settle": 1, "encode": 1, "ledger": 1}
+    saved = last.download.value
+    trace = json.loads(Path(saved["path"] if isinstance(saved, dict) else saved).read_text(encoding="utf-8"))
+    shown = [x.replace("<br>", "_") for x in last.plot_kinds.data[0].x]
+    assert shown and shown == [r["kind"] for r in trace["acceptance_by_kind"]]

@@ -16,7 +16,7 @@ from specviz.models.presets import Preset
 from specviz.app import rules_check
 from specviz.view.tabs import rules as rules_tab
 from specviz.view.render import clean
-from specviz.view.kinds_plot import kinds_figure, kinds_from_trace
+from specviz.view.kinds_plot import kinds_figure
 from specviz.app.rules_check import RuleRow, check_rule, first_position
 from specviz.view.tabs.rules import LOSSY, run_rules
 
@@ -134,11 +134,8 @@ def test_kinds_plot_from_hand_made_events(tmp_path):
     assert list(bars.y) == [0.5, 0.0, 1.0] and list(bars.text) == ["1/2", "0/1", "1/1"]
     assert list(marks.y) == [0.5, 0.0, 1.0] and [d[0] for d in bars.customdata] == [2, 2, 1]
     assert [d[1] for d in bars.customdata] == list(marks.customdata) == ["number", "punctuation", "word start"]
-    path = tmp_path / "trace.json"
-    path.write_text('{"acceptance_by_kind": ' + __import__("json").dumps(table + [{"kind": "<img>"}]) + "}")
-    again = kinds_from_trace(str(path))
+    again = kinds_figure(table + [{"kind": "<img>"}])
     assert list(again.data[0].x) == list(bars.x)                     # an unknown kind is dropped
-    assert kinds_from_trace(None) is None and kinds_from_trace(str(tmp_path / "missing.json")) is None
     assert len(kinds_figure([]).data) == 0
 
 

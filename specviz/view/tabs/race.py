@@ -12,7 +12,6 @@ import gradio as gr
 
 from ...app import zerogpu
 from ..handlers import RaceUpdate, run_race, starting, stop_run
-from ..kinds_plot import kinds_from_trace
 from ..render import LEGEND, hint
 from . import Shared
 
@@ -46,15 +45,14 @@ def build(shared: Shared) -> gr.Tab:
     outputs = {"status": status, "strip": strip, "spec_meter": spec_meter, "spec_pane": spec_pane,
                "base_meter": base_meter, "base_pane": base_pane, "plot_acceptance": plot_acc,
                "plot_race": plot_race, "plot_hist": plot_hist, "plot_position": plot_pos,
-               "download": download, "cancel": shared.cancel, "ledger": ledger}
+               "download": download, "cancel": shared.cancel, "ledger": ledger, "plot_kinds": plot_kinds,
+               "tab": shared.tabs}
+    wired = [outputs[name] for name in RaceUpdate._fields]       # by name (handlers.RaceUpdate)
     form = shared.form
     # Instant feedback first (and no stale "done" from the previous run), then the race.
-    racing = form.run.click(starting, None, [status, strip, spec_pane, base_pane, spec_meter, base_meter, ledger,
-                                             shared.tabs], api_name=False,
-                            concurrency_limit=None, concurrency_id="ui", show_progress="hidden").then(
-        partial(run_race, shared.app), form.inputs, [outputs[name] for name in RaceUpdate._fields],
-        api_name="race", show_progress="hidden", **shared.decode)
-    racing.then(kinds_from_trace, [download], [plot_kinds], api_name=False, show_progress="hidden")
+    racing = form.run.click(starting, None, wired, api_name=False, concurrency_limit=None, concurrency_id="ui",
+                            show_progress="hidden").then(
+        partial(run_race, shared.app), form.inputs, wired, api_name="race", show_progress="hidden", **shared.decode)
     form.refresh_k_after(racing)
     # Stop has its own unlimited group, so it is never queued behind the run it stops. On
     # ZeroGPU the run lives in another process: there Stop also cancels the event itself.

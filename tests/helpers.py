@@ -101,7 +101,7 @@ def bench(*args) -> dict:
 
 # The app with the tiny pair (tests/test_fair_service.py, tests/test_hygiene.py).
 FORM = dict(prompt="import os\n", preset="tiny", custom_target="", custom_draft="", drafter="model", k=4,
-            adaptive=False, temperature=1.0, top_k=0, top_p=1.0, max_new=64, seed=0, stops="")
+            adaptive_k=False, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=64, seed=0, stop_strings="")
 
 
 def tiny_app(tiny_dirs, **limits) -> AppState:

@@ -11,7 +11,7 @@ from specviz.app.state import AppState
 from specviz.view.handlers import run_race
 
 GOOD = dict(prompt="def add(a, b):\n    return", preset="tiny", custom_target="", custom_draft="", drafter="model",
-            k=4, adaptive=False, temperature=0.0, top_k=0, top_p=1.0, max_new=16, seed=0, stops="")
+            k=4, adaptive_k=False, temperature=0.0, top_k=0, top_p=1.0, max_new_tokens=16, seed=0, stop_strings="")
 
 
 @pytest.fixture(scope="module")
@@ -44,16 +44,16 @@ def outcome(app, **changes) -> tuple[str, str]:
     (dict(top_k=-3), "top_k must be between"),
     (dict(top_p=0), "top_p must be greater than 0"),
     (dict(top_p=2), "top_p must be between"),
-    (dict(max_new=0), "max new tokens must be between 1 and 100"),
-    (dict(max_new=10**9), "max new tokens must be between 1 and 100"),
-    (dict(max_new=None), "max new tokens must be a whole number"),
+    (dict(max_new_tokens=0), "max new tokens must be between 1 and 100"),
+    (dict(max_new_tokens=10**9), "max new tokens must be between 1 and 100"),
+    (dict(max_new_tokens=None), "max new tokens must be a whole number"),
     (dict(seed=-1), "seed must be between"),
-    (dict(adaptive="yes"), "adaptive k must be true or false"),
+    (dict(adaptive_k="yes"), "adaptive k must be true or false"),
     (dict(drafter="oracle"), "drafter must be one of"),
     (dict(preset="gpt-5"), "unknown model pair"),
     (dict(preset=None), "unknown model pair"),
     (dict(custom_target="meta-llama/Llama-3-70B"), "custom models are turned off"),
-    (dict(stops="\n".join("abcde")), "at most 4 stop strings"),
+    (dict(stop_strings="\n".join("abcde")), "at most 4 stop strings"),
     (dict(confidence_stop=1.5), "draft confidence stop must be between 0 (off) and 0.95"),
     (dict(confidence_stop="sure"), "draft confidence stop must be a number"),
 ])
@@ -116,7 +116,7 @@ def test_odd_but_valid_prompts_run(app):
 
 def test_injection_payloads_as_prompt_and_stop_string(app):
     payload = '<img src=x onerror=alert(1)><script>alert(1)</script>'
-    status, pane = outcome(app, prompt=payload, stops=payload)
+    status, pane = outcome(app, prompt=payload, stop_strings=payload)
     assert "status-done" in status and "<img" not in pane and "<script" not in pane
 
 
@@ -147,16 +147,19 @@ def test_a_presets_confidence_stop_is_the_default_and_the_form_overrides_it(tiny
     preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",), confidence_stop=0.5)
     app = AppState(presets={"tiny": preset}, limits=Limits(max_prompt_tokens=64, max_new_tokens=100), device="cpu")
     req = RunRequest(prompt="def f():", preset="tiny")
-    assert settle(app, req)[1].confidence_stop == 0.5                          # left out: the pair's
-    assert settle(app, replace(req, confidence_stop=0))[1].confidence_stop == 0.0  # the form's 0 turns it off
+    assert settle(app, req).config.confidence_stop == 0.5                          # left out: the pair's
+    assert settle(app, replace(req, confidence_stop=0)).config.confidence_stop == 0.0  # the form's 0 turns it off
 
 
 def test_generate_api_takes_a_confidence_stop(tiny_dirs):
+    from dataclasses import replace
     from specviz.app.api import generate
+    from specviz.app.request import RunRequest
     app = AppState(presets={"tiny": Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",))},
                    limits=Limits(max_prompt_tokens=64, max_new_tokens=100), device="cpu")
-    full = generate(app, "def add(a, b):", "tiny", k=6, max_new_tokens=40)["stats"]
-    stopped = generate(app, "def add(a, b):", "tiny", k=6, max_new_tokens=40, confidence_stop=0.9)["stats"]
+    req = RunRequest(prompt="def add(a, b):", preset="tiny", k=6, max_new_tokens=40)
+    full = generate(app, req)["stats"]
+    stopped = generate(app, replace(req, confidence_stop=0.9))["stats"]
     assert stopped["drafted"] / stopped["rounds"] < full["drafted"] / full["rounds"]
 
 
@@ -168,7 +171,7 @@ def test_a_finished_race_names_the_pair_and_settings_it_ran(app):
     assert 'id="race-ran">Ran: tiny · k = 3, temperature 0.7, ' in status
     status, _ = outcome(app, drafter="prompt_lookup")
     assert "Ran: tiny · prompt lookup drafting, k = 4, greedy, " in status
-    status, _ = outcome(app, adaptive=True)
+    status, _ = outcome(app, adaptive_k=True)
     assert "adaptive k from 4 (1–12)" in status
 
 
@@ -177,3 +180,28 @@ def test_the_ran_line_escapes_the_pair_name():
     from specviz.view.handlers import ran_line
     line = ran_line("<img src=x onerror=alert(1)>", SpecConfig())
     assert "<img" not in line and "&lt;img src=x onerror=alert(1)&gt;" in line
+
+
+def test_one_click_settles_tokenizes_and_builds_the_ledger_once(app, monkeypatch):
+    """A race settles its request, tokenizes its prompt and builds its ledger once each; its kinds chart
+    comes from the fold and shows the same kinds as the trace it saves."""
+    import json
+    from pathlib import Path
+    from specviz.app import request, settings
+    from specviz.view import handlers
+    calls = {"settle": 0, "encode": 0, "ledger": 0}
+
+    def counted(name, fn):
+        def wrapper(*a, **k):
+            calls[name] += 1
+            return fn(*a, **k)
+        return wrapper
+    monkeypatch.setattr(handlers, "settle", counted("settle", request.settle))
+    monkeypatch.setattr(settings, "encode_prompt", counted("encode", settings.encode_prompt))
+    monkeypatch.setattr(handlers, "build_ledger", counted("ledger", handlers.build_ledger))
+    last = list(run_race(app, **GOOD))[-1]
+    assert "status-done" in last.status and calls == {"settle": 1, "encode": 1, "ledger": 1}
+    saved = last.download.value
+    trace = json.loads(Path(saved["path"] if isinstance(saved, dict) else saved).read_text(encoding="utf-8"))
+    shown = [x.replace("<br>", "_") for x in last.plot_kinds.data[0].x]
+    assert shown and shown == [r["kind"] for r in trace["acceptance_by_kind"]]

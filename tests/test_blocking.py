@@ -17,12 +17,14 @@ from specviz.app.pair_cache import PairCache
 from specviz.models.presets import Preset
 from specviz.app import gpu_calls as work
 from specviz.app.api import generate
+from specviz.app.request import RunRequest
 from specviz.app.state import AppState
 from specviz.view.handlers import run_race
-from specviz.view.teaching import reset_steps, run_lossless, step_round
+from specviz.view.tabs.lossless import run_lossless
+from specviz.view.tabs.step import reset_steps, step_round
 
 FORM = dict(prompt="import os\n", preset="tiny", custom_target="", custom_draft="", drafter="model", k=4,
-            adaptive=False, temperature=0.0, top_k=0, top_p=1.0, max_new=200, seed=0, stops="")
+            adaptive_k=False, temperature=0.0, top_k=0, top_p=1.0, max_new_tokens=200, seed=0, stop_strings="")
 
 
 def tiny_presets(tiny_dirs) -> dict[str, Preset]:
@@ -107,11 +109,12 @@ def test_zerogpu_emulation_decodes_only_inside_gpu_functions(tiny_dirs, monkeypa
         for model in (pair.target, pair.draft):
             model.register_forward_pre_hook(lambda m, a: None if zerogpu.in_worker() else outside.append(m))
     for key in app.presets:                                       # switching pairs
-        form = {**FORM, "preset": key, "max_new": 24}
+        form = {**FORM, "preset": key, "max_new_tokens": 24}
         assert "status-done" in list(run_race(app, **form))[-1].status
         assert "Round 1:" in step_round(app, None, **form)[1]
         assert "samples" in list(run_lossless(app, 50, **{**form, "temperature": 1.0}))[-1][0]
-        assert generate(app, "def f(x):\n", key, max_new_tokens=8)["stop_reason"] in ("max_tokens", "eos")
+        out = generate(app, RunRequest(prompt="def f(x):\n", preset=key, max_new_tokens=8))
+        assert out["stop_reason"] in ("max_tokens", "eos")
     assert outside == []
     assert work._warm == set(app.presets)                         # warmed up in the worker, once per pair
     assert "turned off" in list(run_race(app, **{**FORM, "custom_target": "owner/name"}))[-1].status
@@ -141,7 +144,7 @@ def test_step_mode_says_why_a_round_drafted_fewer_than_k(tiny_dirs):
     """A round the confidence stop cut short says so, with the threshold; the last rounds, cut by the
     token budget, say that instead; full rounds say neither."""
     app = AppState(presets=tiny_presets(tiny_dirs), device="cpu")
-    form = {**FORM, "k": 6, "max_new": 40, "confidence_stop": 0.9}
+    form = {**FORM, "k": 6, "max_new_tokens": 40, "confidence_stop": 0.9}
     state, explanations = None, []
     while True:
         _, explain, state = step_round(app, state, **form)

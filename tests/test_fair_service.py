@@ -89,8 +89,10 @@ def test_a_sliced_job_lets_a_waiter_in_between_slices_and_stops():
 
 # --- the app's long jobs, on the tiny pair ------------------------------------------------
 from specviz.app.api import generate  # noqa: E402
+from specviz.app.request import RunRequest  # noqa: E402
 from specviz.models.presets import Preset  # noqa: E402
-from specviz.view.teaching import run_lossless, step_round  # noqa: E402
+from specviz.view.tabs.lossless import run_lossless  # noqa: E402
+from specviz.view.tabs.step import step_round  # noqa: E402
 from tests.helpers import FORM, tiny_app  # noqa: E402
 
 def _in_thread(gen, sink: list):
@@ -118,7 +120,7 @@ def test_a_long_lossless_check_lets_others_decode_and_honours_stop(tiny_dirs):
     check = _in_thread(run_lossless(app, 2000, **FORM), updates)
     _wait_for(lambda: any(isinstance(u[-1], threading.Event) for u in updates if isinstance(u, tuple)))
     t0 = time.monotonic()
-    out = generate(app, "def f(x):\n", "tiny", max_new_tokens=16)       # another visitor, meanwhile
+    out = generate(app, RunRequest(prompt="def f(x):\n", preset="tiny", max_new_tokens=16))   # another visitor
     assert out["stop_reason"] in ("max_tokens", "eos") and time.monotonic() - t0 < 5
     assert check.is_alive()                                              # the check was still running
     cancel = next(u[-1] for u in updates if isinstance(u, tuple) and isinstance(u[-1], threading.Event))
@@ -144,7 +146,7 @@ def test_generate_and_step_end_when_the_visitor_is_gone(tiny_dirs):
         calls.append(1)
         return len(calls) > 3
     with pytest.raises(Stopped):
-        generate(app, "def f(x):\n", "tiny", max_new_tokens=200, stop=gone)
+        generate(app, RunRequest(prompt="def f(x):\n", preset="tiny", max_new_tokens=200), stop=gone)
     assert not app.decoders_busy()
     pane, explain, state = step_round(app, None, **{**FORM, "temperature": 0.0}, stop=lambda: True)
     assert state is None and "stopped" in explain.lower()
@@ -382,7 +384,7 @@ def test_a_race_that_shared_the_device_with_another_says_so(tiny_dirs):
     app = AppState(presets=tiny_presets(tiny_dirs), device="cpu")
     app = AppState(presets=tiny_presets(tiny_dirs), device="cpu",
                    limits=replace(app.limits, concurrency_per_device=2))
-    alone = list(run_race(app, **{**FORM, "max_new": 16}))[-1].status
+    alone = list(run_race(app, **{**FORM, "max_new_tokens": 16}))[-1].status
     assert "status-done" in alone and "at the same time" not in alone and "data-shared" not in alone
     held, done = threading.Event(), threading.Event()
 
@@ -394,7 +396,7 @@ def test_a_race_that_shared_the_device_with_another_says_so(tiny_dirs):
     other.start()
     assert held.wait(10)
     try:
-        beside = list(run_race(app, **{**FORM, "max_new": 16}))[-1].status
+        beside = list(run_race(app, **{**FORM, "max_new_tokens": 16}))[-1].status
     finally:
         done.set()
         other.join(5)

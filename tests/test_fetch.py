@@ -143,7 +143,7 @@ def test_the_app_serves_while_a_pair_is_fetched_and_says_how_it_goes(tmp_path, m
     from specviz.models import fetch as fetch_module
     from specviz.models.presets import get_preset
     from specviz.app.state import AppState
-    from specviz.view.ui import _fetch_html
+    from specviz.view.form import _fetch_html
     monkeypatch.setenv("SPECVIZ_HOME", str(tmp_path))
     started = []
 

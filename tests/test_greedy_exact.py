@@ -1,17 +1,35 @@
 """Greedy speculative output is token-identical to greedy target decoding (fp32)."""
 import pytest
 
+import torch
+
 from specviz import SpecConfig, decode_baseline, speculate
+from specviz.app.run_setup import settings_text
+from specviz.engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS, make_drafter
 
 from .helpers import N, PROMPTS, last, reference
 
 @pytest.mark.parametrize("adaptive", [False, True])
-@pytest.mark.parametrize("drafter", ["model", "prompt_lookup"])
+@pytest.mark.parametrize("drafter", list(DRAFTERS))
 @pytest.mark.parametrize("k", range(1, 9))
 def test_matches_generate(pair, k, drafter, adaptive):
     for prompt in PROMPTS:
         done = last(speculate(pair, prompt, SpecConfig(k=k, max_new_tokens=N, drafter=drafter, adaptive_k=adaptive)))
         assert done.token_ids == reference(pair, prompt)
+
+
+@pytest.mark.parametrize("name", list(DRAFTERS))
+def test_every_registered_drafter_builds_and_is_named(pair, name):
+    """A registered drafter is built from its entry, proposes at most k tokens with a q row each, and a
+    run's text names it by its label (the default drafter goes unnamed)."""
+    kind = DRAFTERS[name]
+    cfg = SpecConfig(k=3, drafter=name)
+    drafter = make_drafter(pair, cfg, torch.Generator().manual_seed(0), 64)
+    ids = pair.tokenizer("def f(x): return x + 1\ndef f(x):")["input_ids"]
+    proposal = drafter.propose(list(ids), 3)
+    drafter.release()
+    assert len(proposal.tokens) <= 3 and proposal.q.shape == (len(proposal.tokens), pair.vocab_size)
+    assert kind.label and (kind.label in settings_text(cfg)) == (name != DEFAULT_DRAFTER)
 
 
 def test_baseline_matches_generate(pair):

@@ -16,7 +16,7 @@ from specviz.app.state import AppState
 from specviz.view.handlers import run_race
 
 ARGS = dict(prompt="import os\n", preset="tiny", custom_target="", custom_draft="", drafter="model", k=4,
-            adaptive=False, temperature=0.7, top_k=0, top_p=1.0, max_new=40, seed=3, stops="")
+            adaptive_k=False, temperature=0.7, top_k=0, top_p=1.0, max_new_tokens=40, seed=3, stop_strings="")
 
 
 def tiny_app(tiny_dirs, **kw) -> AppState:

@@ -29,13 +29,13 @@ def served(tiny_dirs):
 
 def _race(client, **changes):
     """The race's status line, unescaped."""
-    return html.unescape(client.predict(*{**FORM, "chat": False, "max_new": 8, **changes}.values(), api_name="/race")[0])
+    return html.unescape(client.predict(*{**FORM, "chat": False, "max_new_tokens": 8, **changes}.values(), api_name="/race")[0])
 
 
 @pytest.mark.parametrize("changes, message", [
     (dict(k=-1), "k must be between 1 and 12, not -1"),
     (dict(k=100), "k must be between 1 and 12, not 100"),
-    (dict(max_new=99999), "max new tokens must be between 1 and 256, not 99999"),
+    (dict(max_new_tokens=99999), "max new tokens must be between 1 and 256, not 99999"),
     (dict(top_p=0), "top_p"),
     (dict(seed="seven"), "seed must be a whole number"),
     (dict(preset="nope"), "unknown model pair 'nope'"),
@@ -152,7 +152,7 @@ def test_a_race_leaves_one_trace_on_disk(tiny_dirs, tmp_path, monkeypatch):
     try:
         client = Client(url, verbose=False, download_files=False)
         for _ in range(2):
-            out = client.predict(*{**FORM, "chat": False, "max_new": 8}.values(), api_name="/race")
+            out = client.predict(*{**FORM, "chat": False, "max_new_tokens": 8}.values(), api_name="/race")
             assert "race-summary" in out[0]
     finally:
         demo.close()
@@ -299,7 +299,7 @@ def test_a_host_may_let_custom_ids_name_local_folders(tmp_path, monkeypatch):
     app = AppState.from_profile(profile, device="cpu")
     monkeypatch.chdir(SPACES_YAML.parent / "assets")
     run = prepare(app, RunRequest(prompt="def f():", preset=CUSTOM, custom_target="models/target",
-                                  custom_draft="models/draft", max_new=8))
+                                  custom_draft="models/draft", max_new_tokens=8))
     assert run.pair.draft is not None
 
 
@@ -308,5 +308,5 @@ def test_an_unexpected_race_failure_shows_no_server_path(tiny_dirs, monkeypatch)
     def broken(*args, **kwargs):
         raise OSError("[Errno 28] No space left on device: '/srv/specviz/cache/specviz-traces/x.json'")
     monkeypatch.setattr(handlers, "_save_trace", broken)
-    last = list(handlers.run_race(tiny_app(tiny_dirs), **{**FORM, "max_new": 8}))[-1]
+    last = list(handlers.run_race(tiny_app(tiny_dirs), **{**FORM, "max_new_tokens": 8}))[-1]
     assert "The race failed: OSError" in last.status and "/srv/specviz" not in last.status

@@ -50,7 +50,7 @@ def test_hub_pairs_that_would_need_a_download_say_so_in_the_menu(tiny_dirs):
 def test_picking_a_pair_swaps_an_example_prompt_and_keeps_the_visitors_own(tiny_dirs):
     """A prompt box still holding an example (of any pair) gets the new pair's first example; text the
     visitor wrote stays. The chat example once went on to the bundled code model, which wrote '#' lines."""
-    from specviz.view.ui import _on_preset
+    from specviz.view.form import _on_preset
     chatty = Preset("chatty", "chatty", tiny_dirs["target"], tiny_dirs["cut"], 4, ("What is a star?",), chat=True)
     code = Preset("code", "code", tiny_dirs["target"], tiny_dirs["cut"], 4, ("def add(a, b):",))
     app = AppState(presets={"chatty": chatty, "code": code}, device="cpu")
@@ -63,7 +63,7 @@ def test_picking_a_pair_swaps_an_example_prompt_and_keeps_the_visitors_own(tiny_
 def test_the_page_s_k_watch_takes_up_a_late_measurement_and_keeps_a_k_the_visitor_chose(tiny_dirs):
     """view/ui.py's k_watch: while the pair is loading or measured it keeps ticking; once measured it
     offers the measured k where the visitor left the preset's, keeps theirs otherwise, and stops."""
-    from specviz.view.ui import _k_measured
+    from specviz.view.form import _k_measured
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=7, acceptance=0.6)
     app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
     k, note, watch = _k_measured(app, "tiny", 7)
@@ -80,7 +80,7 @@ def test_the_page_s_k_watch_takes_up_a_late_measurement_and_keeps_a_k_the_visito
 def test_the_calculator_takes_this_machine_s_figures_once_the_pair_is_measured(tiny_dirs):
     """Explain's "Use this machine's figures": a, c and v as measured here for the selected pair; before
     that, or for a pair the host does not time, a line saying why and the sliders left alone."""
-    from specviz.view.teaching import machine_figures
+    from specviz.view.tabs.explain import machine_figures
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=7, acceptance=0.6)
     untimed = Preset("plain", "plain pair", tiny_dirs["target"], tiny_dirs["cut"], k=3)
     app = AppState(presets={"tiny": preset, "plain": untimed}, device="cpu", advise_k=True)
@@ -102,7 +102,7 @@ def test_the_calculator_says_when_its_one_c_and_v_pick_another_k_than_the_advice
     the chart's "best k = 3"), the calculator's line says both and why."""
     from specviz.app.k_advice import advise
     from specviz.engine.analysis.calibrate import MachineCosts
-    from specviz.view.teaching import machine_figures
+    from specviz.view.tabs.explain import machine_figures
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=3, acceptance=0.51)
     app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
     v = {1: 1.05, 2: 1.2, 3: 1.3, 4: 1.25, 5: 1.0, 6: 1.05, 7: 1.1, 8: 1.15}     # a verify pass dearer at k = 3
@@ -128,7 +128,7 @@ def test_the_calculator_blames_per_k_timings_only_where_they_differ(tiny_dirs):
     v = 0.92356): the sliders' two decimals alone moved the chart's best k, and the line blamed per-k timings."""
     from specviz.app.k_advice import advise
     from specviz.engine.analysis.calibrate import MachineCosts
-    from specviz.view.teaching import machine_figures
+    from specviz.view.tabs.explain import machine_figures
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=3, acceptance=0.84)
     app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
     ks = range(1, 13)

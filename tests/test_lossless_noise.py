@@ -31,7 +31,7 @@ def test_noise_of_a_certain_token_is_zero():
 
 
 def test_verdict_is_one_plain_line():
-    from specviz.view.teaching import lossless_verdict
+    from specviz.view.tabs.lossless import lossless_verdict
     assert lossless_verdict(0.43).startswith("Verdict: consistent with the target's distribution: p = 0.430")
     assert "not consistent" in lossless_verdict(1e-5)
 
@@ -40,7 +40,7 @@ def test_the_draft_contrast_claims_only_what_the_numbers_show():
     """'the output follows p' only once the verdict is in and consistent, and only where the draft is
     clearly farther from p than sampling noise (it was once said on every streamed update, p-value 0.004
     included, and on a pair whose draft was as close to p as the noise)."""
-    from specviz.view.teaching import _draft_contrast
+    from specviz.view.tabs.lossless import _draft_contrast
     claim = "the output follows p"
     assert claim in _draft_contrast(0.40, 0.05, consistent=True, final=True)
     assert claim not in _draft_contrast(0.40, 0.05, consistent=True, final=False)      # streaming
@@ -65,7 +65,7 @@ def test_the_samples_that_would_separate_the_draft_from_the_noise():
 
 
 def test_the_contrast_names_those_samples():
-    from specviz.view.teaching import _draft_contrast
+    from specviz.view.tabs.lossless import _draft_contrast
     close = _draft_contrast(0.081, 0.072, consistent=True, final=True, needed=950)
     assert "cannot show the difference" in close and "about 950 samples would" in close
     far = _draft_contrast(0.081, 0.072, consistent=True, final=True, needed=None, most=1200)
@@ -79,7 +79,7 @@ def test_the_named_samples_stay_within_what_the_server_runs_for_the_prompt():
     name a count the next run would refuse."""
     from collections import Counter
     from specviz.engine.analysis.lossless import LosslessResult
-    from specviz.view.teaching import _lossless_summary
+    from specviz.view.tabs.lossless import _lossless_summary
     torch.manual_seed(3)
     p = torch.softmax(torch.randn(50, dtype=torch.float64) * 3, 0)
     q = p.clone()

@@ -55,7 +55,8 @@ def test_fold():
 
 
 def test_figures_from_the_trace():
-    acc, race_fig, hist, pos = all_figures(folded())
+    figures = all_figures(folded())
+    acc, race_fig, hist, pos = (figures[name] for name in ("plot_acceptance", "plot_race", "plot_hist", "plot_position"))
     assert list(acc.data[0].y) == [1.0, pytest.approx(1 / 3)] and list(acc.data[1].y)[-1] == pytest.approx(2 / 3)
     assert [tr.name for tr in race_fig.data] == ["speculative", "plain target"]
     assert list(race_fig.data[0].y) == [0, 1, 2, 3, 4, 5, 6] and list(race_fig.data[1].x)[-1] == 0.03

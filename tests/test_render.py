@@ -130,7 +130,7 @@ def test_a_near_tie_between_a_rejected_draft_and_its_correction_is_said():
     assert tie_note(None, pair(0.4491, 0.4491)[1]) == ""
     # Step mode says it under the correction's sentence.
     from specviz.engine.loop.events import RoundEnd, to_dict
-    from specviz.view.teaching import _reveal_round
+    from specviz.view.tabs.step import _reveal_round
     rejected, correction = pair(0.44912, 0.44934)
     end = RoundEnd(round=4, drafted=1, accepted=0, emitted=1, draft_s=0.0, verify_s=0.0, bookkeeping_s=0.0,
                    total_tokens=1, total_drafted=1, total_accepted=0, text="x", k_next=1, full=True)
@@ -160,7 +160,7 @@ def test_one_explanation_serves_page_step_mode_and_terminal():
     """The tooltip, step mode's sentence and the terminal's line come from engine/analysis/explain.py."""
     from specviz.cli.terminal import explanation
     from specviz.engine.analysis.explain import sentence, tooltip
-    from specviz.view.teaching import _reveal_round, _tok
+    from specviz.view.tabs.step import _reveal_round, _tok
     event = Rejected(round=2, position=1, token_id=7, piece="x<y", p=0.1, q=0.4, accept_prob=0.25, u=0.9, rule="ratio", discarded=2)
     assert clean(tooltip(event)) in token_span(event)
     assert "min(1, p/q) = 0.250" in sentence(event) and "u = 0.900" in sentence(event)
@@ -207,7 +207,7 @@ def test_the_lossless_check_tests_once_not_while_samples_stream_in():
     import torch
 
     from specviz.engine.analysis.lossless import LosslessResult
-    from specviz.view.teaching import _lossless_summary
+    from specviz.view.tabs.lossless import _lossless_summary
     r = LosslessResult(Counter({0: 20, 1: 4}), torch.tensor([0.5, 0.5]), torch.tensor([0.9, 0.1]), 1.0)
     streaming = _lossless_summary(r, final=False)
     assert "p-value" not in streaming and "Verdict" not in streaming and "once, on all the samples" in streaming

@@ -4,6 +4,7 @@ sample match reproduce p (chi-square passes), the lossy rules visibly do not (p 
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -169,3 +170,15 @@ def test_config_checks_the_rule():
                 dict(temperature=1.0, rule="typical", forced_acceptance=0.5), dict(temperature=1.0, rule=None)]:
         with pytest.raises(ConfigError):
             SpecConfig(**bad)
+
+
+def test_every_registered_rule_has_its_colour_pattern_and_shown_instance():
+    """The rules tab draws one bar per registered rule from its registry entry: a rule without a
+    colour would have no bar, and the instance the tab races must parse back to the same family."""
+    from specviz.engine.loop.rules import REGISTRY
+    for family, entry in REGISTRY.items():
+        assert entry.cls.family == family
+        assert re.fullmatch(r"#[0-9a-f]{6}", entry.colour), family
+        assert entry.pattern in ("", "/", "\\", "x", "-", "|", "+", "."), family
+        assert get_rule(entry.shown).family == family
+    assert len({e.colour for e in REGISTRY.values()}) == len(REGISTRY)       # each bar its own colour

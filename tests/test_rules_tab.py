@@ -13,13 +13,15 @@ from specviz.app.state import AppState
 from specviz.engine.loop.events import Accepted, Drafted, Rejected
 from specviz.engine.analysis.token_kinds import acceptance_by_kind
 from specviz.models.presets import Preset
-from specviz.view import rules_tab
+from specviz.app import rules_check
+from specviz.view.tabs import rules as rules_tab
 from specviz.view.render import clean
-from specviz.view.kinds_plot import kinds_figure, kinds_from_trace
-from specviz.view.rules_tab import LOSSY, RuleRow, check_rule, first_position, run_rules
+from specviz.view.kinds_plot import kinds_figure
+from specviz.app.rules_check import RuleRow, check_rule, first_position
+from specviz.view.tabs.rules import LOSSY, run_rules
 
 FORM = dict(prompt="def add(a, b):\n    return", preset="tiny-random", custom_target="", custom_draft="",
-            drafter="model", k=3, adaptive=False, temperature=0.0, top_k=0, top_p=1.0, max_new=200, seed=0, stops="")
+            drafter="model", k=3, adaptive_k=False, temperature=0.0, top_k=0, top_p=1.0, max_new_tokens=200, seed=0, stop_strings="")
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +65,7 @@ def test_the_tab_races_every_rule_and_the_lossy_ones_fail(app):
 
 def test_each_rule_row_is_measured_and_named_by_the_run(app, monkeypatch):
     seen = []
-    real = rules_tab.race_rule
+    real = rules_check.race_rule
     monkeypatch.setattr(rules_tab, "race_rule", lambda *a: (real(*a), seen.append(a[2]))[0])
     list(run_rules(app, 0.8, **FORM))
     assert [r.recorded for r in seen] == [r.name for r in seen]        # Done.stats names the rule raced
@@ -132,11 +134,8 @@ def test_kinds_plot_from_hand_made_events(tmp_path):
     assert list(bars.y) == [0.5, 0.0, 1.0] and list(bars.text) == ["1/2", "0/1", "1/1"]
     assert list(marks.y) == [0.5, 0.0, 1.0] and [d[0] for d in bars.customdata] == [2, 2, 1]
     assert [d[1] for d in bars.customdata] == list(marks.customdata) == ["number", "punctuation", "word start"]
-    path = tmp_path / "trace.json"
-    path.write_text('{"acceptance_by_kind": ' + __import__("json").dumps(table + [{"kind": "<img>"}]) + "}")
-    again = kinds_from_trace(str(path))
+    again = kinds_figure(table + [{"kind": "<img>"}])
     assert list(again.data[0].x) == list(bars.x)                     # an unknown kind is dropped
-    assert kinds_from_trace(None) is None and kinds_from_trace(str(tmp_path / "missing.json")) is None
     assert len(kinds_figure([]).data) == 0
 
 
@@ -147,7 +146,7 @@ def test_the_kinds_exercise_answers_from_its_own_run(tiny_dirs):
     ex = BY_KEY["kinds"]
     out = ex.run(app)
     assert out.value in ex.choices and out.shown.startswith(out.value)
-    from specviz.view.workshop_ui import chart_figure
+    from specviz.view.tabs.workshop import chart_figure
     assert out.chart[0] == "kinds"                  # the logic hands the view data; the view draws it
     figure = chart_figure(out.chart)
     kinds = [d[1] for d in figure.data[0].customdata]          # the kinds' names (the axis breaks them in two)

@@ -163,7 +163,7 @@ def test_a_race_beside_a_load_says_so_and_its_own_load_does_not(tiny_dirs):
     c = Ticking()
     app = AppState(presets=tiny_presets(tiny_dirs), device="cpu")
     app.side_work = c.work()
-    alone = list(run_race(app, **{**FORM, "max_new": 16}))[-1].status     # loads its own pair first
+    alone = list(run_race(app, **{**FORM, "max_new_tokens": 16}))[-1].status     # loads its own pair first
     assert [s.what for s in app.side_work._spans.values()] == ["loading tiny"]
     assert "status-done" in alone and "While it ran" not in alone and "data-side-work" not in alone
 
@@ -176,7 +176,7 @@ def test_a_race_beside_a_load_says_so_and_its_own_load_does_not(tiny_dirs):
         c.live[ME] = 4.0
         return m
     app.side_work.mark = mark_then_compute
-    beside = list(run_race(app, **{**FORM, "max_new": 16}))[-1].status
+    beside = list(run_race(app, **{**FORM, "max_new_tokens": 16}))[-1].status
     app.side_work.end(token)
     assert "While it ran, this server was also loading tiny, random draft, which took CPU" in beside
     assert re.search(r'data-side-work="loading tiny, random draft"', beside)
@@ -188,7 +188,7 @@ def test_side_work_names_reach_the_page_escaped(tiny_dirs):
     app.side_work = c.work()
     app.pair(app.presets["tiny"])
     app.side_work.begin('loading <img src=x onerror="alert(1)">')     # CPU unreadable: named
-    status = list(run_race(app, **{**FORM, "max_new": 8}))[-1].status
+    status = list(run_race(app, **{**FORM, "max_new_tokens": 8}))[-1].status
     assert "<img" not in status and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in status
 
 

@@ -1,16 +1,19 @@
 """The form's settings as one object, and the one function that turns them into a run.
 
-`FORM_FIELDS` is the order in which ui.py lists the form's components; every handler
-receives those values and builds a `RunRequest` from them once (by name, never by
-position elsewhere). `prepare` is the only place that checks the prompt, builds the
-SpecConfig, picks and loads the pair and tokenizes: the race, step mode, the lossless check
-and the `/generate` API all go through it.
+`FORM_FIELDS` is the order in which the page lists the form's components (view/form.py); every
+handler receives those values and builds a `RunRequest` from them once (by name, never by
+position elsewhere); its fields carry SpecConfig's names. `settle` checks what needs no model
+(the prompt, the settings, the pair's name) and `load` loads the pair and tokenizes, each once
+per click; `prepare` is both. The race, step mode, the lossless check, the rules tab and the
+`/generate` API all go through them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
 from ..engine.loop.config import SpecConfig
+from ..engine.loop.drafters import DEFAULT_DRAFTER
+from ..errors import ConfigError
 from ..engine.runtime.pair import ModelPair
 from ..models.presets import Preset
 from .state import AppState
@@ -24,15 +27,15 @@ class RunRequest:
     preset: object = None
     custom_target: object = ""
     custom_draft: object = ""
-    drafter: object = "model"
+    drafter: object = DEFAULT_DRAFTER
     k: object = 4
-    adaptive: object = False
+    adaptive_k: object = False
     temperature: object = 0.0
     top_k: object = 0
     top_p: object = 1.0
-    max_new: object = 64
+    max_new_tokens: object = 64
     seed: object = 0
-    stops: object = ""
+    stop_strings: object = ""      # one per line, as the page's box holds them
     chat: object = None          # None: the preset's default (on for instruct models)
     confidence_stop: object = None   # None: the preset's (SpecConfig.confidence_stop; 0 = off)
 
@@ -48,6 +51,20 @@ FORM_FIELDS = tuple(f.name for f in fields(RunRequest))
 
 
 @dataclass(frozen=True)
+class Settled:
+    """A request checked without a model: its pair (not loaded yet) and its SpecConfig."""
+    preset: Preset
+    config: SpecConfig
+    prompt: str
+    chat: bool
+
+    def capped(self, max_new_tokens: int) -> "Settled":
+        """The same run with at most max_new_tokens new tokens (step mode's short runs)."""
+        return replace(self, config=replace(self.config, max_new_tokens=min(self.config.max_new_tokens,
+                                                                            max_new_tokens)))
+
+
+@dataclass(frozen=True)
 class Prepared:
     """A checked request, ready to decode: the pair is loaded and the prompt tokenized."""
     preset: Preset
@@ -56,25 +73,30 @@ class Prepared:
     config: SpecConfig
 
 
-def settle(app: AppState, req: RunRequest, max_new=None) -> tuple[Preset, SpecConfig]:
-    """Check everything that needs no model: the prompt, the settings, the pair's name."""
-    check_prompt(req.prompt, app.max_prompt_chars)
-    cfg = make_config(req.drafter, req.k, req.adaptive, req.temperature, req.top_k, req.top_p,
-                      req.max_new if max_new is None else max_new, req.seed, app.limits, req.stops,
-                      0.0 if req.confidence_stop is None else req.confidence_stop)
+def settle(app: AppState, req: RunRequest, max_new_tokens=None) -> Settled:
+    """Check everything that needs no model: the prompt, the settings, the pair's name
+    (max_new_tokens, when given, replaces the request's)."""
+    prompt = check_prompt(req.prompt, app.max_prompt_chars)
+    cfg = make_config(req.drafter, req.k, req.adaptive_k, req.temperature, req.top_k, req.top_p,
+                      req.max_new_tokens if max_new_tokens is None else max_new_tokens, req.seed, app.limits,
+                      req.stop_strings, 0.0 if req.confidence_stop is None else req.confidence_stop)
     # The pair after the settings: a bad setting is refused before a custom pair is registered.
     preset = app.choose(req.preset, req.custom_target, req.custom_draft)
     if req.confidence_stop is None:                 # the pair's own default
         cfg = replace(cfg, confidence_stop=preset.confidence_stop)
-    return preset, cfg
-
-
-def prepare(app: AppState, req: RunRequest, max_new=None) -> Prepared:
-    """settle(), then load the pair (shared cache) and tokenize (through the chat template if asked)."""
-    preset, cfg = settle(app, req, max_new)
-    pair = app.pair(preset)
     chat = preset.chat if req.chat is None else req.chat
     if not isinstance(chat, bool):
-        from ..errors import ConfigError
         raise ConfigError("chat must be true or false")
-    return Prepared(preset, pair, prompt_ids(pair, req.prompt, app.limits, chat=chat), cfg)
+    return Settled(preset, cfg, prompt, chat)
+
+
+def load(app: AppState, settled: Settled) -> Prepared:
+    """Load the settled run's pair (shared cache) and tokenize its prompt (through the chat template if asked)."""
+    pair = app.pair(settled.preset)
+    return Prepared(settled.preset, pair, prompt_ids(pair, settled.prompt, app.limits, chat=settled.chat),
+                    settled.config)
+
+
+def prepare(app: AppState, req: RunRequest, max_new_tokens=None) -> Prepared:
+    """settle(), then load(): for a caller with nothing to say between the two."""
+    return load(app, settle(app, req, max_new_tokens))

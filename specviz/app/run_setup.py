@@ -8,13 +8,14 @@ escapes it.
 from __future__ import annotations
 
 from ..engine import SpecConfig
+from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS
 
 PROMPT_SHOWN = 48          # characters of a prompt's first line quoted in the line
 
 
 def settings_text(cfg: SpecConfig) -> str:
     """'k = 3, greedy, 96 new tokens at most'; sampling adds its seed and filters, and so on."""
-    parts = ["prompt lookup drafting"] if cfg.drafter != "model" else []
+    parts = [f"{DRAFTERS[cfg.drafter].label} drafting"] if cfg.drafter != DEFAULT_DRAFTER else []
     # Under adaptive k, cfg.k is only where k starts (engine/loop/config.py).
     parts.append(f"adaptive k from {cfg.k} ({cfg.k_min}–{cfg.k_max})" if cfg.adaptive_k else f"k = {cfg.k}")
     if cfg.greedy:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from ..engine.loop.config import CONFIDENCE_STOP_MAX, SpecConfig
+from ..engine.loop.drafters import DRAFTERS
 from ..engine.loop.output import EMPTY_PROMPT, encode_prompt
 from ..errors import ConfigError
 from .profile import Limits
@@ -57,9 +58,9 @@ def check_prompt(prompt, max_chars: int) -> str:
 def prompt_ids(pair, prompt: str, limits: Limits, chat: bool = False) -> list[int]:
     """Tokenize (through the target's chat template for instruct presets); a prompt over the
     token limit is refused (never cut silently)."""
-    ids = encode_prompt(pair, prompt, check_length=False)          # empty or non-text prompts fail here
-    if chat and getattr(pair.tokenizer, "chat_template", None):
-        ids = encode_prompt(pair, chat_ids(pair.tokenizer, prompt), check_length=False)
+    wrap = chat and getattr(pair.tokenizer, "chat_template", None) and isinstance(prompt, str) and prompt.strip()
+    # Tokenized once: through the template, or as it is (where empty or non-text prompts fail).
+    ids = encode_prompt(pair, chat_ids(pair.tokenizer, prompt) if wrap else prompt, check_length=False)
     # One limit, one message: the server's, or the models' where that is smaller.
     most = min(limits.max_prompt_tokens, pair.max_prompt_tokens)
     if len(ids) > most:
@@ -90,7 +91,7 @@ def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens,
     if not isinstance(adaptive, bool):
         raise ConfigError("adaptive k must be true or false")
     if not isinstance(drafter, str):
-        raise ConfigError("drafter must be model or prompt_lookup")
+        raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}")
     seed = as_int("seed", seed)
     if not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"seed must be between 0 and {MAX_SEED}, not {seed}")

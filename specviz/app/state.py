@@ -28,6 +28,7 @@ from .visitor_text import for_visitor, without_paths
 from ..models.fetch import FETCHABLE, BackgroundFetch, fetch_hint, fetched
 from ..models.loading import HUB_ID, is_local, load_pair
 from ..models.presets import Preset, tier_presets
+from ..engine.loop.drafters import MODEL, PROMPT_LOOKUP
 
 CUSTOM = "custom"
 T = TypeVar("T")
@@ -267,7 +268,7 @@ def warm_up(pair: ModelPair) -> ModelPair:
     """One short race right after loading: first-call costs (kernel selection, allocator growth)
     are paid here, not by whichever lane of a visitor's race happens to run first."""
     from ..engine import SpecConfig, race
-    drafter = "model" if pair.draft is not None else "prompt_lookup"
+    drafter = MODEL if pair.draft is not None else PROMPT_LOOKUP
     for _ in race(pair, "Hello, world. Hello,", SpecConfig(k=4, max_new_tokens=12, drafter=drafter)):
         pass
     return pair

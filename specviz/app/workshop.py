@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..engine import SpecConfig
+from ..engine.loop.drafters import PROMPT_LOOKUP
 from ..engine.metrics import measures
 from ..engine.loop.events import from_dict
 from ..models.fetch import FETCHABLE, fetched
@@ -35,7 +36,7 @@ class Outcome:
     shown: str                   # that answer as the page shows it
     why: str                     # two sentences from the run's own figures
     # What the answer's chart shows, as data: ("race", RunStats), ("lossless", (result, tokenizer)),
-    # ("sweep", Sweep) or ("kinds", table); the view draws it (view/workshop_ui.py). None: no chart.
+    # ("sweep", Sweep) or ("kinds", table); the view draws it (view/tabs/workshop.py). None: no chart.
     chart: tuple[str, object] | None = None
     ran: str = ""                # what was run: the pair, its settings, the prompt (app/run_setup.py)
 
@@ -197,7 +198,7 @@ def best_k(app: AppState) -> Outcome:
 
 def lookup(app: AppState) -> Outcome:
     key = pick(app, "fast")
-    model_run, lookup_run = {"max_new_tokens": 48}, {"max_new_tokens": 48, "drafter": "prompt_lookup"}
+    model_run, lookup_run = {"max_new_tokens": 48}, {"max_new_tokens": 48, "drafter": PROMPT_LOOKUP}
     by_model = race_stats(app, key, prompt=RENAME_PROMPT, **model_run)
     by_lookup = race_stats(app, key, prompt=RENAME_PROMPT, **lookup_run)
     s_model, s_lookup = by_model.measured_speedup(), by_lookup.measured_speedup()

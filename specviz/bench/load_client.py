@@ -11,6 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ..engine import SpecConfig, speculate
+from ..engine.loop.drafters import DEFAULT_DRAFTER
 
 
 def run_clients(url: str, preset: str | list[str], prompts: list[str], clients: int, max_new_tokens: int,
@@ -23,7 +24,7 @@ def run_clients(url: str, preset: str | list[str], prompts: list[str], clients: 
         client = Client(url, verbose=False, download_files=False)
         start = time.perf_counter()
         key = presets[i % len(presets)]
-        job = client.submit(prompts[i % len(prompts)], key, 4, temperature, 0, 1.0, max_new_tokens, i, "model",
+        job = client.submit(prompts[i % len(prompts)], key, 4, temperature, 0, 1.0, max_new_tokens, i, DEFAULT_DRAFTER,
                             api_name="/generate")
         out = job.result(timeout=timeout_s)
         return {"client": i, "seed": i, "preset": key, "prompt": prompts[i % len(prompts)],
@@ -58,7 +59,7 @@ def flood(url: str, joins: int = 70, session: str = "hostile-flooder") -> dict:
     from gradio_client import Client
     info = Client(url, verbose=False, download_files=False)
     fn = info._infer_fn_index("/generate", None)
-    args = ["def f(x):\n", "bundled", 4, 0.8, 0, 1.0, 64, 0, "model", False]
+    args = ["def f(x):\n", "bundled", 4, 0.8, 0, 1.0, 64, 0, DEFAULT_DRAFTER, False]
     out = {"accepted": 0, "refused": 0, "message": ""}
     with httpx.Client(timeout=10) as http:
         for _ in range(joins):
@@ -77,5 +78,5 @@ def long_lossless(url: str, prompt: str, samples: int = 2000):
     (cancel it when done)."""
     from gradio_client import Client
     client = Client(url, verbose=False, download_files=False)
-    return client.submit(samples, prompt, "bundled", "", "", "model", 4, False, 1.0, 0, 1.0, 64, 0, "", False,
+    return client.submit(samples, prompt, "bundled", "", "", DEFAULT_DRAFTER, 4, False, 1.0, 0, 1.0, 64, 0, "", False,
                          api_name="/lossless")

@@ -19,6 +19,7 @@ from ..engine import SpecConfig, decode_baseline, speculate
 from ..engine.metrics import measures
 from ..engine.runtime.lean_draft import LeanCachedModel, lean_weights
 from ..engine.metrics.measures import LaneStats
+from ..engine.loop.drafters import PROMPT_LOOKUP, uses_draft_model
 from ..engine.runtime.pair import ModelPair
 from ..engine.runtime.timing import synchronize
 
@@ -101,7 +102,7 @@ def _not_assisted_own_call(record: logging.LogRecord) -> bool:
 
 def hf_run(pair: ModelPair, ids: list[int], cfg: SpecConfig, assisted: bool) -> Timing:
     extra, rounds = {}, nullcontext()
-    if assisted and cfg.drafter == "prompt_lookup":
+    if assisted and cfg.drafter == PROMPT_LOOKUP:
         extra = {"prompt_lookup_num_tokens": cfg.k, "max_matching_ngram_size": cfg.lookup_ngram}
     elif assisted:
         extra, rounds = {"assistant_model": pair.draft}, assistant_settings(pair.draft, cfg)
@@ -177,7 +178,7 @@ def phase_breakdown(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
         setattr(owner, name, timed)
 
     wrap(pair.target, "forward", "target forward")
-    if pair.draft is not None and cfg.drafter == "model":
+    if pair.draft is not None and uses_draft_model(cfg.drafter):
         wrap(pair.draft, "forward", "draft forward")
         # A draft on the CPU steps through the lean path (engine/runtime/lean_draft.py), not its model's forward;
         # its weights are built (and their format timed) here, before the clock starts, outside any round.

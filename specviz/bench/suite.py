@@ -21,6 +21,7 @@ from ..engine import SpecConfig
 from ..engine.analysis import ledger
 from ..engine.metrics import measures, theory
 from ..engine.runtime.lean_draft import built_lean_weights
+from ..engine.loop.drafters import uses_draft_model
 from ..engine.runtime.pair import ModelPair
 from .prompts import prompt_ids
 from .runner import (FAST_METHODS, first_use_seconds, measure_prompt, median, median_timing, paired_cost_ratio,
@@ -55,7 +56,7 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
     forced = cfg.forced_acceptance is not None
     methods = SWEEP_METHODS if (len(ks) > 1 or forced) else ALL_METHODS
     pair_for = {}
-    if "hf assisted" in methods and cfg.drafter == "model":
+    if "hf assisted" in methods and uses_draft_model(cfg.drafter):
         if hf_assistant is not None:
             pair_for["hf assisted"] = replace(pair, draft=hf_assistant)
         elif pair.draft_reads_features:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS
 from ..paths import BENCHMARKS
 from .run import add_confidence_stop_arg, add_model_args, apply_preset
 
@@ -23,7 +24,7 @@ def add_parser(sub) -> None:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3, help="timed repeats per prompt and method (median kept)")
-    p.add_argument("--drafter", choices=["model", "prompt_lookup"], default="model")
+    p.add_argument("--drafter", choices=list(DRAFTERS), default=DEFAULT_DRAFTER)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--forced-acceptance", type=float, default=None,
                    help="BENCHMARK ONLY, NOT LOSSLESS: accept drafts with this probability (random-weight models)")

@@ -12,6 +12,7 @@ import json
 import sys
 
 from ..engine.analysis import ledger
+from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS, uses_draft_model
 
 
 def add_parser(sub) -> None:
@@ -44,7 +45,7 @@ def add_sampling_args(p) -> None:
     p.add_argument("--top-p", type=float, default=1.0, help="1 = off")
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--drafter", choices=["model", "prompt_lookup"], default="model")
+    p.add_argument("--drafter", choices=list(DRAFTERS), default=DEFAULT_DRAFTER)
     p.add_argument("--adaptive-k", action="store_true", help="grow k after full acceptance, shrink after a rejection")
     add_confidence_stop_arg(p)
     p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
@@ -98,7 +99,7 @@ def pair_from(args):
     if args.target is None and args.draft is not None:
         raise LoadError("--draft needs --target too")
     draft = args.draft
-    if args.target is not None and draft is None and args.drafter == "model":
+    if args.target is not None and draft is None and uses_draft_model(args.drafter):
         raise LoadError("--target was given without --draft: add --draft or use --drafter prompt_lookup")
     return load_pair(args.target, draft, device=args.device, dtype=args.dtype)
 

@@ -3,7 +3,7 @@
 A client of `/generate` that posts `{"data": ["def f():", "bundled"]}` (Gradio's /call route, curl)
 sent what the endpoint's signature needs; Gradio itself checks only that as many values came as the
 function has parameters, and answers a short list with a generic error and a traceback in the log
-(issue 27). `complete` runs where a request joins the queue (view/fair_queue.py), before that check:
+`complete` runs where a request joins the queue (view/fair_queue.py), before that check:
 for an endpoint made by `gr.api` (its inputs are `gr.Api` components, one per parameter) it appends the
 defaults of the parameters left out, or returns the one-line refusal naming the first one that has none.
 """

@@ -1,9 +1,10 @@
 """Race-tab handlers: plain functions on plain values that stream the race into the page.
 
-`run_race` builds one RunRequest from the form and lets `request.prepare` check it, load the
-pair (shared cache) and tokenize (the API accepts what sliders never send), then folds the engine's race into HTML and figures:
-panes and meters about 12 times a second, plots once a second (gr.skip() in
-between), everything once more at the end. Errors become a readable line in the page.
+`run_race` builds one RunRequest from the form, settles it once (request.settle: the API accepts
+what sliders never send), says when its pair must load first, loads it and tokenizes once
+(request.load), then folds the engine's race into HTML and figures: panes and meters about 12
+times a second, plots once a second (gr.skip() in between), everything once more at the end,
+with the kinds chart from the fold and the ledger built once. Errors become a readable line.
 Stop sets this run's own cancel flag; the engine then ends both lanes within one round.
 """
 from __future__ import annotations
@@ -23,13 +24,14 @@ from ..errors import SpecvizError
 from ..app import zerogpu
 from ..app import gpu_calls
 from ..app.state import AppState
-from .plots import all_figures
+from .kinds_plot import kinds_figure
+from .plots import RACE_PLOTS, all_figures
 from .race_view import RaceView
 from . import trace_files
 from ..app.machine_load import OtherLoad, disturbed
 from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line, verdict_class
-from .render import clean
-from ..app.request import Prepared, RunRequest, prepare, settle
+from .render import clean, status_html
+from ..app.request import Prepared, RunRequest, load, settle
 from ..app.run_setup import ran_text, settings_text
 from ..app.slots import Sharing, Stopped
 from ..app.visitor_text import without_paths
@@ -40,8 +42,9 @@ PANE_EVERY_S, PLOTS_EVERY_S = 0.08, 1.0
 
 
 class RaceUpdate(NamedTuple):
-    """One update of the race tab, by name: ui.py wires the outputs from these field names, so a
-    handler never has to match a positional list. A field left out is not touched (gr.skip())."""
+    """One update of the race tab, by name: view/tabs/race.py wires the outputs from these field names,
+    so a handler never has to match a positional list. A field left out is not touched (gr.skip()).
+    The plot fields are plots.RACE_PLOTS' names, and plot_kinds."""
     status: object = gr.skip()
     strip: object = gr.skip()
     spec_meter: object = gr.skip()
@@ -55,15 +58,12 @@ class RaceUpdate(NamedTuple):
     download: object = gr.skip()
     cancel: object = gr.skip()
     ledger: object = gr.skip()
+    plot_kinds: object = gr.skip()     # acceptance by kind of token, from the fold's KindTally
+    tab: object = gr.skip()            # the page's gr.Tabs: Run shows the race tab
 
 
-def _plots(figures) -> dict:
-    """The four plots (plots.all_figures' order) as RaceUpdate fields."""
-    return dict(zip(("plot_acceptance", "plot_race", "plot_hist", "plot_position"), figures))
-
-
-def status_html(text: str, kind: str = "info") -> str:
-    return f'<div class="status status-{kind}">{clean(text)}</div>'
+NO_PLOTS = dict.fromkeys((*RACE_PLOTS, "plot_kinds"))     # every race plot cleared
+KINDS_TITLE = "Acceptance by kind of token (this race's speculative lane)"
 
 
 def _only(status: str, kind: str = "info", cancel=None) -> RaceUpdate:
@@ -74,7 +74,7 @@ def _refused(text: str) -> RaceUpdate:
     """A request refused before it ran: its message, and the last race's figures cleared, so no number
     on screen belongs to a run that is not the one the visitor just asked for."""
     return RaceUpdate(status=status_html(text, "error"), strip="", spec_meter="", spec_pane="", base_meter="",
-                      base_pane="", **_plots([None] * 4), download=gr.DownloadButton(value=None, interactive=False),
+                      base_pane="", **NO_PLOTS, download=gr.DownloadButton(value=None, interactive=False),
                       ledger="")
 
 
@@ -94,10 +94,10 @@ def _race(app: AppState, *form, **named):
     cancel = threading.Event()
     try:
         req = RunRequest.from_form(*form, **named)
-        chosen, _ = settle(app, req)
-        if not app.cache.cached(chosen.key):
-            yield _only(f"Loading {chosen.label} …", cancel=cancel)
-        run = prepare(app, req)
+        settled = settle(app, req)
+        if not app.cache.cached(settled.preset.key):
+            yield _only(f"Loading {settled.preset.label} …", cancel=cancel)
+        run = load(app, settled)
         events = event_stream(app, run, cancel)
     except SpecvizError as err:
         yield _refused(str(err))
@@ -130,15 +130,16 @@ def _race(app: AppState, *form, **named):
         events.close()
     stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
     dtype = str(next(run.pair.target.parameters()).dtype)
-    led = build_ledger(view.stats)
+    led = build_ledger(view.stats)      # once: the verdict, the ledger's HTML and the saved trace read it
     ran = ran_line(run.preset.label, cfg)
     summary = (status_html("Stopped.", "done status-stopped") if stopped
                else _summary(view, led, others.share(), cfg.greedy, dtype, app.side_work.since(side_mark),
                              sharing.shared)) + ran
     yield RaceUpdate(status=summary, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
-                     base_meter=view.meter("base"), base_pane=view.pane("base"), **_plots(all_figures(view.stats)),
-                     download=gr.DownloadButton(value=_save_trace(view, req.prompt, cfg, run.preset.key, run.pair),
-                                                interactive=True),
+                     base_meter=view.meter("base"), base_pane=view.pane("base"), **all_figures(view.stats),
+                     plot_kinds=kinds_figure(view.kinds.table(), KINDS_TITLE),
+                     download=gr.DownloadButton(value=_save_trace(view, led, req.prompt, cfg, run.preset.key,
+                                                                  run.pair), interactive=True),
                      cancel=None, ledger=ledger_html(led, stopped=stopped, path=path_line(view.stats)))
 
 
@@ -149,7 +150,7 @@ def _stream(view: RaceView, events: Iterator[Event]):
         view.add(event)
         now = time.monotonic()
         if now - last_pane >= PANE_EVERY_S:
-            plots = _plots(all_figures(view.stats)) if now - last_plots >= PLOTS_EVERY_S else {}
+            plots = all_figures(view.stats) if now - last_plots >= PLOTS_EVERY_S else {}
             last_plots = now if now - last_plots >= PLOTS_EVERY_S else last_plots
             last_pane = now
             yield RaceUpdate(strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
@@ -220,12 +221,13 @@ def ran_line(label: str, cfg) -> str:
     return f'<div class="run-setup" id="race-ran">Ran: {clean(ran_text(label, settings_text(cfg)))}</div>'
 
 
-def starting():
+def starting() -> RaceUpdate:
     """Run was clicked: clear the previous race from view at once (its ledger too), and show the Race
-    tab (Run is also on screen beside step mode, the lossless check, the explainer and the rules; the
-    race's status line, its refusals included, is in the Race tab). The strip goes too: its
-    #speedup[data-final] must never belong to the race before (a script waits for it)."""
-    return status_html("Starting …"), "", "", "", "", "", "", gr.Tabs(selected="race")
+    tab (Run is also on screen beside the other tabs; the race's status line, its refusals included,
+    is in the Race tab). The strip goes too: its #speedup[data-final] must never belong to the race
+    before (a script waits for it)."""
+    return RaceUpdate(status=status_html("Starting …"), strip="", spec_pane="", base_pane="", spec_meter="",
+                      base_meter="", ledger="", tab=gr.Tabs(selected="race"))
 
 
 def stop_run(cancel) -> None:
@@ -236,10 +238,10 @@ def stop_run(cancel) -> None:
         cancel.set()
 
 
-def _save_trace(view: RaceView, prompt: str, cfg, preset: str, pair) -> str:
+def _save_trace(view: RaceView, led, prompt: str, cfg, preset: str, pair) -> str:
     """The run as JSON: settings, model names (no paths), every event. Everything shown can be rebuilt from it."""
     trace = {"specviz_trace": 1, "prompt": prompt, "preset": preset, "config": cfg.to_dict(),
              "models": {"target": pair.target_name, "draft": pair.draft_name}, "events": view.trace,
              "acceptance_by_kind": view.kinds.table(),
-             "ledger": build_ledger(view.stats).to_dict()}      # why faster or slower (engine/analysis/ledger.py)
+             "ledger": led.to_dict()}      # why faster or slower (engine/analysis/ledger.py)
     return trace_files.save(trace)      # once, where Gradio serves it from; old traces pruned (trace_files.py)

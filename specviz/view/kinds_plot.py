@@ -1,24 +1,17 @@
-"""Acceptance by kind of token, as one lean plotly bar chart (issue 26).
+"""Acceptance by kind of token, as one lean plotly bar chart.
 
 The rows are engine/analysis/token_kinds.py's table ({kind, drafted, judged, accepted, acceptance_rate,
 draft_acceptance_rate}, folded from a run's events by KindTally): one bar per kind for
 a = accepted / judged with its counts written on it, and a marker for a_d = accepted / drafted
-(measures.py's definitions). `kinds_from_trace` redraws it from a saved trace's
-"acceptance_by_kind" key, so the race tab's chart comes from the same file the visitor downloads.
-Kind names come from the fixed set KINDS; anything else in a trace is dropped.
+(measures.py's definitions). The race tab draws it from its own fold (RaceView.kinds), the workshop
+from an exercise's table. Kind names come from the fixed set KINDS; any other row is dropped.
 """
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import plotly.graph_objects as go
 
 from ..engine.analysis.token_kinds import KINDS
 from .plots import AXES, LAYOUT, SPEC, THEORY
-
-TRACE_KEY = "acceptance_by_kind"
-
 
 def kinds_figure(table: list[dict], title: str = "Acceptance by kind of token") -> go.Figure:
     """Bars of a per kind (text: accepted / judged), diamonds of a_d; kinds never judged have no bar."""
@@ -41,18 +34,3 @@ def kinds_figure(table: list[dict], title: str = "Acceptance by kind of token") 
                     name="a_d = accepted / drafted", marker=dict(symbol="diamond", size=9, color=THEORY),
                     customdata=words, hovertemplate="%{customdata}: a_d = %{y:.2f}<extra></extra>")
     return fig
-
-
-def kinds_from_trace(path) -> go.Figure | None:
-    """The chart of a saved trace (the race tab's download), or None when there is none to read."""
-    if not path:
-        return None
-    try:
-        trace = json.loads(Path(str(path)).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    table = trace.get(TRACE_KEY) if isinstance(trace, dict) else None
-    if not isinstance(table, list):
-        return None
-    rows = [r for r in table if isinstance(r, dict) and r.get("kind") in KINDS]
-    return kinds_figure(rows, "Acceptance by kind of token (this race's speculative lane)")

@@ -1,4 +1,4 @@
-"""The form's inputs, with Gradio's own value checks left to the app (issue 27).
+"""The form's inputs, with Gradio's own value checks left to the app.
 
 gr.Slider, gr.Number, gr.Dropdown and gr.Radio check a value in `preprocess`, before any handler
 runs: an API client that sends k = -1 gets Gradio's "Value -1 is less than minimum value 1", a seed

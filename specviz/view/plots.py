@@ -80,8 +80,14 @@ def acceptance_by_position(stats: RunStats) -> go.Figure:
     return fig
 
 
-def all_figures(stats: RunStats) -> tuple[go.Figure, go.Figure, go.Figure, go.Figure]:
-    return acceptance_per_round(stats), race_chart(stats), tokens_per_round_hist(stats), acceptance_by_position(stats)
+# The race tab's plots drawn from its RunStats, by the name of their RaceUpdate field (view/handlers.py).
+RACE_PLOTS = {"plot_acceptance": acceptance_per_round, "plot_race": race_chart, "plot_hist": tokens_per_round_hist,
+              "plot_position": acceptance_by_position}
+
+
+def all_figures(stats: RunStats) -> dict[str, go.Figure]:
+    """Every race plot of the fold so far, by its RaceUpdate field name."""
+    return {name: draw(stats) for name, draw in RACE_PLOTS.items()}
 
 
 def what_if(a: float, c: float, v: float, k_max: int = 12) -> go.Figure:

@@ -129,6 +129,11 @@ PANE_HINTS = {
 }
 
 
+def status_html(text: str, kind: str = "info") -> str:
+    """A tab's status line (the race's, the checks'): `kind` is one of a fixed set of CSS classes."""
+    return f'<div class="status status-{kind}">{clean(text)}</div>'
+
+
 def figures_line(text: str) -> str:
     """A line of figures measured on this machine (the offered k's, the calculator's), escaped."""
     return f'<div class="figures-line">{clean(text)}</div>'

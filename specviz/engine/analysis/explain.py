@@ -1,5 +1,5 @@
 """What one token event means, in words: the one explanation that the page's tooltips
-(view/render.py), step mode (view/teaching.py) and the terminal (cli/terminal.py) all show.
+(view/render.py), step mode (view/tabs/step.py) and the terminal (cli/terminal.py) all show.
 
 Each reads only the event's own fields (p, q, min(1, p/q), the draw u, the residual), so a saved
 trace explains itself the same way. Conventions as in engine/loop/acceptance.py: p = target probability,

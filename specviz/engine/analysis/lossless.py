@@ -17,6 +17,7 @@ from typing import Iterator
 import torch
 
 from ..loop.config import SpecConfig
+from ..loop.drafters import uses_draft_model
 from ..loop.speculative import speculate
 from ..loop.output import encode_prompt
 from ..runtime.pair import ModelPair
@@ -150,7 +151,7 @@ def lossless_check(pair: ModelPair, prompt, cfg: SpecConfig, samples: int, repor
     one_round = replace(cfg, k=1, max_new_tokens=2, adaptive_k=False, stop_strings=())
     p = _next_token_probs(pair.target, ids, pair.vocab_size, cfg, pair.device)
     q = (_next_token_probs(pair.draft, ids, pair.vocab_size, cfg, pair.device)
-         if cfg.drafter == "model" and pair.draft is not None else None)
+         if uses_draft_model(cfg.drafter) and pair.draft is not None else None)
     result = LosslessResult(Counter(), p, q, cfg.temperature)
     for i in range(samples):
         done = list(speculate(pair, ids, replace(one_round, seed=cfg.seed * SEED_STRIDE + i)))[-1]

@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass, field, fields
 
 from ...errors import ConfigError
+from .drafters import DEFAULT_DRAFTER, DRAFTERS
 from .rules import get_rule
 
-DRAFTERS = ("model", "prompt_lookup")
 K_RANGE = (1, 32)
 MAX_NEW_TOKENS_RANGE = (1, 8192)
 MIN_TEMPERATURE = 1e-3            # smallest non-zero temperature (and draft_temperature); 0 = greedy
@@ -29,7 +29,7 @@ class SpecConfig:
     top_p: float = 1.0            # keep the smallest set with mass >= top_p; 1 = off
     max_new_tokens: int = 128     # generated tokens at most (EOS included)
     seed: int = 0                 # seeds the run's own random generator (sampling and acceptance draws)
-    drafter: str = "model"        # "model" (the draft LM) or "prompt_lookup" (n-gram match, no draft model)
+    drafter: str = DEFAULT_DRAFTER   # a name in drafters.DRAFTERS: "model" (the draft LM), "prompt_lookup" (n-gram match)
     adaptive_k: bool = False      # grow k after an all-accepted round, shrink it after a rejection
     k_min: int = 1                # adaptive bounds
     k_max: int = 12

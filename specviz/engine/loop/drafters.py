@@ -29,14 +29,13 @@ keeps them on its verify pass and hands them to `update`.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Callable, Protocol
 
 import math
 
 import torch
 
 from ..runtime.cached_model import ModelWithCache, cached_model, uncached
-from .config import SpecConfig
 from ..runtime.kv_buffer import buffered_cache
 from .sampling import choose, warp
 
@@ -75,7 +74,7 @@ class Drafter(Protocol):
 class ModelDrafter:
     reads_target_features = False
 
-    def __init__(self, model, vocab_size: int, cfg: SpecConfig, gen: torch.Generator, positions: int = 0):
+    def __init__(self, model, vocab_size: int, cfg, gen: torch.Generator, positions: int = 0):
         self.lm = cached_model(model, vocab_size, cfg.fast, positions, graphs=cfg.cuda_graphs, draft=True)
         # Its own sampling settings: the run's, or the run's at the draft's own temperature. The
         # q it returns is the distribution it sampled from, so the acceptance rule stays exact.
@@ -153,7 +152,7 @@ class FeatureDrafter:
     reads_target_features = True
     lm = None                           # its own eager cache (buffered_cache), fed with features
 
-    def __init__(self, model, vocab_size: int, cfg: SpecConfig, gen: torch.Generator):
+    def __init__(self, model, vocab_size: int, cfg, gen: torch.Generator):
         self.model, self.vocab_size, self.gen = model, vocab_size, gen
         self.cfg = cfg if cfg.draft_temperature is None else replace(cfg, temperature=cfg.draft_temperature)
         self.cache = buffered_cache(model.config)
@@ -214,9 +213,42 @@ class FeatureDrafter:
         pass
 
 
-def make_drafter(pair, cfg: SpecConfig, gen: torch.Generator, positions: int) -> Drafter:
-    if cfg.drafter == "model" and pair.draft_reads_features:
+def _model_drafter(pair, cfg, gen: torch.Generator, positions: int) -> Drafter:
+    if pair.draft_reads_features:
         return FeatureDrafter(pair.draft, pair.vocab_size, cfg, gen)
-    if cfg.drafter == "model":
-        return ModelDrafter(pair.draft, pair.vocab_size, cfg, gen, positions)
+    return ModelDrafter(pair.draft, pair.vocab_size, cfg, gen, positions)
+
+
+def _lookup_drafter(pair, cfg, gen: torch.Generator, positions: int) -> Drafter:
     return PromptLookupDrafter(pair.vocab_size, pair.device, cfg.lookup_ngram)
+
+
+@dataclass(frozen=True)
+class DrafterKind:
+    """One registered drafter: the name a config gives, the words the page and a run's text use,
+    whether it needs the pair's draft model, and how a run builds it: build(pair, cfg, gen, positions)."""
+    name: str
+    label: str
+    uses_draft_model: bool
+    build: Callable[..., Drafter]
+
+
+MODEL, PROMPT_LOOKUP = "model", "prompt_lookup"
+# The one list of drafters: config validation, the page's radio, the CLI's choices, a run's text
+# and the bench all read it. The first is the default.
+DRAFTERS = {kind.name: kind for kind in (
+    DrafterKind(MODEL, "draft model", True, _model_drafter),
+    DrafterKind(PROMPT_LOOKUP, "prompt lookup", False, _lookup_drafter),
+)}
+DEFAULT_DRAFTER = MODEL
+
+
+def uses_draft_model(name: str) -> bool:
+    """Whether the drafter of that name runs the pair's draft model (an unknown name: False)."""
+    kind = DRAFTERS.get(name)
+    return kind is not None and kind.uses_draft_model
+
+
+def make_drafter(pair, cfg, gen: torch.Generator, positions: int) -> Drafter:
+    """The drafter cfg.drafter names (cfg: the run's SpecConfig, validated against DRAFTERS)."""
+    return DRAFTERS[cfg.drafter].build(pair, cfg, gen, positions)

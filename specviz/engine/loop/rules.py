@@ -169,7 +169,28 @@ class Ensemble(Exact):
 
 
 Rule = Exact   # every rule has Exact's interface
-FAMILIES = {cls.family: cls for cls in (Exact, SampleMatch, GreedyMatch, Typical, Ensemble)}
+
+
+@dataclass(frozen=True)
+class RuleEntry:
+    """One registered rule: its class, the instance the rules tab compares, and how its bars are drawn.
+    The two lossless rules share the greens (the page's colour for "keeps p"); sample_match's bars
+    are hatched, as its green alone sits too close to exact's to tell the bars apart."""
+    cls: type
+    shown: str             # the name (with parameters) the rules tab races
+    colour: str            # its bars' colour (CSS hex)
+    pattern: str = ""      # its bars' hatching (plotly marker pattern; "" = solid)
+
+
+# The one list of rules: config validation, the rules tab and its chart all read it.
+REGISTRY = {entry.cls.family: entry for entry in (
+    RuleEntry(Exact, "exact", "#1b7f5b"),
+    RuleEntry(SampleMatch, "sample_match", "#2f9e77", "/"),
+    RuleEntry(GreedyMatch, "greedy_match", "#c0392b"),
+    RuleEntry(Typical, "typical", "#d9822b"),
+    RuleEntry(Ensemble, "ensemble(w=0.5)", "#8e44ad"),
+)}
+FAMILIES = {family: entry.cls for family, entry in REGISTRY.items()}
 # parameter -> (low, high, high allowed): typical's in (0, 1]; ensemble's w in (0, 1) as in transformers (1 = exact)
 PARAMS = {"typical": {"epsilon": (0.0, 1.0, True), "delta": (0.0, 1.0, True)}, "ensemble": {"w": (0.0, 1.0, False)}}
 _NAME = re.compile(r"^\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")

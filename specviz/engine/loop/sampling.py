@@ -9,12 +9,20 @@ teaching only, are the plain softmax.
 """
 from __future__ import annotations
 
+from typing import Protocol
+
 import torch
 
-from .config import SpecConfig
+
+class Sampling(Protocol):
+    """The settings `warp` and `choose` read (a SpecConfig has them)."""
+    greedy: bool
+    temperature: float
+    top_k: int
+    top_p: float
 
 
-def warp(logits: torch.Tensor, cfg: SpecConfig) -> torch.Tensor:
+def warp(logits: torch.Tensor, cfg: Sampling) -> torch.Tensor:
     """(..., V) logits -> (..., V) float32 probabilities under cfg's temperature, top-k and top-p."""
     logits = logits.float()
     if cfg.greedy:
@@ -37,7 +45,7 @@ def warp(logits: torch.Tensor, cfg: SpecConfig) -> torch.Tensor:
     return torch.softmax(logits, dim=-1)
 
 
-def choose(logits: torch.Tensor, probs: torch.Tensor, cfg: SpecConfig, gen: torch.Generator) -> torch.Tensor:
+def choose(logits: torch.Tensor, probs: torch.Tensor, cfg: Sampling, gen: torch.Generator) -> torch.Tensor:
     """One token per row of (n, V): argmax of the logits when greedy, else a draw from probs. (n,) long."""
     if cfg.greedy:
         return logits.argmax(dim=-1)

@@ -20,7 +20,7 @@ from ...errors import ConfigError
 from .acceptance import Verdict, verify
 from ..runtime.cached_model import ModelWithCache, cached_model, positions_needed, uncached
 from .config import SpecConfig
-from .drafters import Drafter, Proposal, make_drafter
+from .drafters import DRAFTERS, Drafter, Proposal, make_drafter, uses_draft_model
 from .events import Accepted, Bonus, Drafted, Event, Rejected, Resampled, RoundEnd
 from .lane import run_lane
 from ..metrics.measures import LaneTally
@@ -35,9 +35,10 @@ def speculate(pair: ModelPair, prompt: str | list[int], config: SpecConfig | Non
               cancel: threading.Event | None = None, lane: str = "spec") -> Iterator[Event]:
     """Speculative decoding of prompt; yields the events of every round, then `Done`."""
     cfg = config or SpecConfig()
-    if cfg.drafter == "model" and pair.draft is None:
-        raise ConfigError(f"{pair.target_name} was loaded without a draft model: use the prompt_lookup drafter")
-    if cfg.fast and cfg.drafter == "model" and pair.draft_reads_features:
+    if uses_draft_model(cfg.drafter) and pair.draft is None:
+        raise ConfigError(f"{pair.target_name} was loaded without a draft model: use a drafter without one "
+                          f"({', '.join(n for n, d in DRAFTERS.items() if not d.uses_draft_model)})")
+    if cfg.fast and uses_draft_model(cfg.drafter) and pair.draft_reads_features:
         raise ConfigError(f"the fast path (static cache) cannot yet hand {pair.draft_name} the target's hidden "
                           f"states it reads: turn the fast path off for this pair")
     out = Output(pair, encode_prompt(pair, prompt), cfg)    # bad input fails here, before any work

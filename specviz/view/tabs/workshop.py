@@ -1,6 +1,7 @@
 """The Workshop tab: pick an exercise, commit to a prediction, run it, compare.
 
-Layout and listeners for app/workshop.py's exercises (the logic), whose answers' charts are drawn here. A run is refused until the learner has
+Layout and listeners for app/workshop.py's exercises (the logic), whose answers' charts are drawn
+here. A run is refused until the learner has
 made a prediction; the answer then shows beside it with the run's own "why". Progress (each
 exercise's prediction and measured answer) lives in this browser session's gr.State, and any
 exercise can be reopened from the list. A projector switch enlarges the whole page.
@@ -11,15 +12,16 @@ from functools import partial
 
 import gradio as gr
 
-from ..errors import SpecvizError
-from ..app.slots import Stopped
-from .visitor import visitor_gone
-from ..app.state import AppState
-from .render import clean
-from ..app.workshop import BY_KEY, EXERCISES
-from .kinds_plot import kinds_figure
-from .plots import lossless_bars, race_chart
-from .sweep import sweep_figure
+from ...app.slots import Stopped
+from ...app.state import AppState
+from ...app.workshop import BY_KEY, EXERCISES
+from ...errors import SpecvizError
+from ..kinds_plot import kinds_figure
+from ..plots import lossless_bars, race_chart
+from ..render import clean
+from ..sweep import sweep_figure
+from ..visitor import visitor_gone
+from . import Shared
 
 # An answer's chart, as the exercise gave it (kind, data) -> its plotly figure.
 CHARTS = {"race": race_chart, "lossless": lambda data: lossless_bars(*data), "sweep": sweep_figure,
@@ -121,29 +123,32 @@ def run(app: AppState, key, number, choice, progress):
            gr.Radio(choices=_labels(progress), value=ex.key))
 
 
-def build_workshop_tab(app: AppState, decode: dict) -> None:
-    """The tab's components and listeners (call inside a gr.Tab)."""
-    gr.Markdown("Ten short exercises for a class or on your own. Each one runs real models on this machine "
-                "and measures; predict before you look. Each exercise picks its own pair and settings (the "
-                "settings column is hidden meanwhile). The lesson plan is in `docs/workshop.md`.")
-    with gr.Row():
-        with gr.Column(scale=1, min_width=260):
-            pick = gr.Radio(_labels({}), value=EXERCISES[0].key, label="Exercises", elem_id="ws-pick")
-            projector = gr.Checkbox(False, label="projector mode (large text)", elem_id="projector")
-        with gr.Column(scale=3):
-            question = gr.HTML(question_html(EXERCISES[0]), elem_id="ws-question")
-            with gr.Row():
-                number = gr.Textbox("", label="your prediction (a number)", placeholder="for example 1.5",
-                                    max_lines=1, elem_id="ws-number")
-                choice = gr.Radio(list(EXERCISES[0].choices), label="your prediction", visible=False,
-                                  elem_id="ws-choice")
-            go = gr.Button("Lock in my prediction and run", variant="primary", elem_id="ws-run")
-            result = gr.HTML(elem_id="ws-result")
-            plot = gr.Plot(elem_id="ws-plot", show_label=False, visible=False)
-    progress = gr.State({})
+def build(shared: Shared) -> gr.Tab:
+    """The tab, its components and its listeners."""
+    app = shared.app
+    with gr.Tab("Workshop", id="workshop") as tab:
+        gr.Markdown("Ten short exercises for a class or on your own. Each one runs real models on this machine "
+                    "and measures; predict before you look. Each exercise picks its own pair and settings (the "
+                    "settings column is hidden meanwhile). The lesson plan is in `docs/workshop.md`.")
+        with gr.Row():
+            with gr.Column(scale=1, min_width=260):
+                pick = gr.Radio(_labels({}), value=EXERCISES[0].key, label="Exercises", elem_id="ws-pick")
+                projector = gr.Checkbox(False, label="projector mode (large text)", elem_id="projector")
+            with gr.Column(scale=3):
+                question = gr.HTML(question_html(EXERCISES[0]), elem_id="ws-question")
+                with gr.Row():
+                    number = gr.Textbox("", label="your prediction (a number)", placeholder="for example 1.5",
+                                        max_lines=1, elem_id="ws-number")
+                    choice = gr.Radio(list(EXERCISES[0].choices), label="your prediction", visible=False,
+                                      elem_id="ws-choice")
+                go = gr.Button("Lock in my prediction and run", variant="primary", elem_id="ws-run")
+                result = gr.HTML(elem_id="ws-result")
+                plot = gr.Plot(elem_id="ws-plot", show_label=False, visible=False)
+        progress = gr.State({})     # inside the tab: a component directly in gr.Tabs confuses its tab bar
     pick.change(show, [pick, progress], [question, number, choice, result, plot], api_name=False,
                 show_progress="hidden")
     go.click(partial(run, app), [pick, number, choice, progress], [result, plot, progress, pick],
-             api_name="workshop", show_progress="hidden", **decode)
+             api_name="workshop", show_progress="hidden", **shared.decode)
     projector.change(None, [projector], None, api_name=False,
                      js="(on) => { document.body.classList.toggle('projector', on); return []; }")
+    return tab

@@ -1,0 +1,99 @@
+"""The Explain tab: how speculative decoding works (explain.md), and a what-if calculator of the
+expected speedup from an acceptance rate a, a cost ratio c and a verify ratio v, which can take
+the figures measured on this machine for the selected pair (app/k_advice.py).
+"""
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import gradio as gr
+
+from ...app.settings import as_float, as_int
+from ...app.state import AppState
+from ...engine.analysis.calibrate import pick_k
+from ...engine.metrics import theory
+from ..plots import what_if
+from ..render import figures_line
+from . import Shared
+
+EXPLAIN = (Path(__file__).resolve().parent.parent / "explain.md").read_text(encoding="utf-8")
+# The calculator's sliders: a up to MAX_ACCEPTANCE, c up to MAX_COST_RATIO, v in V_RANGE.
+MAX_ACCEPTANCE = 0.99
+MAX_COST_RATIO = 1.0
+V_RANGE = (0.5, 3.0)
+
+
+def build(shared: Shared) -> gr.Tab:
+    """The tab, its components and its listeners."""
+    with gr.Tab("Explain", id="explain") as tab:
+        gr.Markdown(EXPLAIN)
+        with gr.Row():
+            # Short labels, the definitions as info under them: a long label beside the number box
+            # wrapped to several lines on a laptop.
+            a = gr.Slider(0, MAX_ACCEPTANCE, value=0.75, step=0.01, label="acceptance rate a",
+                          info="share of judged drafts kept", elem_id="whatif-a")
+            c = gr.Slider(0, MAX_COST_RATIO, value=0.1, step=0.01, label="cost ratio c",
+                          info="a draft step, in target steps", elem_id="whatif-c")
+            v = gr.Slider(*V_RANGE, value=1.0, step=0.05, label="verify ratio v",
+                          info="a verify pass, in target steps (1 = GPU-ideal)", elem_id="whatif-v")
+            k = gr.Slider(2, 32, value=12, step=1, label="largest k shown", elem_id="whatif-k")
+        here = gr.Button("Use this machine's figures for the selected pair", size="sm", elem_id="whatif-here")
+        here_note = gr.HTML(elem_id="whatif-here-note")
+        plot = gr.Plot(elem_id="plot-whatif", show_label=False)
+    for control in (a, c, v, k):
+        control.change(what_if_plot, [a, c, k, v], plot, api_name=False, show_progress="hidden")
+    shared.demo.load(what_if_plot, [a, c, k, v], plot, api_name=False)
+    here.click(partial(machine_figures, shared.app), [shared.form.fields["preset"], k], [a, c, v, here_note],
+               api_name=False, show_progress="hidden")
+    return tab
+
+
+def what_if_plot(acceptance, cost_ratio, k_max, verify_ratio=theory.GPU_IDEAL_V):
+    """The what-if calculator: a, c and v as set (v = 1 is the GPU-ideal case, and the title says so)."""
+    a = min(max(as_float("acceptance rate", acceptance), 0.0), MAX_ACCEPTANCE)
+    c = min(max(as_float("cost ratio", cost_ratio), 0.0), MAX_COST_RATIO)
+    v = min(max(as_float("verify ratio", verify_ratio), 0.1), 10.0)
+    return what_if(a, c, v, _chart_k_max(k_max))
+
+
+def _chart_k_max(value) -> int:
+    """The what-if chart's largest k, as its slider allows (2..32)."""
+    return min(max(as_int("k max", value), 2), 32)
+
+
+def machine_figures(app: AppState, key, k_max=None):
+    """The calculator's a, c and v from what the app measured here for the selected pair (app/k_advice.py):
+    its draft's held-out acceptance, and the draft step and verify pass timed at load, at the k offered.
+    Outputs: the a, c and v sliders, and a line saying where they come from (or why there are none yet).
+
+    The advice prices each k with that k's own timings (a verify pass of 4 tokens may cost more than one
+    of 6 on a CPU, as its kernels block the rows); the chart draws every k with the one c and v set here.
+    Where that moves the best k, the line says both; where the advised k lies beyond the chart's
+    largest (`k_max`), it says so."""
+    p = app.presets.get(key)
+    if p is None:
+        return gr.skip(), gr.skip(), gr.skip(), figures_line(
+            "Pick one of the listed pairs: a pair of your own is not measured here.")
+    advice = app.advice.get(p.key)
+    if advice is None:
+        why = ("this host does not time its pairs" if not app.advise_k or p.acceptance is None else
+               "it is timed once loaded: run a race with it first, then press again")
+        return gr.skip(), gr.skip(), gr.skip(), figures_line(f"{p.label} is not measured on this machine yet ({why}).")
+    c, v = advice.c, advice.v
+    # Within the sliders' ranges; the line gives the figures as measured.
+    sliders = (round(min(advice.a, MAX_ACCEPTANCE), 2), round(min(c, MAX_COST_RATIO), 2),
+               round(min(max(v, V_RANGE[0]), V_RANGE[1]), 2))
+    line = (f"{p.label}: a = {advice.a:.2f} (its draft's held-out acceptance), c = {c:.3f} and "
+            f"v = {v:.2f} (a verify pass of {advice.k + 1} tokens), timed here at load.")
+    # The best k with this one c and v at every k, over the same ks the advice weighed and with the same
+    # unrounded figures: a difference is then the per-k timings' alone (not the sliders' rounding).
+    flat_k = pick_k(advice.a, advice.costs, app.limits.k_range, priced_at=advice.k)
+    if flat_k != advice.k:
+        line += (f" Priced with each k's own timings, k = {advice.k} ({advice.expected:.2f}×) is this machine's "
+                 f"best, as the k advice says; with k = {advice.k}'s c and v at every k, as the chart draws them, "
+                 f"the best is k = {flat_k} ({theory.expected_speedup(advice.a, flat_k, c, v):.2f}×).")
+    shown = _chart_k_max(k_max if k_max is not None else 12)
+    if advice.k > shown:
+        line += f" The chart stops at k = {shown}: raise “largest k shown” to see k = {advice.k}."
+    return (*sliders, figures_line(line))

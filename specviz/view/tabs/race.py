@@ -1,0 +1,61 @@
+"""The Race tab: two streaming panes (speculative and plain decoding of the same prompt), their
+meters, the stats strip, the ledger, the race's plots, acceptance by kind of token and the trace
+download. Run clears the last race and shows this tab at once, then view/handlers.py's `run_race`
+streams RaceUpdates into it; its outputs are wired by RaceUpdate's field names, so no handler
+matches a positional list. Stop sets the visitor's cancel flag.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import gradio as gr
+
+from ...app import zerogpu
+from ..handlers import RaceUpdate, run_race, starting, stop_run
+from ..render import LEGEND, hint
+from . import Shared
+
+# Two plots share a row where both get this width; on a phone each takes the full width, so
+# titles and axis labels are not cut.
+PLOT_MIN_WIDTH = 340
+
+
+def build(shared: Shared) -> gr.Tab:
+    """The tab, its components and the Run/Stop listeners."""
+    with gr.Tab("Race", id="race") as tab:
+        status = gr.HTML(elem_id="status")      # the race's own line: not shown over other tabs
+        with gr.Row(equal_height=True, elem_id="panes"):
+            with gr.Column(min_width=240):
+                spec_meter = gr.HTML(elem_id="spec-meter")
+                spec_pane = gr.HTML(hint("spec"), elem_id="spec-pane", elem_classes=["token-pane"])
+            with gr.Column(min_width=240):
+                base_meter = gr.HTML(elem_id="base-meter")
+                base_pane = gr.HTML(hint("base"), elem_id="base-pane", elem_classes=["token-pane"])
+        gr.HTML(LEGEND, elem_id="legend")
+        strip = gr.HTML(elem_id="stats")
+        ledger = gr.HTML(elem_id="ledger")
+        with gr.Row():
+            plot_acc = gr.Plot(elem_id="plot-acceptance", show_label=False, min_width=PLOT_MIN_WIDTH)
+            plot_race = gr.Plot(elem_id="plot-race", show_label=False, min_width=PLOT_MIN_WIDTH)
+        with gr.Row():
+            plot_hist = gr.Plot(elem_id="plot-hist", show_label=False, min_width=PLOT_MIN_WIDTH)
+            plot_pos = gr.Plot(elem_id="plot-position", show_label=False, min_width=PLOT_MIN_WIDTH)
+        plot_kinds = gr.Plot(elem_id="plot-kinds", show_label=False)
+        download = gr.DownloadButton("Download trace (JSON)", interactive=False, elem_id="download-trace")
+    outputs = {"status": status, "strip": strip, "spec_meter": spec_meter, "spec_pane": spec_pane,
+               "base_meter": base_meter, "base_pane": base_pane, "plot_acceptance": plot_acc,
+               "plot_race": plot_race, "plot_hist": plot_hist, "plot_position": plot_pos,
+               "download": download, "cancel": shared.cancel, "ledger": ledger, "plot_kinds": plot_kinds,
+               "tab": shared.tabs}
+    wired = [outputs[name] for name in RaceUpdate._fields]       # by name (handlers.RaceUpdate)
+    form = shared.form
+    # Instant feedback first (and no stale "done" from the previous run), then the race.
+    racing = form.run.click(starting, None, wired, api_name=False, concurrency_limit=None, concurrency_id="ui",
+                            show_progress="hidden").then(
+        partial(run_race, shared.app), form.inputs, wired, api_name="race", show_progress="hidden", **shared.decode)
+    form.refresh_k_after(racing)
+    # Stop has its own unlimited group, so it is never queued behind the run it stops. On
+    # ZeroGPU the run lives in another process: there Stop also cancels the event itself.
+    form.stop.click(stop_run, [shared.cancel], None, api_name="stop", concurrency_limit=None, concurrency_id="stop",
+                    cancels=[racing] if zerogpu.ON_ZEROGPU else None)
+    return tab

@@ -1,0 +1,142 @@
+"""The Step mode tab: one round per click, the draft's guesses first, then each verdict explained.
+
+The first click decodes one run (at most STEP_MAX_TOKENS) and keeps its event records in gr.State;
+each click then reveals one round: the drafted tokens, then each verdict with one sentence that
+explains the decision with the round's real numbers (engine/analysis/explain.py).
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import gradio as gr
+
+from ...app import gpu_calls
+from ...app.request import RunRequest, load, settle
+from ...app.slots import Stopped
+from ...app.state import AppState
+from ...engine.analysis.explain import plural, sentence, tie_note
+from ...engine.loop.detokenize import visible
+from ...engine.loop.drafters import PROMPT_LOOKUP
+from ...engine.loop.events import from_dict
+from ...errors import SpecvizError
+from ..render import STEP_LEGEND, clean, draft_chips, fragment, hint, status_html
+from ..visitor import visitor_gone
+from . import Shared
+
+STEP_MAX_TOKENS = 64           # step mode decodes at most this many tokens (dozens of clicks)
+START = "<p class='explain'>Click “Next round” to start.</p>"
+
+
+def build(shared: Shared) -> gr.Tab:
+    """The tab, its components and its listeners."""
+    with gr.Tab("Step mode", id="step") as tab:
+        gr.Markdown("One round per click: first the draft's guesses, then each verdict, explained.")
+        with gr.Row():
+            step = gr.Button("Next round", variant="primary", elem_id="step")
+            reset = gr.Button("Start over", elem_id="step-reset")
+        pane = gr.HTML(hint("step"), elem_id="step-pane", elem_classes=["token-pane"])
+        explain = gr.HTML(START, elem_id="step-explain")
+        gr.HTML(STEP_LEGEND, elem_id="step-legend")     # below the verdicts: they come first on a laptop
+        state = gr.State(None)      # inside the tab: a component directly in gr.Tabs confuses its tab bar
+    # Every click counts (trigger_mode "multiple"), handled one at a time in order: a click is a
+    # reveal of data already decoded, except the first, which decodes up to STEP_MAX_TOKENS tokens.
+    step.click(partial(step_round, shared.app), [state, *shared.form.inputs], [pane, explain, state],
+               api_name="step", show_progress="hidden", trigger_mode="multiple",
+               concurrency_id="step", concurrency_limit=1)
+    reset.click(reset_steps, None, [pane, explain, state], api_name=False)
+    return tab
+
+
+def _tok(piece: str) -> str:
+    """A token in step mode's sentences: its visible form (engine/detokenize.visible), as code."""
+    return f"<code class=\"tokcode\">{clean(visible(piece))}</code>"
+
+
+def step_round(app: AppState, state, *form, stop=None, **named):
+    """Next round of step mode. Outputs: step pane, explanation, state.
+
+    The first click decodes the whole run (up to STEP_MAX_TOKENS) in one call to the decoding
+    function and keeps its event records in the state; each click then reveals one round. So
+    no click holds the decoding slot for longer than that one run, nothing waits between
+    clicks, the state is plain data (nothing to close on "Start over"), and on ZeroGPU the
+    run happens on the GPU worker. The page reveals the verdicts one by one (CSS), not the server.
+    The run goes in slices of the decoding slot and ends early when the visitor is gone (`stop`)."""
+    if not state or state.get("finished"):
+        stop = stop or visitor_gone()
+        try:
+            req = RunRequest.from_form(*form, **named)
+            run = load(app, settle(app, req).capped(STEP_MAX_TOKENS))
+            cfg = run.config
+            stream = gpu_calls.run_stream(gpu_calls.handle(app), run.preset.key, run.ids, run.config.to_dict())
+            records = list(app.sliced(stream, stop))
+        except Stopped:
+            return gr.skip(), status_html("Stopped: click “Next round” to start again.", "done"), None
+        except SpecvizError as err:
+            return gr.skip(), status_html(str(err), "error"), None
+        state = {"records": records, "next": 0, "html": "", "finished": False,
+                 # what a round planned to draft, to say why one drafted fewer (_short_round)
+                 "k": cfg.k, "stop": cfg.confidence_stop, "drafter": cfg.drafter,
+                 # the lane's length rules: its token budget, and the context the pair can hold
+                 "max_new": min(run.config.max_new_tokens, run.pair.max_positions - len(run.ids)), "tokens": 0}
+    return _reveal_round(state)
+
+
+def _short_round(state: dict, drafted: int) -> str:
+    """Why a round drafted fewer than its k, when it did: the token budget, the confidence stop, or
+    prompt lookup finding no longer continuation. '' for a round that drafted all it planned."""
+    if "k" not in state:
+        return ""
+    k, left = state["k"], state["max_new"] - state["tokens"]
+    if drafted >= k:
+        return ""
+    if left - 1 < k and drafted == max(0, left - 1):
+        return (f" (not k = {k}: only {plural(left, 'token')} may still be written (the token budget or the "
+                f"context's length), and a round always adds one of the target's own)")
+    if state.get("drafter") == PROMPT_LOOKUP:
+        return f" (not k = {k}: the earlier text that matches the end of the sequence is followed by no more)"
+    if state.get("stop"):
+        return (f" (not k = {k}: the draft model gave its last token a probability below {state['stop']:g}, "
+                f"the confidence stop, so the target takes over from there)")
+    return f" (not k = {k})"
+
+
+def _reveal_round(state: dict):
+    records, i = state["records"], state["next"]
+    chips, verdicts, pane_new = "", [], ""
+    rejected = None          # the round's rejected draft, for its correction's tie note
+    while i < len(records):
+        event = from_dict(records[i])
+        i += 1
+        if event.kind == "drafted" and not event.token_ids:
+            chips = (f'<p class="explain">Round {event.round}: the draft proposes nothing (a draft that reads the '
+                     f"target's hidden states has none before the target's first pass; or only one token is left "
+                     f"to write), and the target runs one forward pass:</p>")
+        elif event.kind == "drafted":
+            chips = (f'<p class="explain">Round {event.round}: the draft proposes {plural(len(event.token_ids), "token")} '
+                     f'{draft_chips(event)}{_short_round(state, len(event.token_ids))} and the target checks them '
+                     f'all in one forward pass:</p>')
+        elif event.kind in ("accepted", "rejected", "resampled", "bonus"):
+            tie = tie_note(rejected, event) if event.kind == "resampled" else ""
+            rejected = event if event.kind == "rejected" else None
+            verdicts.append(f'<li style="--i: {len(verdicts)}">{sentence(event, quote=_tok)}{clean(tie)}</li>')
+        elif event.kind == "round_end":
+            note = (f'<p class="explain reveal" style="--i: {len(verdicts)}">Round {event.round}: {event.accepted} of '
+                    f"{event.drafted} drafts accepted, {plural(event.emitted, 'token')} added for one target pass. "
+                    f"Tap or click “Next round” (on a keyboard: the right arrow).</p>")
+            pane_new += fragment(event)
+            if "k" in state:
+                state.update(k=event.k_next, tokens=event.total_tokens)
+            shown = state["html"] + f'<span class="new-round">{pane_new}</span>'    # only this round animates
+            state.update(next=i, html=state["html"] + pane_new)
+            return shown, f'{chips}<ol class="explain reveal">{"".join(verdicts)}</ol>{note}', state
+        elif event.kind == "done":
+            state.update(next=i, finished=True)
+            return state["html"], "<p class='explain'>Finished. The next click starts again.</p>", state
+        pane_new += fragment(event)
+    state.update(next=i, finished=True)
+    return state["html"], "<p class='explain'>Finished. The next click starts again.</p>", state
+
+
+def reset_steps():
+    """Start over: the state is plain records, so dropping it frees everything."""
+    return "", START, None

@@ -20,6 +20,7 @@ from specviz.bench.random_pair import random_pair
 from specviz.bench.runner import hf_generate
 from specviz.engine.runtime import graph_model
 from specviz.engine.runtime.cached_model import CachedModel, cached_model
+from specviz.engine.runtime import graph_capture
 from specviz.engine.runtime.graph_capture import EagerCapturer, GraphSet
 from specviz.errors import ConfigError
 from specviz.paths import ROOT
@@ -35,7 +36,7 @@ def ids_of(pair, prompt):
 
 
 def bundles(model) -> list:
-    return [b for (mid, _), free in graph_model.POOL._free.items() if mid == id(model) for b in free]
+    return graph_model.POOL.bundles(model)
 
 
 @pytest.mark.parametrize("k", [1, 3, 5])
@@ -117,14 +118,16 @@ def test_graph_set_bookkeeping():
 
     def step():
         calls.append(1)
-        return torch.tensor([float(len(calls))])
-    first = graphs.run("a", step).clone()
-    out = graphs.run("a", step)
-    assert graphs.captures == 1 and len(calls) == 3        # captured (one run), then two replays
-    assert out.data_ptr() == graphs.run("a", step).data_ptr()   # a replay writes one static output
-    assert first.item() == 2
-    graphs.run("b", step)
-    assert graphs.captures == 2 and graphs.capture_s >= 0
+        return torch.tensor([[1.0, 2.0]])
+    first = graphs.run("a", step, rebuild=step).clone()
+    assert graphs.captures == 1 and len(calls) == 3        # captured (one run), then the eager check and a replay
+    assert graphs.checked == {"a"}
+    out = graphs.run("a", step, rebuild=step)
+    assert len(calls) == 4                                 # checked once: later replays run alone
+    assert out.data_ptr() == graphs.run("a", step, rebuild=step).data_ptr()   # a replay writes one static output
+    assert torch.equal(first, out)
+    graphs.capture({"b": step, "c": step})
+    assert graphs.captures == 3 and graphs.capture_s >= 0 and set(graphs.replays) == {"a", "b", "c"}
 
 
 def test_a_failed_capture_decodes_on_eagerly_and_says_so(pair):
@@ -142,8 +145,15 @@ def test_a_failed_capture_decodes_on_eagerly_and_says_so(pair):
             assert torch.allclose(lm.feed(tokens, keep), eager.feed(tokens, keep), atol=1e-5)
         assert lm.decode_path.startswith("eager (graph capture failed: RuntimeError: operation not permitted")
         assert lm.captures == 0
+        # Closed for the whole process: a later run of any model decodes eagerly and says why.
+        later = last(decode_baseline(pair, PROMPTS[1], SpecConfig(**GRAPHS)))
+        assert later.stats.decode_path.startswith("eager (graph capture failed: RuntimeError")
+        assert later.token_ids == hf_generate(pair, ids_of(pair, PROMPTS[1]), SpecConfig(max_new_tokens=N))
+        spec = last(speculate(pair, PROMPTS[1], SpecConfig(k=3, **GRAPHS)))
+        assert spec.stats.decode_path == later.stats.decode_path and spec.stats.capture_s == 0
     finally:
         lm.release()
+        graph_capture.clear_failure()
         graph_model.POOL.forget(pair.target)    # later tests capture with the eager capturer again
 
 

@@ -289,9 +289,12 @@ class GraphSet:
             except Exception as exc:            # noqa: BLE001 - any capture failure: eager from now on
                 fail(exc)
                 self.replays.clear()
-            finally:
+            try:
                 _sync(self.device)              # still inside the gate: no capture is underway
-                self.capture_s += time.perf_counter() - start
+            except Exception as exc:            # noqa: BLE001 - the device reports a capture's error late
+                fail(exc)
+                self.replays.clear()
+            self.capture_s += time.perf_counter() - start
 
     def run(self, key: Hashable, step: Step, rebuild: Callable[[], torch.Tensor]) -> torch.Tensor:
         """key's output for the buffers the caller filled. A shape not captured yet is captured first;

@@ -8,6 +8,7 @@ random draft, seeded sampling equal to the eager path's, one capture per step sh
 time in Done.stats, invalidation. The CUDA-only tests at the end run where a GPU exists;
 scripts/gpu_check.py measures the rest (chi-square on CUDA, speed).
 """
+import json
 import os
 import subprocess
 import sys
@@ -196,14 +197,32 @@ def test_selection_on_cpu_stays_eager_and_refuses_what_graphs_cannot_run(pair):
 
 
 @pytest.mark.slow
-def test_gpu_check_dry_run():
+def test_gpu_check_dry_run(tmp_path):
     """scripts/gpu_check.py runs end to end on tiny models (eager capturer), so a GPU machine's run is not its first."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--dry-run"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=600)
+    out = tmp_path / "gpu_check.json"
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--dry-run", "--out", str(out)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    for part in ("identity", "chi-square", "tok/s", "capture"):
+    for part in ("A fidelity", "B identity", "C chi-square", "D two threads", "E failed capture", "F leaks",
+                 "G relocated", "H forked worker", "tok/s", "capture"):
         assert part in run.stdout
+    parts = json.loads(out.read_text())["parts"]
+    assert list(parts) == list("ABCDEFGHI") and all(part["ok"] for part in parts.values())
+
+
+def test_gpu_check_refuses_another_transformers(tmp_path):
+    """One line saying how to carry the pinned wheel, before any work."""
+    shim = tmp_path / "transformers_shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text("import transformers\ntransformers.__version__ = '5.17.0'\n")
+    env = {**os.environ, "PYTHONPATH": f"{shim}{os.pathsep}{ROOT}", "HF_HUB_OFFLINE": "1"}
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--dry-run", "--parts", "F"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2
+    refusal = [line for line in run.stdout.splitlines() if line.startswith("refused:")]
+    assert len(refusal) == 1 and "5.17.0" in refusal[0] and "pip download" in refusal[0]
+    assert "F leaks" not in run.stdout
 
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

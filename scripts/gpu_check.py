@@ -52,7 +52,7 @@ from specviz.engine.runtime import graph_capture, graph_model  # noqa: E402
 from specviz.engine.runtime.cached_model import CachedModel  # noqa: E402
 from specviz.models.loading import load_pair, make_pair  # noqa: E402
 
-FIGURES = {"ratio": 2.2, "c": 0.12, "bandwidth_fraction": 0.75, "first_use_s": 20.0}   # the targets
+FIGURES = {"ratio": 2.2, "c": 0.12, "bandwidth_fraction": 0.75, "first_use_s": 20.0}   # the path's targets (docs/gpu.md)
 V = 8                                                        # the chi-square pair's vocabulary
 PROMPTS = [GROUNDED[0], FREE_TEXT[0], "def fibonacci(n):\n    ", "The capital of France is"]
 

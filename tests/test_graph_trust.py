@@ -6,7 +6,11 @@ pair's graphs, keeps a bounded number of bundles, drops bundles whose weights mo
 lane back the bundle it captured into; an eager prefill's mask spans the filled positions only;
 a forked worker replays what it captured."""
 import gc
+import json
 import multiprocessing
+import os
+import subprocess
+import sys
 import threading
 import time
 import weakref
@@ -22,6 +26,7 @@ from specviz.engine.runtime import graph_capture, graph_model
 from specviz.engine.runtime.cached_model import CachedModel, cached_model
 from specviz.engine.runtime.graph_capture import GATE, EagerCapturer, GraphSet, check
 from specviz.engine.runtime.timing import synchronize
+from specviz.paths import ROOT
 
 from .helpers import last
 
@@ -283,3 +288,16 @@ def test_a_forked_worker_captures_once_and_replays():
     assert first[1] > 0 and second[1] == 0
     assert first[0] == second[0] == hf_generate(pair, PROMPT, SpecConfig(max_new_tokens=N))
     assert first[2] == second[2] == "eager replay"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_forked_worker_captures_once_and_replays_on_cuda():
+    """The same on a GPU: a process that never touched CUDA loads on the CPU and forks; the child moves
+    the pair to the GPU and runs two races (scripts/gpu_check.py's part H)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--fork-worker", "cuda"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    first, second = json.loads(run.stdout.strip().splitlines()[-1])
+    assert first[0] == second[0] and first[1] > 0 and second[1] == 0
+    assert first[2] == second[2] == "CUDA graphs"

@@ -152,6 +152,47 @@ def test_a_capture_waits_for_a_synchronize_underway():
     capturing.join(5)
 
 
+def test_a_capture_waits_for_a_lane_step_underway():
+    """A lane's whole step holds the gate shared: another thread's capture starts only between steps."""
+    pair = random_pair("tiny", "cpu")
+    in_step, leave = threading.Event(), threading.Event()
+    forward = pair.target.forward
+
+    def blocking(*args, **kwargs):
+        if kwargs["input_ids"].shape[1] == 1:          # a decode step, not the prefill
+            in_step.set()
+            leave.wait(5)
+        return forward(*args, **kwargs)
+    pair.target.forward = blocking
+    lane = threading.Thread(target=lambda: last(decode_baseline(pair, PROMPT, SpecConfig(max_new_tokens=3))))
+    lane.start()
+    assert in_step.wait(10)
+    graphs, done = GraphSet(EagerCapturer(), torch.device("cpu")), threading.Event()
+    capturing = threading.Thread(target=lambda: (graphs.capture({"a": lambda: torch.zeros(1, 2)}), done.set()))
+    capturing.start()
+    assert not done.wait(0.3) and graphs.captures == 0     # waiting for the step to end
+    leave.set()
+    assert done.wait(10) and graphs.captures == 1
+    lane.join(10)
+    capturing.join(10)
+    del pair.target.forward
+
+
+def test_inside_a_step_an_unplanned_shape_runs_eagerly_instead_of_capturing():
+    pair = random_pair("tiny", "cpu")
+    lm = graph_model.GraphCachedModel(pair.target, pair.vocab_size, positions=64, capturer=EagerCapturer())
+    eager = CachedModel(pair.target, pair.vocab_size)
+    try:
+        with GATE.shared():
+            for tokens, keep in ((torch.tensor(PROMPT), 1), (torch.tensor([9]), 1), (torch.tensor([3, 4]), 2)):
+                assert torch.allclose(lm.feed(tokens, keep), eager.feed(tokens, keep), atol=1e-5)
+        assert lm.captures == 0 and lm.decode_path == "eager replay"
+        lm.feed(torch.tensor([5]), keep=1)                 # outside a step: captured on first use
+        assert lm.captures == 1
+    finally:
+        lm.release()
+
+
 def test_a_capture_that_raises_mid_step_closes_the_path_for_the_process():
     graphs = GraphSet(EagerCapturer(), torch.device("cpu"))
 

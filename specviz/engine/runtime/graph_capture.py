@@ -10,10 +10,10 @@ input buffers that the caller fills (`copy_`) before `run`, and the output must 
 before the next replay of any graph sharing the memory pool.
 
 Rules kept here (PyTorch's CUDA-graph notes, the CUDA runtime's stream-capture rules):
-- Only one capture is underway in the process, and no device synchronize runs while it is:
-  `GATE` is a device-wide lock that captures take exclusively and every synchronizing call
-  (`timing.synchronize`) takes shared, so a synchronize waits for a capture to end and a capture
-  waits for running synchronizes to return.
+- Only one capture is underway in the process, and no other device work that may synchronize or
+  allocate runs while it is: `GATE` is a device-wide lock that captures take exclusively and
+  lanes' steps (lane.py) and every device synchronize (`timing.synchronize`) take shared, so
+  they wait for a capture to end and a capture waits for the running ones to finish.
 - A capture runs on a stream of the model's device, under that device (`torch.cuda.device`).
 - A failed capture ends its capture and restores the thread's stream in a `finally`, and turns
   graphs off for the whole process (`failure()`): every later run decodes eagerly and says why.
@@ -53,32 +53,46 @@ class Capturer(Protocol):
 
 
 class DeviceGate:
-    """A readers-writer lock: `exclusive()` for captures, `shared()` for device synchronizes.
-    Writers go first (a waiting capture holds new readers back, so steady synchronizing cannot
-    starve it); the thread holding it exclusively passes through its own `shared()`."""
+    """A readers-writer lock: `exclusive()` for captures, `shared()` for device work that may
+    synchronize or allocate (a lane's whole step, any device synchronize). Writers go first (a
+    waiting capture holds new readers back, so steady stepping cannot starve it). Shared holds nest
+    within a thread, and the thread holding it exclusively passes through its own `shared()`; a
+    thread holding it shared cannot capture (`holds_shared`: its caller decodes that feed eagerly),
+    since two such threads would each wait for the other."""
 
     def __init__(self):
         self._cond = threading.Condition()
         self._readers = 0
         self._writer: int | None = None
         self._waiting = 0
+        self._mine = threading.local()
 
     @property
     def capturing(self) -> bool:
         return self._writer is not None
 
+    def holds_shared(self) -> bool:
+        return getattr(self._mine, "depth", 0) > 0 and self._writer != threading.get_ident()
+
     @contextmanager
     def shared(self) -> Iterator[None]:
-        if self._writer == threading.get_ident():
-            yield
+        depth = getattr(self._mine, "depth", 0)
+        if depth > 0 or self._writer == threading.get_ident():
+            self._mine.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._mine.depth = depth
             return
         with self._cond:
             while self._writer is not None or self._waiting:
                 self._cond.wait()
             self._readers += 1
+        self._mine.depth = 1
         try:
             yield
         finally:
+            self._mine.depth = 0
             with self._cond:
                 self._readers -= 1
                 self._cond.notify_all()
@@ -89,6 +103,8 @@ class DeviceGate:
         if self._writer == me:
             yield
             return
+        if self.holds_shared():
+            raise RuntimeError("a capture inside device work this thread holds shared would deadlock")
         with self._cond:
             self._waiting += 1
             try:
@@ -139,8 +155,8 @@ class CudaCapturer:
     """torch.cuda.CUDAGraph over the step, on this capturer's own stream of the model's device;
     the graphs of one cache share one memory pool (they never run at the same time, and each output
     is copied out before the next replay) and are captured on that one stream, as PyTorch asks of a
-    shared pool. Capture mode "thread_local": another thread's eager kernels (on its own streams)
-    neither join nor break the capture; synchronizes wait at the gate (GraphSet.capture)."""
+    shared pool. Capture mode "thread_local", and the gate (GraphSet.capture) keeps lanes' steps and
+    device synchronizes of every thread waiting while it captures."""
     name = "CUDA graphs"
     WARMUP = 2                          # eager runs on the capture stream first (lazy kernel and cuBLAS setup)
 
@@ -275,7 +291,7 @@ class GraphSet:
     def capture(self, plan: dict[Hashable, Step]) -> None:
         """Capture every shape of `plan` not captured yet, holding the gate exclusively: no device
         synchronize anywhere in the process meanwhile. A failure turns graphs off for the process."""
-        if self.eager_reason is not None or all(key in self.replays for key in plan):
+        if self.eager_reason is not None or all(key in self.replays for key in plan) or GATE.holds_shared():
             return
         with GATE.exclusive():
             if failure() is not None:           # another set's capture failed while this one waited
@@ -297,13 +313,14 @@ class GraphSet:
             self.capture_s += time.perf_counter() - start
 
     def run(self, key: Hashable, step: Step, rebuild: Callable[[], torch.Tensor]) -> torch.Tensor:
-        """key's output for the buffers the caller filled. A shape not captured yet is captured first;
+        """key's output for the buffers the caller filled. A shape not captured yet is captured first
+        (unless this thread is inside shared device work, a lane's step: then that feed runs eagerly);
         its first replay runs after the eager step on the same inputs and must match it (`check`): on a
         mismatch this set turns eager for good and `rebuild()` (the caller redoes its cache eagerly, as
         the replay may have written stale entries) gives the output. Eager sets call the step."""
         if self.eager_reason is None and key not in self.replays:
             self.capture({key: step})
-        if self.eager_reason is not None:
+        if self.eager_reason is not None or key not in self.replays:   # closed, or no capture from here
             return step()
         replay = self.replays[key]
         if key in self.checked:

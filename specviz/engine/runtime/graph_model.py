@@ -10,9 +10,9 @@ the host: position ids, and a 4-D additive mask built on the device from those p
 on the host and the whole step can be captured. Prefills (the first feed) and feeds of more than
 MAX_GRAPH_TOKENS run eagerly over the filled positions only; every later feed of n tokens keeping
 `keep` logits replays the graph of (n, keep): 1 for draft and plain steps, 2 for a draft catching
-up, k + 1 for a verify pass. Every shape a run plans (`shapes`) is captured at its first feed,
-all at once, inside the decoding slot that runs it (graph_capture.py's gate keeps every device
-synchronize in the process away meanwhile), and each shape's first replay is checked against the
+up, k + 1 for a verify pass. Every shape a run plans (`shapes`) is captured before its first step
+(`prepare`), all at once, inside the decoding slot that runs it (graph_capture.py's gate keeps every
+other lane's step and every device synchronize in the process away meanwhile), and each shape's first replay is checked against the
 eager step; a mismatch makes the model decode eagerly from then on (its cache rebuilt from the
 tokens fed, which the bundle keeps). Rolling back is moving the length: entries past it are masked,
 then overwritten.
@@ -290,14 +290,21 @@ class GraphCachedModel:
         return self.graphs.capture_s - self._capture_s0
 
     @torch.inference_mode()
+    def prepare(self) -> None:
+        """Capture every planned shape this cache lacks, once, before the first feed runs: a lane calls
+        it before its first step, outside the step's shared hold on the device gate (inside it, capturing
+        is not possible: the shapes would then run eagerly)."""
+        if not self._planned:
+            self._planned = True
+            self.graphs.capture({key: self._step_for(key) for key in self.shapes})
+
+    @torch.inference_mode()
     def feed(self, tokens: torch.Tensor, keep: int) -> torch.Tensor:
         """Run tokens (n,) after the cached ones; the last `keep` positions' logits (keep, V) fp32."""
         n, start = tokens.numel(), self._length
         if start + n > self.capacity:
             raise RuntimeError(f"static cache overflow: {start} + {n} > {self.capacity} positions")
-        if not self._planned:                   # first feed: every planned shape, before anything runs
-            self._planned = True
-            self.graphs.capture({key: self._step_for(key) for key in self.shapes})
+        self.prepare()
         bundle = self.bundle
         bundle.slot.length = start
         tokens = tokens.view(-1).to(self.device)

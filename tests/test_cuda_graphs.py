@@ -8,6 +8,7 @@ random draft, seeded sampling equal to the eager path's, one capture per step sh
 time in Done.stats, invalidation. The CUDA-only tests at the end run where a GPU exists;
 scripts/gpu_check.py measures the rest (chi-square on CUDA, speed).
 """
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from specviz.bench.random_pair import random_pair
 from specviz.bench.runner import hf_generate
 from specviz.engine.runtime import graph_model
 from specviz.engine.runtime.cached_model import CachedModel, cached_model
+from specviz.engine.runtime import graph_capture
 from specviz.engine.runtime.graph_capture import EagerCapturer, GraphSet
 from specviz.errors import ConfigError
 from specviz.paths import ROOT
@@ -35,7 +37,7 @@ def ids_of(pair, prompt):
 
 
 def bundles(model) -> list:
-    return [b for (mid, _), free in graph_model.POOL._free.items() if mid == id(model) for b in free]
+    return graph_model.POOL.bundles(model)
 
 
 @pytest.mark.parametrize("k", [1, 3, 5])
@@ -117,14 +119,16 @@ def test_graph_set_bookkeeping():
 
     def step():
         calls.append(1)
-        return torch.tensor([float(len(calls))])
-    first = graphs.run("a", step).clone()
-    out = graphs.run("a", step)
-    assert graphs.captures == 1 and len(calls) == 3        # captured (one run), then two replays
-    assert out.data_ptr() == graphs.run("a", step).data_ptr()   # a replay writes one static output
-    assert first.item() == 2
-    graphs.run("b", step)
-    assert graphs.captures == 2 and graphs.capture_s >= 0
+        return torch.tensor([[1.0, 2.0]])
+    first = graphs.run("a", step, rebuild=step).clone()
+    assert graphs.captures == 1 and len(calls) == 3        # captured (one run), then the eager check and a replay
+    assert graphs.checked == {"a"}
+    out = graphs.run("a", step, rebuild=step)
+    assert len(calls) == 4                                 # checked once: later replays run alone
+    assert out.data_ptr() == graphs.run("a", step, rebuild=step).data_ptr()   # a replay writes one static output
+    assert torch.equal(first, out)
+    graphs.capture({"b": step, "c": step})
+    assert graphs.captures == 3 and graphs.capture_s >= 0 and set(graphs.replays) == {"a", "b", "c"}
 
 
 def test_a_failed_capture_decodes_on_eagerly_and_says_so(pair):
@@ -142,8 +146,15 @@ def test_a_failed_capture_decodes_on_eagerly_and_says_so(pair):
             assert torch.allclose(lm.feed(tokens, keep), eager.feed(tokens, keep), atol=1e-5)
         assert lm.decode_path.startswith("eager (graph capture failed: RuntimeError: operation not permitted")
         assert lm.captures == 0
+        # Closed for the whole process: a later run of any model decodes eagerly and says why.
+        later = last(decode_baseline(pair, PROMPTS[1], SpecConfig(**GRAPHS)))
+        assert later.stats.decode_path.startswith("eager (graph capture failed: RuntimeError")
+        assert later.token_ids == hf_generate(pair, ids_of(pair, PROMPTS[1]), SpecConfig(max_new_tokens=N))
+        spec = last(speculate(pair, PROMPTS[1], SpecConfig(k=3, **GRAPHS)))
+        assert spec.stats.decode_path == later.stats.decode_path and spec.stats.capture_s == 0
     finally:
         lm.release()
+        graph_capture.clear_failure()
         graph_model.POOL.forget(pair.target)    # later tests capture with the eager capturer again
 
 
@@ -186,14 +197,32 @@ def test_selection_on_cpu_stays_eager_and_refuses_what_graphs_cannot_run(pair):
 
 
 @pytest.mark.slow
-def test_gpu_check_dry_run():
+def test_gpu_check_dry_run(tmp_path):
     """scripts/gpu_check.py runs end to end on tiny models (eager capturer), so a GPU machine's run is not its first."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--dry-run"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=600)
+    out = tmp_path / "gpu_check.json"
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--dry-run", "--out", str(out)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    for part in ("identity", "chi-square", "tok/s", "capture"):
+    for part in ("A fidelity", "B identity", "C chi-square", "D two threads", "E failed capture", "F leaks",
+                 "G relocated", "H forked worker", "tok/s", "capture"):
         assert part in run.stdout
+    parts = json.loads(out.read_text())["parts"]
+    assert list(parts) == list("ABCDEFGHI") and all(part["ok"] for part in parts.values())
+
+
+def test_gpu_check_refuses_another_transformers(tmp_path):
+    """One line saying how to carry the pinned wheel, before any work."""
+    shim = tmp_path / "transformers_shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text("import transformers\ntransformers.__version__ = '5.17.0'\n")
+    env = {**os.environ, "PYTHONPATH": f"{shim}{os.pathsep}{ROOT}", "HF_HUB_OFFLINE": "1"}
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--dry-run", "--parts", "F"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2
+    refusal = [line for line in run.stdout.splitlines() if line.startswith("refused:")]
+    assert len(refusal) == 1 and "5.17.0" in refusal[0] and "pip download" in refusal[0]
+    assert "F leaks" not in run.stdout
 
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

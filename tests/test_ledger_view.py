@@ -34,6 +34,9 @@ def test_the_gpu_path_and_its_one_time_capture_are_said():
     assert line.startswith("Decode path: CUDA graphs, captured in 3.2 s") and "one-time" in line
     later = SimpleNamespace(done={"spec": SimpleNamespace(decode_path="CUDA graphs", capture_s=0.0)})
     assert "no capture cost" in path_line(later)
+    closed = SimpleNamespace(done={"spec": SimpleNamespace(decode_path="eager (graph capture failed: RuntimeError: x)",
+                                                           capture_s=0.4)})
+    assert path_line(closed) == "Decode path: eager (graph capture failed: RuntimeError: x)."
     eager = SimpleNamespace(done={"spec": SimpleNamespace(decode_path="eager", capture_s=0.0)})
     assert path_line(eager) == ""
     lean = SimpleNamespace(done={"spec": SimpleNamespace(decode_path="eager", capture_s=0.0,

@@ -42,7 +42,9 @@ def _pair(app: str, key: str) -> ModelPair:
     state = _APPS[app]
     pair = state.pair(state.known(key))
     if state.defer_warm_up and key not in _warm:      # ZeroGPU: warm up on the worker's GPU, not at start
-        warm_up(pair)
+        # Inside the call's decoding slot (the page runs these functions in app.sliced), so its CUDA
+        # graphs are captured here too, once per worker process and pair, whichever function came first.
+        warm_up(pair, graphs=None)
         _warm.add(key)
     return pair
 

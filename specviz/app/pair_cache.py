@@ -9,6 +9,8 @@ never writes to a model, so one loaded pair can serve every session at once.
 A failed load is remembered for `remember_failures_s` seconds (the app uses 60): a hub pair that
 takes 45 s to fail offline then fails at once for the next visitors instead of being tried again
 by each of them.
+
+A dropped pair's CUDA graphs and static caches are let go with it (graph_model.forget_pair).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import time
 from collections import OrderedDict
 from typing import Callable
 
+from ..engine.runtime.graph_model import forget_pair
 from ..engine.runtime.pair import ModelPair
 
 
@@ -80,11 +83,14 @@ class PairCache:
             pending.error = err
             pending.done.set()
             raise
+        dropped = []
         with self._lock:
             while len(self._pairs) >= self.max_pairs:
-                self._pairs.popitem(last=False)
+                dropped.append(self._pairs.popitem(last=False)[1])
             self._pairs[key] = pair
             del self._loading[key]
+        for old in dropped:
+            forget_pair(old)
         pending.pair = pair
         pending.done.set()
         return pair

@@ -264,12 +264,16 @@ class AppState:
             self.cache.get(preset.key, lambda preset=preset: self._load(preset))
 
 
-def warm_up(pair: ModelPair) -> ModelPair:
+def warm_up(pair: ModelPair, graphs: bool | None = False) -> ModelPair:
     """One short race right after loading: first-call costs (kernel selection, allocator growth)
-    are paid here, not by whichever lane of a visitor's race happens to run first."""
+    are paid here, not by whichever lane of a visitor's race happens to run first. Eager by default
+    (`graphs=False`): a load runs outside the decoding slots, and CUDA graphs are captured only
+    inside one, at the pair's first race (engine/runtime/graph_model.py); a caller that holds a
+    slot (a ZeroGPU call) passes None to capture them here."""
     from ..engine import SpecConfig, race
     drafter = MODEL if pair.draft is not None else PROMPT_LOOKUP
-    for _ in race(pair, "Hello, world. Hello,", SpecConfig(k=4, max_new_tokens=12, drafter=drafter)):
+    cfg = SpecConfig(k=4, max_new_tokens=12, drafter=drafter, cuda_graphs=graphs)
+    for _ in race(pair, "Hello, world. Hello,", cfg):
         pass
     return pair
 

@@ -160,30 +160,36 @@ def paired_ratio(a: list[Timing], b: list[Timing]) -> float | None:
 
 
 def phase_breakdown(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
-    """Where a speculative round's time goes: forward passes timed by wrapping the models."""
+    """Where a speculative round's time goes: the models' feeds timed by wrapping each cache path's
+    `feed` (eager, lean draft, CUDA graphs, torch.compile), synchronized before and after. Not the
+    models' `forward`: a graph replay never calls it, and a synchronize inside a forward being
+    captured would break the capture (a feed captures before its step, never during a synchronize)."""
+    from ..engine.runtime.cached_model import CachedModel
+    from ..engine.runtime.graph_model import GraphCachedModel
+    from ..engine.runtime.static_model import StaticCachedModel
     spent = {"draft forward": 0.0, "target forward": 0.0}
     originals = []
 
-    def wrap(owner, name, key):
-        original = getattr(owner, name)
-        originals.append((owner, name, original))
+    def wrap(owner):
+        original = owner.feed
+        originals.append((owner, "feed", original))
 
-        def timed(*args, **kwargs):
+        def timed(self, *args, **kwargs):
+            draft = owner is LeanCachedModel or (pair.draft is not None and getattr(self, "model", None) is pair.draft)
             synchronize(pair.device)
             start = time.perf_counter()
-            out = original(*args, **kwargs)
+            out = original(self, *args, **kwargs)
             synchronize(pair.device)
-            spent[key] += time.perf_counter() - start
+            spent["draft forward" if draft else "target forward"] += time.perf_counter() - start
             return out
-        setattr(owner, name, timed)
+        owner.feed = timed
 
-    wrap(pair.target, "forward", "target forward")
+    for owner in (CachedModel, GraphCachedModel, StaticCachedModel, LeanCachedModel):
+        wrap(owner)
     if pair.draft is not None and uses_draft_model(cfg.drafter):
-        wrap(pair.draft, "forward", "draft forward")
-        # A draft on the CPU steps through the lean path (engine/runtime/lean_draft.py), not its model's forward;
-        # its weights are built (and their format timed) here, before the clock starts, outside any round.
+        # A draft on the CPU steps through the lean path (engine/runtime/lean_draft.py); its weights are
+        # built (and their format timed) here, before the clock starts, outside any round.
         lean_weights(pair.draft)
-        wrap(LeanCachedModel, "feed", "draft forward")
     try:
         events = list(speculate(pair, ids, cfg))
     finally:

@@ -59,7 +59,9 @@ def path_line(stats) -> str:
     lines = []
     paths = sorted({getattr(d, "decode_path", "eager") for d in dones} - {"eager"})
     capture = sum(getattr(d, "capture_s", 0.0) or 0.0 for d in dones)
-    if paths and capture > 0:
+    if any(p.startswith("eager (") for p in paths):     # the graph path closed: every step ran eagerly
+        lines.append(f"Decode path: {', '.join(paths)}.")
+    elif paths and capture > 0:
         lines.append(f"Decode path: {', '.join(paths)}, captured in {capture:.1f} s during this race: a one-time cost "
                      f"for this pair (counted on the lanes' clocks); later races replay the graphs.")
     elif paths:

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import torch
 
-from ..runtime.cached_model import ModelWithCache, cached_model, positions_needed, uncached
+from ..runtime.cached_model import ModelWithCache, cached_model, positions_needed, step_shapes, uncached
 from .config import SpecConfig
 from .events import Event, TargetToken
 from .lane import run_lane
@@ -33,7 +33,7 @@ def decode_baseline(pair: ModelPair, prompt: str | list[int], config: SpecConfig
 def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> Iterator[Event]:
     gen = make_generator(pair.device, cfg.seed)
     target = cached_model(pair.target, pair.vocab_size, cfg.fast, positions_needed(out, cfg),
-                          graphs=cfg.cuda_graphs)
+                          graphs=cfg.cuda_graphs, shapes=step_shapes(cfg, "plain"))
     tally = LaneTally()
 
     def step(clock: LaneClock) -> list[Event]:

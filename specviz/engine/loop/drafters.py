@@ -35,7 +35,7 @@ import math
 
 import torch
 
-from ..runtime.cached_model import ModelWithCache, cached_model, uncached
+from ..runtime.cached_model import ModelWithCache, cached_model, step_shapes, uncached
 from ..runtime.kv_buffer import buffered_cache
 from .sampling import choose, warp
 
@@ -75,7 +75,8 @@ class ModelDrafter:
     reads_target_features = False
 
     def __init__(self, model, vocab_size: int, cfg, gen: torch.Generator, positions: int = 0):
-        self.lm = cached_model(model, vocab_size, cfg.fast, positions, graphs=cfg.cuda_graphs, draft=True)
+        self.lm = cached_model(model, vocab_size, cfg.fast, positions, graphs=cfg.cuda_graphs, draft=True,
+                               shapes=step_shapes(cfg, "draft"))
         # Its own sampling settings: the run's, or the run's at the draft's own temperature. The
         # q it returns is the distribution it sampled from, so the acceptance rule stays exact.
         self.cfg = cfg if cfg.draft_temperature is None else replace(cfg, temperature=cfg.draft_temperature)

@@ -18,7 +18,7 @@ import torch
 
 from ...errors import ConfigError
 from .acceptance import Verdict, verify
-from ..runtime.cached_model import ModelWithCache, cached_model, positions_needed, uncached
+from ..runtime.cached_model import ModelWithCache, cached_model, positions_needed, step_shapes, uncached
 from .config import SpecConfig
 from .drafters import DRAFTERS, Drafter, Proposal, make_drafter, uses_draft_model
 from .events import Accepted, Bonus, Drafted, Event, Rejected, Resampled, RoundEnd
@@ -50,7 +50,8 @@ def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> It
     positions = positions_needed(out, cfg)
     drafter = make_drafter(pair, cfg, gen, positions)
     target = cached_model(pair.target, pair.vocab_size, cfg.fast, positions,
-                          keep_hidden=drafter.reads_target_features, graphs=cfg.cuda_graphs)
+                          keep_hidden=drafter.reads_target_features, graphs=cfg.cuda_graphs,
+                          shapes=step_shapes(cfg, "verify"))
     rounds = Rounds(pair, out, target, drafter, cfg, gen, lane)
     named = {"rule": "forced" if cfg.forced_acceptance is not None else cfg.rule,
              "rule_lossless": cfg.forced_acceptance is None and get_rule(cfg.rule).lossless}

@@ -35,9 +35,8 @@ class ModelWithCache(Protocol):
 
 
 class CachedModel:
-    decode_path = "eager"
-
-    def __init__(self, model, vocab_size: int, keep_hidden: bool = False):
+    def __init__(self, model, vocab_size: int, keep_hidden: bool = False, decode_path: str = "eager"):
+        self.decode_path = decode_path      # "eager", or why the graph path was not taken ("eager (...)")
         self.model = model
         self.vocab_size = vocab_size
         self.cache = buffered_cache(model.config)
@@ -92,12 +91,16 @@ def positions_needed(out, cfg) -> int:
 
 
 def cached_model(model, vocab_size: int, fast: bool = False, positions: int = 0,
-                 keep_hidden: bool = False, graphs: bool | None = None, draft: bool = False) -> ModelWithCache:
+                 keep_hidden: bool = False, graphs: bool | None = None, draft: bool = False,
+                 shapes: tuple = ()) -> ModelWithCache:
     """The model-with-cache a run decodes with (`positions`: the most tokens the run will hold in
-    the cache; `keep_hidden`: keep the final hidden states of each feed, for a feature draft):
-    the eager one for a feature draft; the fast path's compiled one when `fast`; the CUDA-graph
-    one when `graphs`, or when `graphs` is None and the model is on CUDA and can take it; for a
-    `draft` on the CPU that is a plain Llama decoder, the lean step (lean_draft.py); else eager."""
+    the cache; `keep_hidden`: keep the final hidden states of each feed, for a feature draft;
+    `shapes`: the (tokens, kept logits) feeds the run will make, for the graph path to capture at
+    once): the eager one for a feature draft; the fast path's compiled one when `fast`; the
+    CUDA-graph one when `graphs`, or when `graphs` is None and the model is on CUDA and can take
+    it, unless graphs are off for it (a capture failed in this process, or a replay of this model
+    differed from the eager step: then eager, its `decode_path` saying why); for a `draft` on the
+    CPU that is a plain Llama decoder, the lean step (lean_draft.py); else eager."""
     if keep_hidden:
         return CachedModel(model, vocab_size, keep_hidden=True)
     if fast:
@@ -110,18 +113,35 @@ def cached_model(model, vocab_size: int, fast: bool = False, positions: int = 0,
         if weights is not None:
             return LeanCachedModel(weights, vocab_size, positions)
     if graphs or (graphs is None and device.type == "cuda"):
-        from .graph_model import GraphCachedModel, unsupported
+        from .graph_model import GraphCachedModel, eager_reason, unsupported
         why = unsupported(model)
         if why is None:
-            return GraphCachedModel(model, vocab_size, positions)
+            off = eager_reason(model)
+            if off is not None:
+                return CachedModel(model, vocab_size, decode_path=f"eager ({off})")
+            return GraphCachedModel(model, vocab_size, positions, shapes=shapes)
         if graphs:
             raise ConfigError(f"CUDA graphs cannot run this model: {why}; turn cuda_graphs off")
     return CachedModel(model, vocab_size)
 
 
+def step_shapes(cfg, role: str) -> tuple:
+    """The (tokens fed, logits kept) feeds after the prefill that a run's `role` makes, for the graph
+    path to capture at once: "plain" steps, "draft" steps (and a draft catching up after an
+    all-accepted round), or a speculative target's "verify" passes: the token it lacks plus m drafts,
+    every logit kept, m = 0..k (rounds cut short by the draft or by the tokens left draft fewer)."""
+    if role == "plain":
+        return ((1, 1),)
+    if role == "draft":
+        return ((1, 1), (2, 1))
+    k = cfg.k_max if cfg.adaptive_k else cfg.k
+    return tuple((m + 1, m + 1) for m in range(k + 1))
+
+
 def path_stats(target, draft=None) -> dict:
     """What `Done.stats` says about how a lane decoded: `decode_path` (the target's: "eager",
-    "CUDA graphs", "torch.compile", or "eager replay" for the graph path off CUDA), `capture_s`,
+    "CUDA graphs", "torch.compile", "eager replay" for the graph path off CUDA, or "eager (graph
+    capture failed: ...)" / "eager (a replay differed ...)" when the graph path closed), `capture_s`,
     the seconds this run spent capturing graphs (0 when its pooled caches had them), and
     `draft_path`, how the draft model stepped ("" without one; e.g. "lean eager, int8 weights"), and
     `draft_format_by`, how the lean step's weights' format was chosen ("" for any other step)."""

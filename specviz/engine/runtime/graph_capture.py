@@ -1,29 +1,45 @@
-"""CUDA-graph bookkeeping, apart from the CUDA calls: which step shapes have a graph, their
-static input buffers, one capture per shape, the seconds capturing took, and invalidation.
+"""CUDA-graph bookkeeping, apart from the model: which step shapes have a graph, their static
+input buffers, captures taken all at once under the device gate, a check of each shape's first
+replay against the eager step, and failure that closes the path.
 
 A CUDA graph records a step's kernels once and replays them with one launch: what a small
 model's decode step costs is then its arithmetic and memory traffic, not hundreds of launches
-(PyTorch's `torch.cuda.CUDAGraph`; transformers' and gpt-fast's `torch.compile(mode=
-"reduce-overhead")` make the same graphs, after minutes of compiling). A replay reads its
-inputs from, and writes its output to, the addresses used at capture: so each shape owns
-static input buffers that the caller fills (`copy_`) before `run`, and the output must be
-read (copied) before the next replay of any graph sharing the memory pool.
+(PyTorch's `torch.cuda.CUDAGraph`; gpt-fast's and vLLM's decoding does the same). A replay reads
+its inputs from, and writes its output to, the addresses used at capture: each shape owns static
+input buffers that the caller fills (`copy_`) before `run`, and the output must be read (copied)
+before the next replay of any graph sharing the memory pool.
 
-The CUDA calls sit behind a two-method `Capturer`: `CudaCapturer` (warm-up on a side stream,
-capture into one memory pool per cache, replay) and `EagerCapturer`, which records the
-"captures" and calls the step eagerly, writing into a fixed output tensor as a replay does:
-on a CPU the tests run the very same buffers and bookkeeping (graph_model.py).
+Rules kept here (PyTorch's CUDA-graph notes, the CUDA runtime's stream-capture rules):
+- Only one capture is underway in the process, and no other device work that may synchronize or
+  allocate runs while it is: `GATE` is a device-wide lock that captures take exclusively and
+  lanes' steps (lane.py) and every device synchronize (`timing.synchronize`) take shared, so
+  they wait for a capture to end and a capture waits for the running ones to finish.
+- A capture runs on a stream of the model's device, under that device (`torch.cuda.device`).
+- A failed capture ends its capture and restores the thread's stream in a `finally`, and turns
+  graphs off for the whole process (`failure()`): every later run decodes eagerly and says why.
+- A shape's first replay is compared with the eager step on the same inputs (`check`); a
+  mismatch makes its set eager (`GraphSet.distrust`) and the caller rebuilds its cache eagerly.
+
+The CUDA calls sit behind a one-method `Capturer`: `CudaCapturer` and `EagerCapturer`, the CPU
+stand-in, which calls the step at each "replay", writing into a fixed output tensor as a replay
+does: on a CPU the tests run the very same buffers, gate, checks and bookkeeping (graph_model.py).
 """
 from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Protocol
+from typing import Callable, Hashable, Iterator, Protocol
 
 import torch
 
 Step = Callable[[], torch.Tensor]      # reads only its shape's static buffers; returns the step's output
+# The first replay of a shape must match the eager step within this share of the logits' scale:
+# replays run the very kernels the eager step launches on the same inputs, so they differ at most
+# by a reduction order (fp32: a few 1e-6 relative; bf16/fp16: a few ulps of 2^-8 carried through the
+# layers), while a value frozen at capture (a position, a length) moves logits by tenths or more.
+TOLERANCE = {torch.float32: 1e-3, torch.float64: 1e-6, torch.bfloat16: 3e-2, torch.float16: 1e-2}
 
 
 class Replay(Protocol):
@@ -34,6 +50,95 @@ class Capturer(Protocol):
     name: str                           # what the stats call the path: "CUDA graphs" or "eager replay"
 
     def capture(self, step: Step) -> Replay: ...
+
+
+class DeviceGate:
+    """A readers-writer lock: `exclusive()` for captures, `shared()` for device work that may
+    synchronize or allocate (a lane's whole step, any device synchronize). Writers go first (a
+    waiting capture holds new readers back, so steady stepping cannot starve it). Shared holds nest
+    within a thread, and the thread holding it exclusively passes through its own `shared()`; a
+    thread holding it shared cannot capture (`holds_shared`: its caller decodes that feed eagerly),
+    since two such threads would each wait for the other."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writer: int | None = None
+        self._waiting = 0
+        self._mine = threading.local()
+
+    @property
+    def capturing(self) -> bool:
+        return self._writer is not None
+
+    def holds_shared(self) -> bool:
+        return getattr(self._mine, "depth", 0) > 0 and self._writer != threading.get_ident()
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        depth = getattr(self._mine, "depth", 0)
+        if depth > 0 or self._writer == threading.get_ident():
+            self._mine.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._mine.depth = depth
+            return
+        with self._cond:
+            while self._writer is not None or self._waiting:
+                self._cond.wait()
+            self._readers += 1
+        self._mine.depth = 1
+        try:
+            yield
+        finally:
+            self._mine.depth = 0
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        me = threading.get_ident()
+        if self._writer == me:
+            yield
+            return
+        if self.holds_shared():
+            raise RuntimeError("a capture inside device work this thread holds shared would deadlock")
+        with self._cond:
+            self._waiting += 1
+            try:
+                while self._writer is not None or self._readers:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
+            self._writer = me
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = None
+                self._cond.notify_all()
+
+
+GATE = DeviceGate()
+_failure: list[str] = []            # why a capture failed in this process ([] while none has)
+
+
+def failure() -> str | None:
+    """Why graphs are off in this process (a capture failed), or None."""
+    return _failure[0] if _failure else None
+
+
+def fail(exc: BaseException) -> str:
+    if not _failure:
+        _failure.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+    return _failure[0]
+
+
+def clear_failure() -> None:
+    """Turn graphs back on after a failure (tests; a process never does it itself)."""
+    _failure.clear()
 
 
 @dataclass
@@ -47,30 +152,63 @@ class _Graph:
 
 
 class CudaCapturer:
-    """torch.cuda.CUDAGraph over the step; the graphs of one cache share one memory pool (they
-    never run at the same time, and each output is copied out before the next replay).
-    Capture mode "thread_local": another visitor's lane decoding (and synchronizing) in another
-    thread meanwhile does not invalidate the capture; captures themselves take turns (a lock)."""
+    """torch.cuda.CUDAGraph over the step, on this capturer's own stream of the model's device;
+    the graphs of one cache share one memory pool (they never run at the same time, and each output
+    is copied out before the next replay) and are captured on that one stream, as PyTorch asks of a
+    shared pool. Capture mode "thread_local", and the gate (GraphSet.capture) keeps lanes' steps and
+    device synchronizes of every thread waiting while it captures."""
     name = "CUDA graphs"
-    WARMUP = 2                          # eager runs on a side stream first (lazy kernel and cuBLAS setup)
-    LOCK = threading.Lock()
+    WARMUP = 2                          # eager runs on the capture stream first (lazy kernel and cuBLAS setup)
 
     def __init__(self, device: torch.device):
         self.device = device
-        self.pool = torch.cuda.graph_pool_handle()
+        with torch.cuda.device(device):
+            self.pool = torch.cuda.graph_pool_handle()
+            self.stream = torch.cuda.Stream(device)
 
     def capture(self, step: Step) -> Replay:
-        with self.LOCK:
-            side = torch.cuda.Stream(self.device)
-            side.wait_stream(torch.cuda.current_stream(self.device))
-            with torch.cuda.stream(side):
+        with torch.cuda.device(self.device):
+            caller = torch.cuda.current_stream(self.device)
+            self.stream.wait_stream(caller)
+            graph = torch.cuda.CUDAGraph()
+            # The `with` restores the thread's stream whatever happens inside (torch.cuda.graph's own
+            # __exit__ ends the capture first and, when that raises, leaves the capture stream current).
+            with torch.cuda.stream(self.stream):
                 for _ in range(self.WARMUP):
                     step()
-            torch.cuda.current_stream(self.device).wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
-                output = step()
+                torch.cuda.synchronize(self.device)         # the gate is ours: no capture is underway
+                graph.capture_begin(self.pool, capture_error_mode="thread_local")
+                try:
+                    output = step()
+                except BaseException:
+                    _end_quietly(graph, self.device, self.pool)
+                    raise
+                try:
+                    graph.capture_end()
+                except BaseException:
+                    _stop_pool_routing(self.device, self.pool)
+                    raise
+            caller.wait_stream(self.stream)
         return _Graph(graph, output)
+
+
+def _end_quietly(graph, device: torch.device, pool) -> None:
+    """End a capture whose step raised (the step's error is the one worth reporting)."""
+    try:
+        graph.capture_end()
+    except Exception:          # noqa: BLE001 - the capture was invalid anyway
+        _stop_pool_routing(device, pool)
+
+
+def _stop_pool_routing(device: torch.device, pool) -> None:
+    """capture_end raises before it tells the allocator the capture is over when the CUDA call to end
+    it fails: tell it here, so that nothing more is routed to the dead capture's pool."""
+    end = getattr(torch._C, "_cuda_endAllocateToPool", None)
+    if end is not None:
+        try:
+            end(device.index if device.index is not None else torch.cuda.current_device(), pool)
+        except Exception:      # noqa: BLE001 - already ended
+            pass
 
 
 @dataclass
@@ -99,21 +237,42 @@ def capturer_for(device: torch.device) -> Capturer:
     return CudaCapturer(device) if device.type == "cuda" else EagerCapturer()
 
 
+def check(eager: torch.Tensor, replayed: torch.Tensor, dtype: torch.dtype) -> str | None:
+    """Why a replay's output (keep, V) is not the eager step's on the same inputs, or None: every row's
+    argmax must agree and the largest difference stay within TOLERANCE of the logits' scale."""
+    eager, replayed = eager.float(), replayed.float()
+    if eager.shape != replayed.shape:
+        return f"shape {tuple(replayed.shape)} instead of {tuple(eager.shape)}"
+    if not torch.isfinite(replayed).all():
+        return "non-finite logits"
+    delta = (eager - replayed).abs().max().item()
+    bound = TOLERANCE.get(dtype, 3e-2) * max(1.0, eager.abs().max().item())
+    if not torch.equal(eager.argmax(-1), replayed.argmax(-1)):
+        return f"a different argmax (max |delta| {delta:.3g})"
+    if delta > bound:
+        return f"max |delta| {delta:.3g} over {bound:.3g}"
+    return None
+
+
 @dataclass
 class GraphSet:
-    """The replays of one cache, one per step shape (key), captured on first use.
+    """The replays of one cache, one per step shape (key).
 
-    `buffers[key]` holds that shape's static inputs, made by `make_buffers(key)` once;
-    `capture_s` sums the seconds of every capture (warm-up included, device-synchronized).
-    After `invalidate()` (the cache's memory is given up) nothing captured may run again."""
+    `capture(plan)` captures every shape of `plan` (key -> step) it lacks, all at once under the
+    gate; `run(key, step, rebuild)` replays key's graph, checking its first replay. `buffers[key]`
+    holds that shape's static inputs, made by `make_buffers(key)` once; `capture_s` sums the seconds
+    of every capture (warm-up included, device-synchronized). After `invalidate()` (the cache's
+    memory is given up) nothing captured may run again."""
     capturer: Capturer
     device: torch.device
+    dtype: torch.dtype = torch.float32
     replays: dict[Hashable, Replay] = field(default_factory=dict)
     buffers: dict[Hashable, object] = field(default_factory=dict)
+    checked: set = field(default_factory=set)     # shapes whose first replay matched the eager step
     captures: int = 0
     capture_s: float = 0.0
     valid: bool = True
-    failed: str | None = None           # why a capture failed (then every step runs eagerly)
+    distrusted: str | None = None       # why a replay failed its check (then this set runs eagerly)
 
     def buffers_for(self, key: Hashable, make_buffers: Callable[[Hashable], object]):
         if not self.valid:
@@ -122,36 +281,69 @@ class GraphSet:
             self.buffers[key] = make_buffers(key)
         return self.buffers[key]
 
-    def run(self, key: Hashable, step: Step) -> torch.Tensor:
-        """Replay key's graph, capturing it from `step` first if it has none. The caller has
-        filled key's buffers already (a capture computes the step too: warm-up is a real run).
-        If a capture fails, this set runs every step eagerly from then on (same buffers, same
-        results, launch-bound again) and `path` says why."""
-        if self.failed is not None:
-            return step()
-        replay = self.replays.get(key)
-        if replay is None:
+    @property
+    def eager_reason(self) -> str | None:
+        """Why this set's steps run eagerly (None: they replay)."""
+        if failure() is not None:
+            return f"graph capture failed: {failure()}"
+        return self.distrusted
+
+    def capture(self, plan: dict[Hashable, Step]) -> None:
+        """Capture every shape of `plan` not captured yet, holding the gate exclusively: no device
+        synchronize anywhere in the process meanwhile. A failure turns graphs off for the process."""
+        if self.eager_reason is not None or all(key in self.replays for key in plan) or GATE.holds_shared():
+            return
+        with GATE.exclusive():
+            if failure() is not None:           # another set's capture failed while this one waited
+                return
             start = time.perf_counter()
             try:
-                replay = self.capturer.capture(step)
-            except Exception as exc:           # noqa: BLE001 - any capture failure: decode on, eagerly
-                self.failed = f"{type(exc).__name__}: {str(exc)[:200]}"
-                return step()
-            finally:
-                _sync(self.device)
-                self.capture_s += time.perf_counter() - start
-            self.replays[key] = replay
-            self.captures += 1
-        return replay.run()
+                for key, step in plan.items():
+                    if key not in self.replays:
+                        self.replays[key] = self.capturer.capture(step)
+                        self.captures += 1
+            except Exception as exc:            # noqa: BLE001 - any capture failure: eager from now on
+                fail(exc)
+                self.replays.clear()
+            try:
+                _sync(self.device)              # still inside the gate: no capture is underway
+            except Exception as exc:            # noqa: BLE001 - the device reports a capture's error late
+                fail(exc)
+                self.replays.clear()
+            self.capture_s += time.perf_counter() - start
+
+    def run(self, key: Hashable, step: Step, rebuild: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """key's output for the buffers the caller filled. A shape not captured yet is captured first
+        (unless this thread is inside shared device work, a lane's step: then that feed runs eagerly);
+        its first replay runs after the eager step on the same inputs and must match it (`check`): on a
+        mismatch this set turns eager for good and `rebuild()` (the caller redoes its cache eagerly, as
+        the replay may have written stale entries) gives the output. Eager sets call the step."""
+        if self.eager_reason is None and key not in self.replays:
+            self.capture({key: step})
+        if self.eager_reason is not None or key not in self.replays:   # closed, or no capture from here
+            return step()
+        replay = self.replays[key]
+        if key in self.checked:
+            return replay.run()
+        expected = step().clone()               # eager first: it writes the right cache entries
+        replayed = replay.run()
+        why = check(expected, replayed, self.dtype)
+        if why is None:
+            self.checked.add(key)
+            return replayed
+        self.distrusted = f"a replay differed from the eager step ({why})"
+        return rebuild()
 
     @property
     def path(self) -> str:
         """The decode path's name for the stats."""
-        return self.capturer.name if self.failed is None else f"eager (graph capture failed: {self.failed})"
+        why = self.eager_reason
+        return self.capturer.name if why is None else f"eager ({why})"
 
     def invalidate(self) -> None:
         self.replays.clear()
         self.buffers.clear()
+        self.checked.clear()
         self.valid = False
 
 

@@ -7,13 +7,20 @@ writes come from outside, gpt-fast's `input_pos`: one static buffer the step rea
 is the model's own forward, given explicitly what it would otherwise derive from the cache on
 the host: position ids, and a 4-D additive mask built on the device from those positions
 (key j is seen by the query at position p iff j <= p), so nothing in it reads a device value
-on the host and the whole step can be captured. Prefills (the first feed) run eagerly; every
-later feed of n tokens keeping `keep` logits replays the graph of (n, keep), captured on
-first use (graph_capture.py): 1 for draft and plain steps, 2 for a draft catching up, k + 1
-for a verify pass. Rolling back is moving the length: entries past it are masked, then overwritten.
+on the host and the whole step can be captured. Prefills (the first feed) and feeds of more than
+MAX_GRAPH_TOKENS run eagerly over the filled positions only; every later feed of n tokens keeping
+`keep` logits replays the graph of (n, keep): 1 for draft and plain steps, 2 for a draft catching
+up, k + 1 for a verify pass. Every shape a run plans (`shapes`) is captured before its first step
+(`prepare`), all at once, inside the decoding slot that runs it (graph_capture.py's gate keeps every
+other lane's step and every device synchronize in the process away meanwhile), and each shape's first replay is checked against the
+eager step; a mismatch makes the model decode eagerly from then on (its cache rebuilt from the
+tokens fed, which the bundle keeps). Rolling back is moving the length: entries past it are masked,
+then overwritten.
 
-Caches, with their graphs, are pooled per (model, capacity, vocabulary) and lent to one run at a time:
-a pair captures once per loaded pair and lane shape, and later runs replay (capture_s = 0).
+Caches, with their graphs, are pooled per (model, capacity, vocabulary), lent to one run at a
+time, and kept only while they can replay: the pool holds its models weakly, drops a model's
+bundles when it is forgotten (a pair evicted) or collected, when its weights moved (their device
+addresses, which a graph has baked in, changed: ZeroGPU), and beyond a few bundles in all.
 Exactness: the same forward with the same keys and values; attention spans the whole
 capacity with the masked entries at -inf weight, which rounds like the eager path in fp32
 (tests/test_cuda_graphs.py checks greedy identity with generate()).
@@ -21,20 +28,22 @@ capacity with the masked entries at -inf weight, which rounds like the eager pat
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 import weakref
-from collections import defaultdict
 from dataclasses import dataclass
 
 import torch
 from transformers import StaticCache
 from transformers.cache_utils import Cache, StaticLayer
 
-from .graph_capture import Capturer, GraphSet, capturer_for
+from .graph_capture import Capturer, GraphSet, capturer_for, failure
 from .static_model import capacity_for
 
 MAX_GRAPH_TOKENS = 33       # feeds of more tokens (k is at most 32, plus one) run eagerly, as prefills do
 ATTENTION = ("sdpa", "eager")   # implementations that take a 4-D additive mask as given
+MAX_POOLED = 6              # free bundles kept in all (a 7B-shaped bf16 bundle at 16k positions is ~0.94 GB)
+PER_SHAPE = 2               # ... and per (model, capacity, vocabulary): a race's two lanes of one model
 
 
 def unsupported(model) -> str | None:
@@ -50,10 +59,26 @@ def unsupported(model) -> str | None:
     return None
 
 
+def eager_reason(model) -> str | None:
+    """Why `model` decodes eagerly although it could take this path: a capture failed in this
+    process, or one of its replays differed from the eager step (None: it replays)."""
+    if failure() is not None:
+        return f"graph capture failed: {failure()}"
+    return POOL.distrusted(model)
+
+
+def weights_of(model) -> tuple:
+    """Where the model's weights and buffers live on the device: a captured graph reads these
+    addresses, so a bundle captured over other addresses must not replay."""
+    return tuple(t.data_ptr() for t in itertools.chain(model.parameters(), model.buffers()))
+
+
 class _Slot:
-    """Where the current step writes: the positions tensor all layers read (shared)."""
+    """Where the current step writes: the positions tensor all layers read (shared), and how many
+    cache entries attention spans (the capacity for a graph step; the filled ones for an eager feed)."""
     positions: torch.Tensor | None = None
     length: int = 0
+    span: int = 0
 
 
 class _PositionedLayer(StaticLayer):
@@ -68,6 +93,8 @@ class _PositionedLayer(StaticLayer):
             self.lazy_initialization(key_states, value_states)
         self.keys.index_copy_(2, self.slot.positions, key_states)        # (1, heads, capacity, dim)
         self.values.index_copy_(2, self.slot.positions, value_states)
+        if self.slot.span < self.max_cache_len:
+            return self.keys[:, :, : self.slot.span], self.values[:, :, : self.slot.span]
         return self.keys, self.values
 
     def get_seq_length(self) -> int:
@@ -83,82 +110,164 @@ class _Buffers:
 
 
 class _Bundle:
-    """A static cache, the graphs captured over it (their addresses are the cache's) and the step
-    they capture: a function of the bundle alone, since a later run replays what an earlier one captured."""
+    """A static cache, the graphs captured over it (their addresses are the cache's and the
+    weights') and the step they capture: a function of the bundle alone, since a later run replays
+    what an earlier one captured. It holds its model weakly (the pool must not keep a model alive)
+    and the tokens fed so far (`history`), from which a distrusted cache is rebuilt."""
 
     def __init__(self, model, vocab_size: int, capacity: int, capturer: Capturer):
-        self.model, self.vocab_size = model, vocab_size
+        self._model = weakref.ref(model)
+        self.vocab_size, self.capacity = vocab_size, capacity
         self.device = model.get_input_embeddings().weight.device
         self.dtype = model.get_input_embeddings().weight.dtype
+        self.weights = weights_of(model)
+        self.epoch = 0
         self.slot = _Slot()
         self.cache = Cache(layers=[_PositionedLayer(capacity, self.slot) for _ in range(model.config.num_hidden_layers)])
         self.kv_index = torch.arange(capacity, device=self.device)          # (capacity,)
-        self.graphs = GraphSet(capturer, self.device)
+        self.history = torch.zeros(capacity, dtype=torch.long, device=self.device)
+        self.graphs = GraphSet(capturer, self.device, self.dtype)
 
-    def step(self, tokens: torch.Tensor, positions: torch.Tensor, keep: int) -> torch.Tensor:
-        """The forward a graph captures: reads tokens (n,) and positions (n,) only through tensors."""
+    @property
+    def model(self):
+        return self._model()
+
+    def step(self, tokens: torch.Tensor, positions: torch.Tensor, keep: int, span: int | None = None) -> torch.Tensor:
+        """The forward a graph captures: reads tokens (n,) and positions (n,) only through tensors.
+        `span`: attend over the first `span` cache entries only (an eager feed: a mask of n x span,
+        not n x capacity); a graph step spans the capacity, a shape fixed at capture."""
+        model = self.model
+        if model is None:
+            raise RuntimeError("the model of this cache was garbage-collected")
         self.slot.positions = positions
-        seen = self.kv_index[None, :] <= positions[:, None]                # (n, capacity): key j seen by query i
+        self.slot.span = span = self.capacity if span is None else span
+        seen = self.kv_index[None, :span] <= positions[:, None]            # (n, span): key j seen by query i
         mask = torch.zeros(seen.shape, dtype=self.dtype, device=self.device)
-        mask = mask.masked_fill(~seen, torch.finfo(self.dtype).min)[None, None]   # (1, 1, n, capacity)
+        mask = mask.masked_fill(~seen, torch.finfo(self.dtype).min)[None, None]   # (1, 1, n, span)
         # cache_position too, from the same tensor: left out, transformers derives it from the cache's
         # length on the host, a number a CUDA graph would freeze at its capture.
-        out = self.model(input_ids=tokens.view(1, -1), position_ids=positions.view(1, -1), attention_mask=mask,
-                         cache_position=positions, past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
+        out = model(input_ids=tokens.view(1, -1), position_ids=positions.view(1, -1), attention_mask=mask,
+                    cache_position=positions, past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
         return out.logits[0, :, : self.vocab_size].float()                 # (keep, V)
 
 
 class BundlePool:
-    """Bundles kept per (model, (capacity, vocabulary)); `forget(model)` (or the model's garbage collection)
-    invalidates their graphs and lets their memory go."""
+    """Free bundles per (model, (capacity, vocabulary)), most recently released last, at most
+    MAX_POOLED in all and PER_SHAPE per key. Models are held weakly: `forget(model)` (a pair
+    evicted) or the model's garbage collection drops its free bundles (their graphs invalidated) and
+    keeps its lent ones from coming back; a model whose replay failed its check is `distrusted`.
+    An RLock: a model collected while the lock is held runs its finalizer in the same thread."""
 
-    def __init__(self):
-        self._free: dict[tuple[int, tuple], list[_Bundle]] = defaultdict(list)
+    def __init__(self, cap: int = MAX_POOLED, per_shape: int = PER_SHAPE):
+        self.cap, self.per_shape = cap, per_shape
+        self._free: list[tuple[tuple, _Bundle]] = []
+        self._epochs: dict[int, int] = {}
+        self._distrust: dict[int, str] = {}
         self._watched: set[int] = set()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
-    def acquire(self, model, shape: tuple, make) -> _Bundle:
+    def acquire(self, model, shape: tuple, make, plan=()) -> _Bundle:
+        """A free bundle of this model and shape whose weights are where the model's are now, the one
+        that has the most of `plan`'s shapes captured (a lane gets back the bundle it captured into);
+        else `make()`."""
+        key, weights = (id(model), shape), weights_of(model)
         with self._lock:
-            free = self._free[(id(model), shape)]
-            if free:
-                return free.pop()
-            if id(model) not in self._watched:
-                self._watched.add(id(model))
-                weakref.finalize(model, self._forget_id, id(model))
-        return make()
+            self._watch(model)
+            for entry in [e for e in self._free if e[0] == key and e[1].weights != weights]:
+                self._drop(entry)                       # the weights moved: its graphs read old addresses
+            mine = [e for e in self._free if e[0] == key]
+            if mine:
+                entry = max(reversed(mine), key=lambda e: sum(s in e[1].graphs.replays for s in plan))
+                self._free.remove(entry)
+                return entry[1]
+            epoch = self._epochs.get(id(model), 0)
+        bundle = make()
+        bundle.epoch = epoch
+        return bundle
 
     def release(self, model, shape: tuple, bundle: _Bundle) -> None:
+        key = (id(model), shape)
         with self._lock:
-            if bundle.graphs.valid:
-                self._free[(id(model), shape)].append(bundle)
+            if (not bundle.graphs.valid or bundle.epoch != self._epochs.get(id(model), 0) or bundle.model is None
+                    or id(model) in self._distrust):
+                bundle.graphs.invalidate()
+                return
+            self._free.append((key, bundle))
+            same = [e for e in self._free if e[0] == key]
+            for entry in same[: max(0, len(same) - self.per_shape)]:
+                self._drop(entry)
+            for entry in self._free[: max(0, len(self._free) - self.cap)]:
+                self._drop(entry)
+
+    def bundles(self, model) -> list[_Bundle]:
+        """This model's free bundles, oldest first."""
+        with self._lock:
+            return [b for (mid, _), b in self._free if mid == id(model)]
 
     def forget(self, model) -> None:
-        self._forget_id(id(model))
-
-    def _forget_id(self, model_id: int) -> None:
+        """Drop the model's free bundles; those lent now are dropped when they come back."""
         with self._lock:
-            for key in [key for key in self._free if key[0] == model_id]:
-                for bundle in self._free.pop(key):
-                    bundle.graphs.invalidate()
+            self._epochs[id(model)] = self._epochs.get(id(model), 0) + 1
+            self._drop_all(id(model))
+
+    def distrust(self, model, why: str) -> None:
+        with self._lock:
+            self._watch(model)
+            self._distrust.setdefault(id(model), why)
+            self._drop_all(id(model))
+
+    def distrusted(self, model) -> str | None:
+        return self._distrust.get(id(model))
+
+    def _watch(self, model) -> None:
+        if id(model) not in self._watched:
+            self._watched.add(id(model))
+            weakref.finalize(model, self._collected, id(model))
+
+    def _collected(self, model_id: int) -> None:
+        with self._lock:
+            self._drop_all(model_id)
+            self._epochs.pop(model_id, None)
+            self._distrust.pop(model_id, None)
             self._watched.discard(model_id)
+
+    def _drop_all(self, model_id: int) -> None:
+        for entry in [e for e in self._free if e[0][0] == model_id]:
+            self._drop(entry)
+
+    def _drop(self, entry) -> None:
+        if entry in self._free:     # a finalizer run meanwhile (same thread, the lock is reentrant) may have
+            self._free.remove(entry)
+        entry[1].graphs.invalidate()
 
 
 POOL = BundlePool()
 
 
+def forget_pair(pair) -> None:
+    """Let a pair's graphs and static caches go (the pair left the app's cache)."""
+    for model in (getattr(pair, "target", None), getattr(pair, "draft", None)):
+        if model is not None:
+            POOL.forget(model)
+
+
 class GraphCachedModel:
     """ModelWithCache over a pooled static cache; decode steps replayed as captured graphs.
-    `capturer` (default: CUDA graphs on CUDA, eager elsewhere) applies to a new cache only: a
-    pooled one keeps its own, with the graphs it captured."""
+    `shapes`: the (tokens, kept logits) feeds this run will make, captured together at its first feed
+    (a shape outside them is captured when first fed). `capturer` (default: CUDA graphs on CUDA, the
+    eager stand-in elsewhere) applies to a new cache only: a pooled one keeps its own."""
 
-    def __init__(self, model, vocab_size: int, positions: int, capturer: Capturer | None = None):
+    def __init__(self, model, vocab_size: int, positions: int, capturer: Capturer | None = None, shapes=()):
         self.model, self.vocab_size = model, vocab_size
         self.device = model.get_input_embeddings().weight.device
         self.capacity = capacity_for(positions)
+        self.shapes = tuple(s for s in dict.fromkeys(shapes) if s[0] <= MAX_GRAPH_TOKENS)
         self.bundle = POOL.acquire(model, (self.capacity, vocab_size),
-                                   lambda: _Bundle(model, vocab_size, self.capacity, capturer or capturer_for(self.device)))
+                                   lambda: _Bundle(model, vocab_size, self.capacity, capturer or capturer_for(self.device)),
+                                   plan=self.shapes)
         self.graphs = self.bundle.graphs
         self._captures0, self._capture_s0 = self.graphs.captures, self.graphs.capture_s
+        self._planned = False
         self._length = 0
         self.forwards = 0
 
@@ -181,26 +290,49 @@ class GraphCachedModel:
         return self.graphs.capture_s - self._capture_s0
 
     @torch.inference_mode()
+    def prepare(self) -> None:
+        """Capture every planned shape this cache lacks, once, before the first feed runs: a lane calls
+        it before its first step, outside the step's shared hold on the device gate (inside it, capturing
+        is not possible: the shapes would then run eagerly)."""
+        if not self._planned:
+            self._planned = True
+            self.graphs.capture({key: self._step_for(key) for key in self.shapes})
+
+    @torch.inference_mode()
     def feed(self, tokens: torch.Tensor, keep: int) -> torch.Tensor:
         """Run tokens (n,) after the cached ones; the last `keep` positions' logits (keep, V) fp32."""
         n, start = tokens.numel(), self._length
         if start + n > self.capacity:
             raise RuntimeError(f"static cache overflow: {start} + {n} > {self.capacity} positions")
-        self.bundle.slot.length = start
+        self.prepare()
+        bundle = self.bundle
+        bundle.slot.length = start
         tokens = tokens.view(-1).to(self.device)
-        if start == 0 or n > MAX_GRAPH_TOKENS:
-            logits = self.bundle.step(tokens, torch.arange(start, start + n, device=self.device), keep)
+        bundle.history[start: start + n].copy_(tokens)
+        if start == 0 or n > MAX_GRAPH_TOKENS or self.graphs.eager_reason is not None:
+            logits = self._eager(start, start + n, keep)
         else:
             key = (n, keep)
-            buf = self.graphs.buffers_for(key, self._buffers)
+            step = self._step_for(key)
+            buf = self.graphs.buffers[key]
             buf.tokens.copy_(tokens)
             torch.add(buf.offsets, start, out=buf.positions)
-            # The step is the bundle's, not this object's: a later run with this cache replays it.
-            step = functools.partial(self.bundle.step, buf.tokens, buf.positions, keep)
-            logits = self.graphs.run(key, step).clone()
+            logits = self.graphs.run(key, step, rebuild=lambda: self._eager(0, start + n, keep)).clone()
+            if self.graphs.distrusted is not None:
+                POOL.distrust(self.model, self.graphs.distrusted)
         self._length = start + n
         self.forwards += 1
         return logits
+
+    def _eager(self, start: int, end: int, keep: int) -> torch.Tensor:
+        """The step run eagerly over the fed tokens start..end-1, attending to the first `end` entries."""
+        positions = torch.arange(start, end, device=self.device)
+        return self.bundle.step(self.bundle.history[start:end], positions, keep, span=end)
+
+    def _step_for(self, key) -> functools.partial:
+        # The step is the bundle's, not this object's: a later run with this cache replays it.
+        buf = self.graphs.buffers_for(key, self._buffers)
+        return functools.partial(self.bundle.step, buf.tokens, buf.positions, key[1])
 
     def _buffers(self, key) -> _Buffers:
         n, _ = key

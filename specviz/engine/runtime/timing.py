@@ -2,7 +2,8 @@
 
 A lane is a generator; the clock runs only while the lane is working (between being
 resumed and yielding), so time spent in the other lane of a race, or by the consumer,
-is never counted. On CUDA the device is synchronized before the clock is read.
+is never counted. On CUDA the device is synchronized before the clock is read, through the
+device gate (graph_capture.py): never while a CUDA graph is being captured in the process.
 Within a round, `PhaseMarks` splits the time into phases without adding a sync: on CUDA
 it records CUDA events and reads them after the round's one device-to-host read.
 """
@@ -12,12 +13,17 @@ import time
 
 import torch
 
+from .graph_capture import GATE
+
 
 def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
+    """Wait for the device; a capture underway in any thread is waited for first (a device
+    synchronize during a capture would invalidate it)."""
+    with GATE.shared():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        elif device.type == "mps":
+            torch.mps.synchronize()
 
 
 class LaneClock:

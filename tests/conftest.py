@@ -61,7 +61,20 @@ def pair_random(tiny_dirs):
 
 @pytest.fixture(scope="session")
 def pair_self(tiny_dirs):
-    return load_pair(tiny_dirs["target"], tiny_dirs["target"], device="cpu")
+    """The target as its own draft. Its lean draft step is fixed at fp32: left to timing, int8 weights win
+    when the machine is busy at that moment, and an int8 copy of the target is no longer the target."""
+    from specviz.engine.runtime import lean_draft
+    pair = load_pair(tiny_dirs["target"], tiny_dirs["target"], device="cpu")
+    before = os.environ.get(lean_draft.ENV)
+    os.environ[lean_draft.ENV] = "fp32"
+    try:
+        lean_draft.lean_weights(pair.draft)        # memoized for this model: every run of it steps in fp32
+    finally:
+        if before is None:
+            del os.environ[lean_draft.ENV]
+        else:
+            os.environ[lean_draft.ENV] = before
+    return pair
 
 
 @pytest.fixture(scope="session")

@@ -408,3 +408,89 @@ def test_a_release_without_its_note_still_frees_the_slot():
     slots.release()                                # the note forgotten: no slot may leak
     assert not slots.busy() and slots.acquire() and slots.busy()
     slots.release()
+
+
+# --- two pairs loading at once; every load failure is one line -----------------------------
+def test_models_built_in_two_threads_at_once_both_load_whole(tiny_dirs):
+    from specviz.models.loading import load_model
+    solo = load_model(tiny_dirs["target"], torch.device("cpu"), torch.float32).state_dict()
+    built, errors = [], []
+
+    def build(name):
+        try:
+            built.append((name, load_model(tiny_dirs[name], torch.device("cpu"), torch.float32)))
+        except Exception as err:          # noqa: BLE001 (the test reads it)
+            errors.append(err)
+    for _ in range(3):
+        threads = [threading.Thread(target=build, args=(n,)) for n in ("target", "cut", "random", "target")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    assert errors == []
+    for name, model in built:
+        assert not any(p.is_meta for p in model.parameters())
+        if name == "target":                       # the very weights of a load on its own
+            assert all(torch.equal(v, solo[k]) for k, v in model.state_dict().items())
+
+
+def test_an_unexpected_failure_inside_a_load_is_a_transient_one_line_load_error(tiny_dirs, monkeypatch):
+    from transformers import AutoModelForCausalLM
+    from specviz.errors import LoadError
+    from specviz.models.loading import load_model
+
+    def meta(*args, **kwargs):
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!\nsecond line")
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", meta)
+    with pytest.raises(LoadError) as err:
+        load_model(tiny_dirs["target"], torch.device("cpu"), torch.float32)
+    assert err.value.transient and "\n" not in str(err.value) and "meta tensor" in str(err.value)
+
+
+def test_a_transient_load_failure_is_not_remembered():
+    from specviz.app.pair_cache import PairCache
+    from specviz.errors import LoadError
+    cache = PairCache(2, remember_failures_s=60)
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) == 1:
+            raise LoadError("could not load the model: Cannot copy out of meta tensor", transient=True)
+        return "loaded"
+    with pytest.raises(LoadError):
+        cache.get("bundled", flaky)
+    assert cache.get("bundled", flaky) == "loaded" and calls == [1, 1]
+
+
+def test_the_app_turns_any_load_failure_into_a_one_line_load_error_it_retries(tiny_dirs, monkeypatch):
+    from specviz.app import state
+    from specviz.errors import LoadError
+    app = tiny_app(tiny_dirs)
+    app.presets["again"] = Preset("again", "again", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",))
+    load, calls = state.load_pair, []
+
+    def broken_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("/srv/secret/path went wrong\nmore")
+        return load(*args, **kwargs)
+    monkeypatch.setattr(state, "load_pair", broken_once)
+    with pytest.raises(LoadError) as err:
+        app.pair(app.preset("again"))
+    assert "\n" not in str(err.value) and "/srv" not in str(err.value) and err.value.transient
+    assert app.pair(app.preset("again")) is not None and len(calls) == 2      # tried again at once
+
+
+def test_generate_answers_an_unexpected_failure_in_one_line(tiny_dirs, monkeypatch, caplog):
+    import gradio as gr
+    from specviz.view import api
+    app = tiny_app(tiny_dirs)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("/srv/app/secret.py exploded")
+    monkeypatch.setattr(api, "generate", boom)
+    with pytest.raises(gr.Error) as err:
+        api.generate_endpoint(app)("def f():", "tiny")
+    assert "RuntimeError" in err.value.message and "/srv" not in err.value.message
+    assert "\n" not in err.value.message and err.value.print_exception is False

@@ -8,7 +8,8 @@ never writes to a model, so one loaded pair can serve every session at once.
 
 A failed load is remembered for `remember_failures_s` seconds (the app uses 60): a hub pair that
 takes 45 s to fail offline then fails at once for the next visitors instead of being tried again
-by each of them.
+by each of them. An error marked `transient` (errors.LoadError: memory short for a moment, an
+unexpected failure inside the load) is not remembered: the next visitor tries again.
 """
 from __future__ import annotations
 
@@ -75,7 +76,8 @@ class PairCache:
         except BaseException as err:
             with self._lock:
                 del self._loading[key]
-                if self.remember_failures_s > 0 and isinstance(err, Exception):
+                if (self.remember_failures_s > 0 and isinstance(err, Exception)
+                        and not getattr(err, "transient", False)):
                     self._failed[key] = (self._clock(), err)
             pending.error = err
             pending.done.set()

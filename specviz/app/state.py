@@ -191,12 +191,20 @@ class AppState:
         return self.cache.get(preset.key, lambda: self._load(preset))
 
     def _load(self, preset: Preset) -> ModelPair:
-        """Load and warm up a pair. A failure is logged in full and raised in the visitor's words (no
-        server paths, no CLI advice: app/visitor_text.py). Races meanwhile are told (side_work)."""
+        """Load and warm up a pair. A failure is logged in full and raised as a one-line LoadError in the
+        visitor's words (no server paths, no CLI advice: app/visitor_text.py); one that came from a passing
+        state of this process is marked transient, so the cache does not remember it. Races meanwhile
+        are told (side_work)."""
         # A visitor's own hub ids are theirs: other visitors' pages name the load, not the ids.
         what = "loading a pair a visitor named" if preset.key in self.custom else f"loading {preset.label}"
         with self.side_work.doing(what):
-            return self._load_pair(preset)
+            try:
+                return self._load_pair(preset)
+            except SpecvizError:
+                raise
+            except Exception as err:   # noqa: BLE001 - any other failure (warm-up included): one line, not remembered
+                log.warning("loading the pair %r failed", preset.key, exc_info=True)
+                raise LoadError(f"{preset.label} could not be loaded: {type(err).__name__}", transient=True) from None
 
     def _load_pair(self, preset: Preset) -> ModelPair:
         try:
@@ -205,7 +213,7 @@ class AppState:
         except LoadError as err:
             log.warning("loading the pair %r failed: %s", preset.key, err)
             text = for_visitor(err).replace(fetch_hint(preset.target), "the host has not fetched it yet")
-            raise LoadError(f"{preset.label} could not be loaded: {text}") from None
+            raise LoadError(f"{preset.label} could not be loaded: {text}", transient=err.transient) from None
         if self.defer_warm_up:
             return pair
         warm_up(pair)

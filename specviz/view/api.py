@@ -1,7 +1,9 @@
 """The `/generate` endpoint as Gradio sees it: app/api.py's `generate` with the signature
 gr.api reads its parameters from, a bad input answered with a gr.Error carrying the message.
 A visitor's mistake is logged as one line, never a traceback (anyone could fill the log with them);
-a run whose client left ends early (view/visitor.py)."""
+any other failure is logged in full and answered with one line naming its kind (never Gradio's
+generic "the upstream Gradio app has raised an exception", never a server path); a run whose client
+left ends early (view/visitor.py)."""
 from __future__ import annotations
 
 import logging
@@ -10,6 +12,7 @@ import gradio as gr
 
 from ..app.api import generate
 from ..app.state import AppState
+from ..app.visitor_text import without_paths
 from ..errors import SpecvizError
 from .visitor import visitor_gone
 
@@ -27,5 +30,9 @@ def generate_endpoint(app: AppState):
                             confidence_stop, stop=visitor_gone())
         except SpecvizError as err:
             log.info("/generate refused: %s", str(err).replace("\n", " ")[:300])
-            raise gr.Error(str(err), print_exception=False) from None
+            raise gr.Error(without_paths(str(err)).split("\n")[0], print_exception=False) from None
+        except Exception as err:      # noqa: BLE001 - a bug or a passing state: the log has it, the client one line
+            log.exception("/generate failed")
+            raise gr.Error(f"/generate failed on the server ({type(err).__name__}): try again in a moment",
+                           print_exception=False) from None
     return generate_api

@@ -5,7 +5,9 @@ longest waiter (no barging), so a job that releases and asks again queues behind
 was already waiting. `sliced` runs any job given as an iterator (a race's events, a lossless
 check's tallies, one run's records) in slices of about SLICE_S seconds of slot time: after each
 slice it gives the slot back and queues again, so other visitors' jobs interleave, and it
-checks `stop` (Stop pressed, the visitor gone) between items and while it waits. A job
+checks `stop` (Stop pressed, the visitor gone) between items, while it waits and before it
+takes each slot: a job whose visitor left, or never came to read its results, takes no further
+slot. A job
 shorter than a slice (a 64-token race) runs in one go, as before; a 2000-sample lossless check
 becomes hundreds of slices with everyone else's work in between.
 
@@ -36,6 +38,16 @@ class Stopped(SpecvizError):
 
 def never() -> bool:
     return False
+
+
+def no_check() -> Callable[[], bool]:
+    return never
+
+
+# What a decoding job checks when its caller gave no stop: a factory called in the job's own thread.
+# The web view sets it to its "is the visitor gone?" check (view/visitor.py), so every decoding path
+# ends when its visitor leaves; elsewhere (the CLI, tests) nothing stops a job.
+default_stop: Callable[[], Callable[[], bool]] = no_check
 
 
 class Sharing:
@@ -112,7 +124,7 @@ def sliced(slots: FairSlots, items: Iterator[T], stop: Callable[[], bool] = neve
     wait_stop = wait_stop or stop
     try:
         while True:
-            if not slots.acquire(wait_stop, sharing):
+            if wait_stop() or not slots.acquire(wait_stop, sharing):
                 raise Stopped("stopped")
             try:
                 start = time.monotonic()

@@ -21,7 +21,8 @@ from ..engine.runtime.pair import ModelPair
 from ..errors import ConfigError, LoadError, SpecvizError
 from .k_advice import KAdvice, advise
 from .side_work import SideWork
-from .slots import SLICE_S, FairSlots, Sharing, never, sliced
+from . import slots
+from .slots import SLICE_S, FairSlots, Sharing, sliced
 from .profile import Limits, Profile
 from .pair_cache import PairCache
 from .visitor_text import for_visitor, without_paths
@@ -87,12 +88,13 @@ class AppState:
                wait_stop: Callable[[], bool] | None = None, sharing: Sharing | None = None) -> Iterator[T]:
         """Run a decoding job (an iterator) in slices of the device's slots (app/slots.py): others
         interleave between slices; Stopped is raised once `stop()` (default: the check set by `job`,
-        else never) is true (Stop, visitor gone).
+        else slots.default_stop's, which a served app sets to "the visitor is gone") is true (Stop,
+        visitor gone).
 
         Loading a pair happens before, outside any slot, so a visitor whose pair is still loading
         never holds up the others. `sharing` is marked where a slice ran beside another job's
         (a host with concurrency_per_device > 1)."""
-        stop = stop or getattr(self._job, "stop", None) or never
+        stop = stop or getattr(self._job, "stop", None) or slots.default_stop()
         return sliced(self._decoders, items, stop, wait_stop, self.slice_s, sharing)
 
     @contextmanager

@@ -587,7 +587,7 @@ def test_a_job_whose_client_never_opens_its_stream_stops(tiny_dirs, monkeypatch)
         for i in range(3):
             assert _join_from(url, fn, f"walked-away-{i}", LONG, "x").status_code == 200
         _wait_for(lambda: not admitted(demo._queue) and not app.decoders_busy(), timeout=40)
-        assert time.monotonic() - start < 6 and len(records) < 40      # nobody read them: stopped early
+        assert time.monotonic() - start < 6 and records == []     # nobody read them: no slot was taken
     finally:
         demo.close()
 

@@ -11,7 +11,8 @@ session a message queue that notes when a stream reads it. `visitor_gone()`, cal
 handler, finds the request's event through Gradio's LocalContext (the blocks and event id it
 sets for every handler call) and returns a check that turns true once the event is no longer
 alive, or once OPEN_WITHIN_S seconds have passed since it joined without any stream having read
-its session's messages. `install()` makes that check the default stop of every decoding job
+its session's messages; until a stream has read them, the check waits (up to those seconds)
+before it answers, so a job takes no slot for a client that has not come to listen. `install()` makes that check the default stop of every decoding job
 (app/slots.py), so step mode, the workshop and the Rules tab end the same way as races. Outside
 a Gradio request (tests, the CLI) the check is always False. These are Gradio internals (6.x): a
 change there makes the check answer False, never fail a run.
@@ -69,6 +70,17 @@ def visitor_gone(open_within_s: float | None = None) -> Callable[[], bool]:
         return lambda: False
     grace = OPEN_WITHIN_S if open_within_s is None else open_within_s
     found: list = []
+    heard: list = []
+
+    def unheard(event) -> bool:
+        """No stream has read the session's messages since the event joined (False once one has)."""
+        if heard:
+            return False
+        messages = queue.pending_messages_per_session.get(event.session_hash)
+        if not isinstance(messages, Listened) or messages.read_since(event.enqueue_time):
+            heard.append(True)
+            return False
+        return True
 
     def gone() -> bool:
         try:
@@ -77,11 +89,12 @@ def visitor_gone(open_within_s: float | None = None) -> Callable[[], bool]:
             if not found:
                 return False
             event = found[0]
-            if not event.alive:
-                return True
-            messages = queue.pending_messages_per_session.get(event.session_hash)
-            return (isinstance(messages, Listened) and not messages.read_since(event.enqueue_time)
-                    and time.monotonic() - event.enqueue_time > grace)
+            # The first check (made before the job's first slot: app/slots.py) waits for the stream to
+            # open, so a job takes no slot before its client listens; a browser or gradio_client opens it
+            # within milliseconds of joining.
+            while event.alive and unheard(event) and time.monotonic() - event.enqueue_time <= grace:
+                time.sleep(0.05)
+            return not event.alive or unheard(event)
         except Exception:       # noqa: BLE001
             return False
     return gone

@@ -620,3 +620,22 @@ def test_wrong_kinds_and_counts_of_values_are_refused_in_one_line(tiny_dirs):
         assert r.status_code >= 400 and "values, not" in r.json()["detail"]
     finally:
         demo.close()
+
+
+def test_the_heap_is_trimmed_at_most_once_in_its_gap(monkeypatch):
+    from specviz.app import heap
+    calls, now = [], [1000.0]
+    monkeypatch.setattr(heap, "_malloc_trim", lambda: calls.append)
+    monkeypatch.setattr(heap, "_last", [0.0])
+    assert heap.trim(lambda: now[0]) and calls == [0]
+    now[0] += heap.MIN_GAP_S / 2
+    assert not heap.trim(lambda: now[0]) and calls == [0]
+    now[0] += heap.MIN_GAP_S
+    assert heap.trim(lambda: now[0]) and calls == [0, 0]
+
+
+def test_a_finished_sliced_job_trims_the_heap(monkeypatch):
+    from specviz.app import heap
+    trims = []
+    monkeypatch.setattr(heap, "trim", lambda: trims.append(1))
+    assert list(sliced(FairSlots(1), iter(range(3)))) == [0, 1, 2] and trims == [1]

@@ -25,6 +25,7 @@ from collections import deque
 from typing import Callable, Iterator, TypeVar
 
 from ..errors import SpecvizError
+from . import heap
 
 SLICE_S = 2.0        # slot time a job may use before it lets the next waiter in
 POLL_S = 0.2         # how often a waiting job looks at its stop check
@@ -142,3 +143,4 @@ def sliced(slots: FairSlots, items: Iterator[T], stop: Callable[[], bool] = neve
         close = getattr(items, "close", None)
         if close is not None:
             close()
+        heap.trim()             # the job's freed tensors back to the system (app/heap.py)

@@ -104,7 +104,7 @@ def _form(prompt: str, max_new_tokens: int, **changes) -> list:
     """The page's form values (app/request.py's FORM_FIELDS order), the bundled pair."""
     from ..app.request import FORM_FIELDS, RunRequest
     values = {f.name: f.default for f in fields(RunRequest)}
-    values.update(prompt=prompt, preset="bundled", temperature=0.8, **changes)
+    values.update({"prompt": prompt, "preset": "bundled", "temperature": 0.8, **changes})
     for name in ("max_new", "max_new_tokens"):
         if name in values:
             values[name] = max_new_tokens

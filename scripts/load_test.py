@@ -5,11 +5,15 @@
 `--switch-to KEY`: the first client asks for that pair instead, which is not loaded yet: the
 others must keep being served while it loads.
 
-`--hostile flood|lossless`: after the normal run, the same clients run again beside one hostile
-client (`flood`: 70 /generate joins from one session, never read; `lossless`: a 2000-sample
-lossless check), and the two runs' p50/p95 are printed side by side (issue 27: the normal
-clients' p95 should stay within 2x). Bounded: the hostile check is cancelled when the normal
-clients are done, and the server closed.
+`--hostile KIND`: after the normal run, the same clients run again beside one hostile client, and
+the two runs' p50/p95 are printed side by side (the normal clients' p95 should stay within 1.5x):
+`flood`: 70 /generate joins from one session, never read; `lossless`: a 2000-sample lossless
+check; and, from an address of their own, each join with a new session id and never read, sent
+every 0.1 s while the normal clients run: `never-listens` (/race, a long prompt, 256 new tokens),
+`new-sessions` (/generate, 256 new tokens), `step` (/step with an empty state: a fresh decode each).
+Each normal client stands for its own address (X-Forwarded-For, which this script's server is told
+to trust: specviz/bench/load_client.py). Bounded: the hostile client stops when the normal clients
+are done (400 joins at most), the lossless check is cancelled, and the server closed.
 
 Prints each client's latency, the p50/p95, and whether every client got exactly the output
 its seed gives when run alone. Exits non-zero if any request failed or differed.
@@ -20,6 +24,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ["SPECVIZ_TRUST_FORWARDED"] = "1"      # each client's X-Forwarded-For is its address (see above)
+HOSTILE = ["flood", "lossless", "never-listens", "new-sessions", "step"]
 
 
 def main() -> int:
@@ -28,13 +34,14 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--switch-to", default=None, help="a preset key the first client switches to")
-    parser.add_argument("--hostile", choices=["flood", "lossless"], default=None,
+    parser.add_argument("--hostile", choices=HOSTILE, default=None,
                         help="run again beside one hostile client and compare the latencies")
     args = parser.parse_args()
 
+    import threading
     import time
 
-    from specviz.bench.load_client import check_against_solo, flood, long_lossless, percentiles, run_clients
+    from specviz.bench.load_client import check_against_solo, flood, hostile, long_lossless, percentiles, run_clients
     from specviz.app.profile import load_profile
     from specviz.view.serve import serve
     from specviz.models.presets import get_preset
@@ -50,10 +57,14 @@ def main() -> int:
     prompts = list(get_preset("bundled").examples)
     hostile_results, hostile_note = None, ""
     try:
-        results = run_clients(url, keys, prompts, args.clients, args.max_new_tokens, args.temperature)
+        results = run_clients(url, keys, prompts, args.clients, args.max_new_tokens, args.temperature,
+                              addresses=True)
         if args.hostile:
-            job = None
-            if args.hostile == "flood":
+            job, done, thread, tally = None, threading.Event(), None, None
+            if args.hostile in ("never-listens", "new-sessions", "step"):
+                thread, tally = hostile(url, args.hostile, prompts[0], done)
+                time.sleep(2)
+            elif args.hostile == "flood":
                 out = flood(url)
                 hostile_note = (f"flooder: {out['accepted']} joins accepted, {out['refused']} refused "
                                 f"({out['message']!r})")
@@ -62,13 +73,19 @@ def main() -> int:
                 time.sleep(3)
             try:
                 start = time.monotonic()
-                hostile_results = run_clients(url, keys, prompts, args.clients, args.max_new_tokens, args.temperature)
+                hostile_results = run_clients(url, keys, prompts, args.clients, args.max_new_tokens, args.temperature,
+                                              addresses=True)
                 hostile_note += f" normal clients done in {time.monotonic() - start:.1f} s"
                 if job is not None:
                     hostile_note = f"2000-sample lossless check still running: {not job.done()};" + hostile_note
             finally:
+                done.set()
                 if job is not None:
                     job.cancel()
+                if thread is not None:
+                    thread.join(15)
+                    hostile_note = (f"{tally['accepted']} joins accepted, {tally['refused']} refused "
+                                    f"({tally['message']!r});" + hostile_note)
     finally:
         demo.close()
     for r in results:

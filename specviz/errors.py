@@ -21,7 +21,15 @@ class ConfigError(SpecvizError, ValueError):
 
 
 class LoadError(SpecvizError):
-    """A model or tokenizer could not be loaded, or the two models do not fit together."""
+    """A model or tokenizer could not be loaded, or the two models do not fit together.
+
+    `transient`: the failure came from a passing state of this process (memory short for a
+    moment, an unexpected error inside the load), not from the model or the network, so a cache
+    does not remember it: the next visitor tries again."""
+
+    def __init__(self, *args, visitor: str | None = None, transient: bool = False):
+        super().__init__(*args, visitor=visitor)
+        self.transient = transient
 
 
 class ProfileError(SpecvizError):

@@ -224,7 +224,7 @@ def test_one_session_cannot_fill_the_queue(tiny_dirs):
 def test_a_loading_pair_holds_up_no_one_on_a_loaded_pair(tiny_dirs, monkeypatch):
     from gradio_client import Client
     from specviz.view.serve import serve
-    app = tiny_app(tiny_dirs, queue_size=2)
+    app = tiny_app(tiny_dirs, queue_size=3)     # the two waiting on the load hold two places (worker threads)
     app.presets["slow"] = Preset("slow", "slow", "owner/slow-target", None, 4, ("x",))
     release, load = threading.Event(), app._load
 
@@ -410,3 +410,234 @@ def test_a_release_without_its_note_still_frees_the_slot():
     slots.release()                                # the note forgotten: no slot may leak
     assert not slots.busy() and slots.acquire() and slots.busy()
     slots.release()
+
+
+# --- two pairs loading at once; every load failure is one line -----------------------------
+def test_models_built_in_two_threads_at_once_both_load_whole(tiny_dirs):
+    from specviz.models.loading import load_model
+    solo = load_model(tiny_dirs["target"], torch.device("cpu"), torch.float32).state_dict()
+    built, errors = [], []
+
+    def build(name):
+        try:
+            built.append((name, load_model(tiny_dirs[name], torch.device("cpu"), torch.float32)))
+        except Exception as err:          # noqa: BLE001 (the test reads it)
+            errors.append(err)
+    for _ in range(3):
+        threads = [threading.Thread(target=build, args=(n,)) for n in ("target", "cut", "random", "target")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    assert errors == []
+    for name, model in built:
+        assert not any(p.is_meta for p in model.parameters())
+        if name == "target":                       # the very weights of a load on its own
+            assert all(torch.equal(v, solo[k]) for k, v in model.state_dict().items())
+
+
+def test_an_unexpected_failure_inside_a_load_is_a_transient_one_line_load_error(tiny_dirs, monkeypatch):
+    from transformers import AutoModelForCausalLM
+    from specviz.errors import LoadError
+    from specviz.models.loading import load_model
+
+    def meta(*args, **kwargs):
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!\nsecond line")
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", meta)
+    with pytest.raises(LoadError) as err:
+        load_model(tiny_dirs["target"], torch.device("cpu"), torch.float32)
+    assert err.value.transient and "\n" not in str(err.value) and "meta tensor" in str(err.value)
+
+
+def test_a_transient_load_failure_is_not_remembered():
+    from specviz.app.pair_cache import PairCache
+    from specviz.errors import LoadError
+    cache = PairCache(2, remember_failures_s=60)
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) == 1:
+            raise LoadError("could not load the model: Cannot copy out of meta tensor", transient=True)
+        return "loaded"
+    with pytest.raises(LoadError):
+        cache.get("bundled", flaky)
+    assert cache.get("bundled", flaky) == "loaded" and calls == [1, 1]
+
+
+def test_the_app_turns_any_load_failure_into_a_one_line_load_error_it_retries(tiny_dirs, monkeypatch):
+    from specviz.app import state
+    from specviz.errors import LoadError
+    app = tiny_app(tiny_dirs)
+    app.presets["again"] = Preset("again", "again", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",))
+    load, calls = state.load_pair, []
+
+    def broken_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("/srv/secret/path went wrong\nmore")
+        return load(*args, **kwargs)
+    monkeypatch.setattr(state, "load_pair", broken_once)
+    with pytest.raises(LoadError) as err:
+        app.pair(app.preset("again"))
+    assert "\n" not in str(err.value) and "/srv" not in str(err.value) and err.value.transient
+    assert app.pair(app.preset("again")) is not None and len(calls) == 2      # tried again at once
+
+
+def test_generate_answers_an_unexpected_failure_in_one_line(tiny_dirs, monkeypatch, caplog):
+    import gradio as gr
+    from specviz.view import api
+    app = tiny_app(tiny_dirs)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("/srv/app/secret.py exploded")
+    monkeypatch.setattr(api, "generate", boom)
+    with pytest.raises(gr.Error) as err:
+        api.generate_endpoint(app)("def f():", "tiny")
+    assert "RuntimeError" in err.value.message and "/srv" not in err.value.message
+    assert "\n" not in err.value.message and err.value.print_exception is False
+
+
+# --- a bound on admitted work that no client can dodge ---------------------------------------
+class _Request:
+    def __init__(self, host, forwarded=None):
+        self.client = type("Client", (), {"host": host})()
+        self.headers = {"x-forwarded-for": forwarded} if forwarded is not None else {}
+
+
+def test_the_client_key_is_the_peer_or_the_rightmost_outside_forwarded_address():
+    from specviz.view.client_address import client_key
+    assert client_key(_Request("127.0.0.1", "203.0.113.9"), trust_forwarded=False) == "127.0.0.1"
+    # behind a trusted proxy: what it appended on the right, past its own internal hops; a forged
+    # address the client put first does not count
+    seen = client_key(_Request("10.16.3.80", "6.6.6.6, 198.51.100.7, 10.0.0.2"), trust_forwarded=True)
+    assert seen == "198.51.100.7"
+    assert client_key(_Request("10.16.3.80", "not-an-ip"), trust_forwarded=True) == "10.16.3.80"
+
+
+def _generate_fn(demo):
+    return next(i for i, f in demo.fns.items() if f.api_name == "generate")
+
+
+def _join_from(url, fn_index, session, data, address):
+    import httpx
+    body = {"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None, "trigger_id": None}
+    return httpx.post(f"{url}/gradio_api/queue/join", json=body, headers={"X-Forwarded-For": address}, timeout=10)
+
+
+LONG = ["def f(x):\n", "tiny", 4, 0.0, 0, 1.0, 256, 0, "model", False]
+
+
+def _form(**changes) -> list:
+    """The race form's values in FORM_FIELDS order, as the page sends them."""
+    from specviz.app.request import FORM_FIELDS
+    values = {**FORM, **changes}
+    return [values.get(name) for name in FORM_FIELDS]
+
+
+def test_new_session_ids_from_one_address_do_not_reset_its_cap(tiny_dirs, monkeypatch):
+    from specviz.view.serve import serve
+    monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")
+    demo, url = serve(tiny_app(tiny_dirs, queue_size=20, jobs_per_session=2, jobs_per_address=3))
+    try:
+        fn = _generate_fn(demo)
+        codes = [_join_from(url, fn, f"fresh-{i}", LONG, "198.51.100.7") for i in range(6)]
+        assert [r.status_code for r in codes[:3]] == [200] * 3
+        assert all(r.status_code in (429, 503) for r in codes[3:])
+        assert "at most 3 per address" in codes[3].json()["detail"]
+        assert _join_from(url, fn, "other", LONG, "198.51.100.8").status_code == 200   # another client gets in
+        step = next(i for i, f in demo.fns.items() if f.api_name == "step")        # step mode shares the cap
+        r = _join_from(url, step, "fresh-step", [None] + _form(), "198.51.100.7")
+        assert r.status_code in (429, 503) and "per address" in r.json()["detail"]
+    finally:
+        demo.close()
+
+
+def test_the_queue_limit_counts_decoding_work_already_running(tiny_dirs, monkeypatch):
+    from specviz.view.serve import serve
+    monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")
+    demo, url = serve(tiny_app(tiny_dirs, queue_size=3, jobs_per_address=100))
+    try:
+        fn = _generate_fn(demo)
+        codes = [_join_from(url, fn, f"s{i}", LONG, f"198.51.100.{i + 1}") for i in range(5)]
+        time.sleep(0.5)                # they have left Gradio's own queue for the app's slots by now
+        assert [r.status_code for r in codes[:3]] == [200] * 3
+        assert codes[3].status_code in (429, 503) and "server is full" in codes[3].json()["detail"]
+    finally:
+        demo.close()
+
+
+def test_a_job_whose_client_never_opens_its_stream_stops(tiny_dirs, monkeypatch):
+    from specviz.view import visitor
+    from specviz.view.fair_queue import admitted
+    from specviz.view.serve import serve
+    from specviz.app import gpu_calls
+    monkeypatch.setattr(visitor, "OPEN_WITHIN_S", 1.0)
+    run_stream, records = gpu_calls.run_stream, []
+
+    def slow_stream(*args, **kwargs):          # about 0.1 s a round: 3 whole runs would take 15 s or more
+        for record in run_stream(*args, **kwargs):
+            time.sleep(0.1)
+            records.append(record)
+            yield record
+    monkeypatch.setattr(gpu_calls, "run_stream", slow_stream)
+    app = tiny_app(tiny_dirs, queue_size=20, jobs_per_session=20, jobs_per_address=20)
+    demo, url = serve(app)
+    try:
+        fn = _generate_fn(demo)
+        start = time.monotonic()
+        for i in range(3):
+            assert _join_from(url, fn, f"walked-away-{i}", LONG, "x").status_code == 200
+        _wait_for(lambda: not admitted(demo._queue) and not app.decoders_busy(), timeout=40)
+        assert time.monotonic() - start < 6 and records == []     # nobody read them: no slot was taken
+    finally:
+        demo.close()
+
+
+def test_a_client_that_reads_its_stream_is_served_beside_one_that_never_does(tiny_dirs, monkeypatch):
+    from gradio_client import Client
+    from specviz.view import visitor
+    from specviz.view.serve import serve
+    monkeypatch.setattr(visitor, "OPEN_WITHIN_S", 1.0)
+    demo, url = serve(tiny_app(tiny_dirs))
+    try:
+        assert _join_from(url, _generate_fn(demo), "walked-away", LONG, "x").status_code == 200
+        out = Client(url, verbose=False).predict("def f(x):\n", "tiny", 4, 0.0, 0, 1.0, 32, 0, "model", False,
+                                                 api_name="/generate")
+        assert out["stop_reason"] in ("max_tokens", "eos") and out["token_ids"]
+    finally:
+        demo.close()
+
+
+def test_wrong_kinds_and_counts_of_values_are_refused_in_one_line(tiny_dirs):
+    from specviz.view.serve import serve
+    demo, url = serve(tiny_app(tiny_dirs))
+    try:
+        race = next(i for i, f in demo.fns.items() if f.api_name == "race")
+        r = _join_from(url, race, "s", _form(stop_strings=[".", "\n"]), "x")
+        assert r.status_code >= 400 and "must be text" in r.json()["detail"] and "\n" not in r.json()["detail"]
+        r = _join_from(url, _generate_fn(demo), "s", LONG + [0.5] * 9, "x")
+        assert r.status_code >= 400 and "takes 11 values, not 19" in r.json()["detail"]
+        r = _join_from(url, race, "s", _form() + ["extra"], "x")
+        assert r.status_code >= 400 and "values, not" in r.json()["detail"]
+    finally:
+        demo.close()
+
+
+def test_the_heap_is_trimmed_at_most_once_in_its_gap(monkeypatch):
+    from specviz.app import heap
+    calls, now = [], [1000.0]
+    monkeypatch.setattr(heap, "_malloc_trim", lambda: calls.append)
+    monkeypatch.setattr(heap, "_last", [0.0])
+    assert heap.trim(lambda: now[0]) and calls == [0]
+    now[0] += heap.MIN_GAP_S / 2
+    assert not heap.trim(lambda: now[0]) and calls == [0]
+    now[0] += heap.MIN_GAP_S
+    assert heap.trim(lambda: now[0]) and calls == [0, 0]
+
+
+def test_a_finished_sliced_job_trims_the_heap(monkeypatch):
+    from specviz.app import heap
+    trims = []
+    monkeypatch.setattr(heap, "trim", lambda: trims.append(1))
+    assert list(sliced(FairSlots(1), iter(range(3)))) == [0, 1, 2] and trims == [1]

@@ -8,7 +8,8 @@ never writes to a model, so one loaded pair can serve every session at once.
 
 A failed load is remembered for `remember_failures_s` seconds (the app uses 60): a hub pair that
 takes 45 s to fail offline then fails at once for the next visitors instead of being tried again
-by each of them.
+by each of them. An error marked `transient` (errors.LoadError: memory short for a moment, an
+unexpected failure inside the load) is not remembered: the next visitor tries again.
 
 A dropped pair's CUDA graphs and static caches are let go with it (graph_model.forget_pair).
 """
@@ -78,7 +79,8 @@ class PairCache:
         except BaseException as err:
             with self._lock:
                 del self._loading[key]
-                if self.remember_failures_s > 0 and isinstance(err, Exception):
+                if (self.remember_failures_s > 0 and isinstance(err, Exception)
+                        and not getattr(err, "transient", False)):
                     self._failed[key] = (self._clock(), err)
             pending.error = err
             pending.done.set()

@@ -5,7 +5,9 @@ longest waiter (no barging), so a job that releases and asks again queues behind
 was already waiting. `sliced` runs any job given as an iterator (a race's events, a lossless
 check's tallies, one run's records) in slices of about SLICE_S seconds of slot time: after each
 slice it gives the slot back and queues again, so other visitors' jobs interleave, and it
-checks `stop` (Stop pressed, the visitor gone) between items and while it waits. A job
+checks `stop` (Stop pressed, the visitor gone) between items, while it waits and before it
+takes each slot: a job whose visitor left, or never came to read its results, takes no further
+slot. A job
 shorter than a slice (a 64-token race) runs in one go, as before; a 2000-sample lossless check
 becomes hundreds of slices with everyone else's work in between.
 
@@ -23,6 +25,7 @@ from collections import deque
 from typing import Callable, Iterator, TypeVar
 
 from ..errors import SpecvizError
+from . import heap
 
 SLICE_S = 2.0        # slot time a job may use before it lets the next waiter in
 POLL_S = 0.2         # how often a waiting job looks at its stop check
@@ -36,6 +39,16 @@ class Stopped(SpecvizError):
 
 def never() -> bool:
     return False
+
+
+def no_check() -> Callable[[], bool]:
+    return never
+
+
+# What a decoding job checks when its caller gave no stop: a factory called in the job's own thread.
+# The web view sets it to its "is the visitor gone?" check (view/visitor.py), so every decoding path
+# ends when its visitor leaves; elsewhere (the CLI, tests) nothing stops a job.
+default_stop: Callable[[], Callable[[], bool]] = no_check
 
 
 class Sharing:
@@ -112,7 +125,7 @@ def sliced(slots: FairSlots, items: Iterator[T], stop: Callable[[], bool] = neve
     wait_stop = wait_stop or stop
     try:
         while True:
-            if not slots.acquire(wait_stop, sharing):
+            if wait_stop() or not slots.acquire(wait_stop, sharing):
                 raise Stopped("stopped")
             try:
                 start = time.monotonic()
@@ -130,3 +143,4 @@ def sliced(slots: FairSlots, items: Iterator[T], stop: Callable[[], bool] = neve
         close = getattr(items, "close", None)
         if close is not None:
             close()
+        heap.trim()             # the job's freed tensors back to the system (app/heap.py)

@@ -21,7 +21,8 @@ from ..engine.runtime.pair import ModelPair
 from ..errors import ConfigError, LoadError, SpecvizError
 from .k_advice import KAdvice, advise
 from .side_work import SideWork
-from .slots import SLICE_S, FairSlots, Sharing, never, sliced
+from . import slots
+from .slots import SLICE_S, FairSlots, Sharing, sliced
 from .profile import Limits, Profile
 from .pair_cache import PairCache
 from .visitor_text import for_visitor, without_paths
@@ -88,12 +89,13 @@ class AppState:
                wait_stop: Callable[[], bool] | None = None, sharing: Sharing | None = None) -> Iterator[T]:
         """Run a decoding job (an iterator) in slices of the device's slots (app/slots.py): others
         interleave between slices; Stopped is raised once `stop()` (default: the check set by `job`,
-        else never) is true (Stop, visitor gone).
+        else slots.default_stop's, which a served app sets to "the visitor is gone") is true (Stop,
+        visitor gone).
 
         Loading a pair happens before, outside any slot, so a visitor whose pair is still loading
         never holds up the others. `sharing` is marked where a slice ran beside another job's
         (a host with concurrency_per_device > 1)."""
-        stop = stop or getattr(self._job, "stop", None) or never
+        stop = stop or getattr(self._job, "stop", None) or slots.default_stop()
         return sliced(self._decoders, items, stop, wait_stop, self.slice_s, sharing)
 
     @contextmanager
@@ -192,12 +194,20 @@ class AppState:
         return self.cache.get(preset.key, lambda: self._load(preset))
 
     def _load(self, preset: Preset) -> ModelPair:
-        """Load and warm up a pair. A failure is logged in full and raised in the visitor's words (no
-        server paths, no CLI advice: app/visitor_text.py). Races meanwhile are told (side_work)."""
+        """Load and warm up a pair. A failure is logged in full and raised as a one-line LoadError in the
+        visitor's words (no server paths, no CLI advice: app/visitor_text.py); one that came from a passing
+        state of this process is marked transient, so the cache does not remember it. Races meanwhile
+        are told (side_work)."""
         # A visitor's own hub ids are theirs: other visitors' pages name the load, not the ids.
         what = "loading a pair a visitor named" if preset.key in self.custom else f"loading {preset.label}"
         with self.side_work.doing(what):
-            return self._load_pair(preset)
+            try:
+                return self._load_pair(preset)
+            except SpecvizError:
+                raise
+            except Exception as err:   # noqa: BLE001 - any other failure (warm-up included): one line, not remembered
+                log.warning("loading the pair %r failed", preset.key, exc_info=True)
+                raise LoadError(f"{preset.label} could not be loaded: {type(err).__name__}", transient=True) from None
 
     def _load_pair(self, preset: Preset) -> ModelPair:
         try:
@@ -206,7 +216,7 @@ class AppState:
         except LoadError as err:
             log.warning("loading the pair %r failed: %s", preset.key, err)
             text = for_visitor(err).replace(fetch_hint(preset.target), "the host has not fetched it yet")
-            raise LoadError(f"{preset.label} could not be loaded: {text}") from None
+            raise LoadError(f"{preset.label} could not be loaded: {text}", transient=err.transient) from None
         if self.defer_warm_up:
             return pair
         warm_up(pair)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,6 +37,12 @@ from ..engine.runtime.packed_linear import pack_linears
 BUNDLED_TARGET, BUNDLED_DRAFT = str(MODELS / "target"), str(MODELS / "draft")
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# transformers builds a model on the meta device and then fills in its weights, through state that
+# is not per thread: two models built at once in two threads (two pairs loading for two visitors)
+# can each end up with tensors left on the meta device ("Cannot copy out of meta tensor", or a
+# weight silently "newly initialized"). One model is built at a time; reading files from the Hub
+# or a folder before that (snapshot_download, the tokenizer) still runs side by side.
+_BUILD = threading.Lock()
 
 
 def _mps_available() -> bool:
@@ -121,16 +128,17 @@ def load_model(name: str, device: torch.device, dtype: torch.dtype, spread: bool
     if spread:
         kwargs["device_map"] = "auto"
     try:
-        model = AutoModelForCausalLM.from_pretrained(resolve(name), **kwargs)
+        with _BUILD:
+            model = AutoModelForCausalLM.from_pretrained(resolve(name), **kwargs)
+            if not spread:
+                model = model.to(device)
     except torch.OutOfMemoryError as err:
-        raise LoadError(f"out of memory while loading {name!r} on {device}: pick a smaller model") from err
-    except Exception as err:  # noqa: BLE001
+        raise LoadError(f"out of memory while loading {name!r} on {device}: pick a smaller model",
+                        transient=True) from err
+    except (OSError, ValueError, KeyError, ImportError) as err:      # the files or the Hub's answer
         raise LoadError(_explain(name, "model", err)) from err
-    if not spread:
-        try:
-            model = model.to(device)
-        except torch.OutOfMemoryError as err:
-            raise LoadError(f"out of memory while moving {name!r} to {device}: pick a smaller model") from err
+    except Exception as err:  # noqa: BLE001 - anything else: a state of this process, not of the model
+        raise LoadError(_explain(name, "model", err), transient=True) from err
     return model.eval()
 
 

@@ -2,7 +2,9 @@
 names are RunRequest's), gathered into one RunRequest for app/api.py's `generate`; a bad input is
 answered with a gr.Error carrying the message.
 A visitor's mistake is logged as one line, never a traceback (anyone could fill the log with them);
-a run whose client left ends early (view/visitor.py)."""
+any other failure is logged in full and answered with one line naming its kind (never Gradio's
+generic "the upstream Gradio app has raised an exception", never a server path); a run whose client
+left ends early (view/visitor.py)."""
 from __future__ import annotations
 
 import logging
@@ -13,6 +15,7 @@ from ..app.api import generate
 from ..app.request import RunRequest
 from ..engine.loop.drafters import DEFAULT_DRAFTER
 from ..app.state import AppState
+from ..app.visitor_text import without_paths
 from ..errors import SpecvizError
 from .visitor import visitor_gone
 
@@ -34,5 +37,9 @@ def generate_endpoint(app: AppState):
             return generate(app, req, stop=visitor_gone())
         except SpecvizError as err:
             log.info("/generate refused: %s", str(err).replace("\n", " ")[:300])
-            raise gr.Error(str(err), print_exception=False) from None
+            raise gr.Error(without_paths(str(err)).split("\n")[0], print_exception=False) from None
+        except Exception as err:      # noqa: BLE001 - a bug or a passing state: the log has it, the client one line
+            log.exception("/generate failed")
+            raise gr.Error(f"/generate failed on the server ({type(err).__name__}): try again in a moment",
+                           print_exception=False) from None
     return generate_api

@@ -1,16 +1,24 @@
-"""An API call's left-out arguments: the endpoint's defaults, or one line naming the first missing one.
+"""An API call's arguments, before Gradio reads them: left-out ones filled in, a wrong count or a
+wrong type refused in one line.
 
 A client of `/generate` that posts `{"data": ["def f():", "bundled"]}` (Gradio's /call route, curl)
 sent what the endpoint's signature needs; Gradio itself checks only that as many values came as the
-function has parameters, and answers a short list with a generic error and a traceback in the log
-`complete` runs where a request joins the queue (view/fair_queue.py), before that check:
-for an endpoint made by `gr.api` (its inputs are `gr.Api` components, one per parameter) it appends the
+function has parameters, and answers a short list with a generic error and a traceback in the log.
+`complete` runs where a request joins the queue (view/fair_queue.py), before that check: for an
+endpoint made by `gr.api` (its inputs are `gr.Api` components, one per parameter) it appends the
 defaults of the parameters left out, or returns the one-line refusal naming the first one that has none.
+
+`refuse` then checks what Gradio lets through: more values than the endpoint has inputs (a
+`/generate` sent 20 values ran with the first 11), and a value of the wrong kind for a text box or a
+checkbox (gr.Textbox turns a number or a list into its text, so stop strings sent as `[".", "\\n"]`
+ran as the text "['.', '\\n']"). The form's other fields reach the app's own checks as sent
+(view/lenient.py, app/settings.py).
 """
 from __future__ import annotations
 
 import inspect
 
+import gradio as gr
 from gradio.components.api_component import Api
 
 
@@ -31,3 +39,28 @@ def complete(body, fn) -> str | None:
             return f"/{fn.api_name} needs {p.name}{after}: it has no default"
     body.data = data + [p.default for p in params[len(data):]]
     return None
+
+
+def refuse(body, fn) -> str | None:
+    """One line when `body.data` does not fit `fn`'s inputs (count, or a text box / checkbox value), else None."""
+    if fn is None or fn.inputs is None:
+        return None
+    data = body.data
+    name = f"/{fn.api_name}" if isinstance(fn.api_name, str) and fn.api_name else "this event"
+    if not isinstance(data, list):
+        return f"{name} takes a list of values"
+    if len(data) != len(fn.inputs):
+        return f"{name} takes {len(fn.inputs)} values, not {len(data)}"
+    for component, value in zip(fn.inputs, data):
+        if value is None:
+            continue
+        if isinstance(component, gr.Textbox) and not isinstance(value, str):
+            return f"{_label(component)} must be text, not {type(value).__name__}"
+        if isinstance(component, gr.Checkbox) and not isinstance(value, bool):
+            return f"{_label(component)} must be true or false, not {str(value)[:40]!r}"
+    return None
+
+
+def _label(component) -> str:
+    label = getattr(component, "label", None)
+    return str(label).split(" (")[0] if label else "a value"

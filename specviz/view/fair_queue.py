@@ -1,15 +1,27 @@
-"""Gradio's queue, shared fairly: no session holds more than a few places, and a full queue
-says when to come back.
+"""Gradio's queue, shared fairly: the decoding work admitted at once is bounded, no client holds
+more than its share of it, and a full queue says when to come back.
 
 `queue_demo` calls `demo.queue(...)` with the profile's limits and wraps the queue's `push` (the
-`/queue/join` route): a session that already has `jobs_per_session` decoding requests waiting
-or running is refused (HTTP 503 with a one-line reason) instead of filling the queue, and a full
-queue answers with an estimate of when to retry, from Gradio's own average job time. Requests
-outside the decoding group (Stop, the page's instant feedback) are never refused here. An API
-call that left out arguments gets the endpoint's defaults, or one line naming the missing one
-(view/api_defaults.py), before Gradio's own generic refusal. The wrap
-reads Gradio 6 internals (`Queue.push`, `pending_event_ids_session`, `event_ids_to_events`);
-tests/test_fair_service.py serves the app and checks it.
+`/queue/join` route). The decoding groups (DECODE_GROUPS: races, `/generate`, the lossless check,
+the workshop and the Rules tab in "decode"; step mode in "step") run with no Gradio concurrency
+limit (the app's own fair slots, app/slots.py, share the device), so a job leaves Gradio's queue
+at once and that queue's length says nothing about the work in hand. The caps here count instead
+every decoding event Gradio holds, waiting or running (`event_ids_to_events`, which Gradio empties
+as each event ends):
+- at most `queue_size` in all (a full queue answers with an estimate of when to retry, from
+  Gradio's own average job time);
+- at most `jobs_per_address` from one client address (view/client_address.py: the connection's
+  peer, or on a Space the address the proxy saw): a client that sends a new session id with every
+  request is still one client;
+- at most `jobs_per_session` from one browser session (one tab: a second click waits its turn).
+Each joining request's session gets a message queue that notes whether a stream reads it, and
+every decoding job stops once its client is gone or never opened its stream (view/visitor.py).
+Requests outside those groups (Stop, the page's instant feedback) are never refused here. An API
+call that left out arguments gets the endpoint's defaults or one line naming the missing one; one
+with the wrong number of values, or a text or checkbox value of the wrong kind, is refused in one
+line (view/api_defaults.py), before Gradio's own generic refusal. The wrap reads Gradio 6 internals
+(`Queue.push`, `event_ids_to_events`, `Event.request`); tests/test_fair_service.py serves the app
+and checks it.
 """
 from __future__ import annotations
 
@@ -19,18 +31,28 @@ import gradio as gr
 from gradio import route_utils
 
 from ..app.profile import Limits
-from .api_defaults import complete
+from .api_defaults import complete, refuse
+from .client_address import client_key
+from .visitor import install, listen_for
 
 DECODE_GROUP = "decode"
+STEP_GROUP = "step"
+DECODE_GROUPS = (DECODE_GROUP, STEP_GROUP)
 
 
 def queue_demo(demo: gr.Blocks, limits: Limits) -> gr.Blocks:
     demo.queue(max_size=limits.queue_size, default_concurrency_limit=limits.concurrency_per_device)
-    _guard(demo._queue, limits.jobs_per_session)
+    _guard(demo._queue, limits)
+    install()             # every decoding job ends once its visitor is gone or never came (view/visitor.py)
     return demo
 
 
-def _guard(queue, per_session: int) -> None:
+def admitted(queue) -> list:
+    """The decoding events Gradio holds now, waiting or running."""
+    return [e for e in list(queue.event_ids_to_events.values()) if getattr(e, "concurrency_id", None) in DECODE_GROUPS]
+
+
+def _guard(queue, limits: Limits) -> None:
     push = queue.push
 
     async def fair_push(body, request, username):
@@ -38,26 +60,35 @@ def _guard(queue, per_session: int) -> None:
             fn = route_utils.get_fn(queue.blocks, None, body) if body.fn_index is not None else None
         except Exception:                # noqa: BLE001 (Gradio's own push answers a bad index)
             fn = None
-        missing = complete(body, fn)          # an API call's left-out arguments (view/api_defaults.py)
-        if missing:
-            return False, missing, "error"
-        if fn is not None and fn.concurrency_id == DECODE_GROUP:
-            session = body.session_hash
-            mine = [queue.event_ids_to_events.get(i) for i in queue.pending_event_ids_session.get(session, ())]
-            if session and sum(1 for e in mine if e is not None and e.concurrency_id == DECODE_GROUP) >= per_session:
-                return (False, f"this session already has {per_session} runs waiting or running (at most "
-                               f"{per_session} per visitor): retry when one has finished", "queue_full")
-            if queue.max_size is not None and len(queue) >= queue.max_size:
-                return (False, f"Queue is full ({len(queue)} runs waiting): retry in about {_eta(queue, fn)} s",
-                        "queue_full")
+        wrong = complete(body, fn) or refuse(body, fn)     # view/api_defaults.py
+        if wrong:
+            return False, wrong, "error"
+        if fn is not None and fn.concurrency_id in DECODE_GROUPS:
+            full = admission(admitted(queue), body.session_hash, client_key(request), limits)
+            if full:
+                return False, full if "{eta}" not in full else full.format(eta=_eta(queue, fn)), "queue_full"
+        listen_for(queue, body.session_hash)      # its stream's reads are noted (view/visitor.py)
         return await push(body, request, username)
 
     queue.push = fair_push
 
 
+def admission(events: list, session: str | None, address: str, limits: Limits) -> str | None:
+    """The refusal for one more decoding request beside `events` (the decoding work admitted), else None."""
+    if len(events) >= limits.queue_size:
+        return f"The server is full ({len(events)} runs waiting or running): retry in about {{eta}} s"
+    if address and sum(1 for e in events if client_key(e.request) == address) >= limits.jobs_per_address:
+        return (f"your address already has {limits.jobs_per_address} runs waiting or running (at most "
+                f"{limits.jobs_per_address} per address): retry when one has finished")
+    if session and sum(1 for e in events if e.session_hash == session) >= limits.jobs_per_session:
+        return (f"this session already has {limits.jobs_per_session} runs waiting or running (at most "
+                f"{limits.jobs_per_session} per visitor): retry when one has finished")
+    return None
+
+
 def _eta(queue, fn) -> int:
-    """Seconds until a place is likely free: the jobs waiting x Gradio's average time for this
-    endpoint (10 s before it has one); the decoding runs one job at a time."""
+    """Seconds until a place is likely free: the decoding work admitted x Gradio's average time for this
+    endpoint (10 s before it has one)."""
     timing = queue.process_time_per_fn.get(fn)
     per_job = getattr(timing, "avg_time", None) or 10.0
-    return max(1, math.ceil(per_job * max(1, len(queue))))
+    return max(1, math.ceil(per_job * max(1, len(admitted(queue)))))

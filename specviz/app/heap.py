@@ -1,0 +1,44 @@
+"""Hand the heap's free memory back to the system after decoding jobs (glibc only).
+
+glibc's malloc keeps memory that torch frees (tensors of every size, in many worker threads, each
+with an arena of its own) for reuse instead of returning it, so a served app's resident memory
+climbs with the requests it has served while the objects alive stay the same; `malloc_trim(0)`
+returns it. `trim()` calls it when a decoding job ends (app/slots.py), at most once every
+MIN_GAP_S seconds, so resident memory follows the work in hand instead of its high-water mark.
+Elsewhere (macOS, musl) it does nothing.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import threading
+import time
+
+MIN_GAP_S = 10.0
+_lock = threading.Lock()
+_last = [0.0]
+_libc: list = []
+
+
+def _malloc_trim():
+    if not _libc:
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _libc.append(getattr(libc, "malloc_trim", None))
+        except OSError:
+            _libc.append(None)
+    return _libc[0]
+
+
+def trim(now=time.monotonic) -> bool:
+    """malloc_trim(0) unless it ran less than MIN_GAP_S ago (or this C library has none); True if it ran."""
+    with _lock:
+        t = now()
+        if t - _last[0] < MIN_GAP_S:
+            return False
+        _last[0] = t
+    fn = _malloc_trim()
+    if fn is None:
+        return False
+    fn(0)
+    return True

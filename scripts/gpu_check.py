@@ -15,7 +15,7 @@ after every part (a run cut off keeps the parts it finished). docs/gpu.md says w
 (F) leaks: memory reserved across capacities, and a dropped pair's model and bundles freed;
 (G) a relocated model (its weights at new addresses) captures afresh and decodes the same;
 (H) a worker forked after loading (as ZeroGPU's): two races, the second replays (capture_s = 0);
-(I) the speed table (specviz/bench/paths.py) on a 7B-shaped pair, with the targets beside it.
+(I) the speed table (specviz/bench/decode_paths.py) on a 7B-shaped pair, with the targets beside it.
 Exit status 1 if any of A-H fails; I only reports. `--dry-run` runs every part on the CPU with
 tiny models and the eager stand-in (tests/test_cuda_graphs.py runs it), to show it runs.
 """
@@ -43,7 +43,7 @@ from tokenizers import Tokenizer, models  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: E402
 
 from specviz import SpecConfig, decode_baseline, speculate  # noqa: E402
-from specviz.bench.paths import compare_paths, path_table  # noqa: E402
+from specviz.bench.decode_paths import compare_paths, path_table  # noqa: E402
 from specviz.bench.prompts import FREE_TEXT, GROUNDED  # noqa: E402
 from specviz.bench.random_pair import random_pair  # noqa: E402
 from specviz.bench.runner import hf_generate  # noqa: E402

@@ -106,3 +106,15 @@ def test_token_labels_are_readable_at_plotly_font_size():
     labels = token_labels(Tok(), [1, 2, 3, 4, 5])
     assert labels[1] == "“```”" and labels[3] == "id 4" and labels[4].endswith("…") and len(labels[4]) <= 14
     assert labels[0] != labels[2] and len(set(labels)) == 5          # " " and "space" both read "space": ids added
+
+
+def test_the_what_if_chart_never_draws_an_impossible_speedup():
+    """A round yields E tokens for one verify pass and k draft steps: the speedup can never exceed E.
+    A v below one step (timing noise: the k note once measured 0.88) drew one above it at k = 1."""
+    from specviz.view.tabs.explain import what_if_plot
+    for v in (0.5, 0.88, 1.0, 1.4):
+        for c in (0.0, 0.04, 0.3):
+            fig = what_if_plot(0.8, c, 12, v)
+            tokens, speed = fig.data[0].y, fig.data[1].y
+            assert all(s <= e + 1e-12 for s, e in zip(speed, tokens))
+            assert "v = 0." not in fig.layout.title.text              # the v drawn is never below one step

@@ -2,7 +2,7 @@
 when it is fetched, else the bundled pair.
 
     python scripts/screenshot.py [--out assets/screenshot.png] [--dark] [--width 1440] [--height 1500]
-                                 [--first-screen] [--tip] [--max-new-tokens 96]
+                                 [--first-screen] [--tip] [--max-new-tokens 96] [--preset bundled]
 
 --first-screen keeps only what the viewport shows (what a class sees without scrolling); --tip opens
 one token's details popover, as a tap would.
@@ -25,6 +25,7 @@ def main() -> int:
     parser.add_argument("--first-screen", action="store_true", help="the viewport only, not the full page")
     parser.add_argument("--tip", action="store_true", help="open a token's details popover")
     parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--preset", default="", help="the pair to race (a preset key, e.g. bundled); default: the page's")
     parser.add_argument("--prompt", default="class Stack:\n    \"\"\"A last-in, first-out stack.\"\"\"\n\n    def __init__(self):")
     args = parser.parse_args()
 
@@ -38,7 +39,8 @@ def main() -> int:
 
     from specviz.app.cpu_threads import decode_threads
     torch.set_num_threads(decode_threads("127.0.0.1"))      # as app.py does with the browser on this machine
-    demo, url = serve(AppState.from_profile(load_profile(tier="cpu"), device="cpu"))
+    app = AppState.from_profile(load_profile(tier="cpu"), device="cpu")
+    demo, url = serve(app)
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium",
@@ -52,6 +54,10 @@ def main() -> int:
             folded = not page.locator("#max-new").is_visible()      # a phone folds the settings away
             if folded:
                 page.click("#settings > button.label-wrap")
+            if args.preset:          # pick the pair in the menu by its label
+                page.click("#preset input")
+                page.click(f"ul[role=listbox] li:has-text({app.menu_label(app.presets[args.preset])[:30]!r})")
+                time.sleep(1)
             page.fill("#prompt textarea", args.prompt)
             box = page.locator("#max-new input[type=number]")
             box.fill(str(args.max_new_tokens))

@@ -125,19 +125,26 @@ def test_zerogpu_emulation_decodes_only_inside_gpu_functions(tiny_dirs, monkeypa
 def test_the_page_says_why_lanes_differ():
     """Greedy lanes can only part through low-precision rounding (bf16 on a GPU); sampled lanes by chance."""
     from specviz.engine.analysis.ledger import build
-    from specviz.engine.metrics.measures import LaneTally
+    from specviz.engine.loop.events import Done
+    from specviz.engine.metrics.measures import LaneStats, LaneTally
     from specviz.view.handlers import _summary
     from specviz.view.race_view import RaceView
+    spec_t, base_t = (LaneTally(rounds=2, drafted=8, accepted=5, rejected=2, tokens=8, elapsed_s=0.5),
+                      LaneTally(tokens=8, elapsed_s=0.6))
+    led = build(spec_t, base_t)
     view = RaceView(4)
-    led = build(LaneTally(rounds=2, drafted=8, accepted=5, rejected=2, tokens=8, elapsed_s=0.5),
-                LaneTally(tokens=8, elapsed_s=0.6))
-    view.stats.texts = {"spec": "def f(x): return x", "base": "def f(x): return 1"}
+
+    def lanes(spec_ids, base_ids):
+        view.dones = {"spec": Done(text="", token_ids=spec_ids, stop_reason="max_tokens", stats=LaneStats(spec_t)),
+                      "base": Done(text="", token_ids=base_ids, stop_reason="max_tokens", stats=LaneStats(base_t),
+                                   lane="base")}
+    lanes(list(range(8)), [*range(7), 99])
     assert "bfloat16" in _summary(view, led, None, True, "torch.bfloat16") and "float32 they are identical" in \
         _summary(view, led, None, True, "torch.bfloat16")
-    assert "by chance" in _summary(view, led, None, False, "torch.float32")
+    assert "same distribution" in _summary(view, led, None, False, "torch.float32")
     assert "please report" in _summary(view, led, None, True, "torch.float32")
-    view.stats.texts = {"spec": "same", "base": "same"}
-    assert "(" not in _summary(view, led, None, True, "torch.bfloat16")
+    lanes(list(range(8)), list(range(8)))
+    assert "parted" not in _summary(view, led, None, True, "torch.bfloat16")
 
 
 def test_step_mode_says_why_a_round_drafted_fewer_than_k(tiny_dirs):

@@ -344,7 +344,7 @@ def test_every_race_ends_with_a_verdict_its_cause_and_a_time_ledger(page):
     assert verdict in {"faster", "about even", "slower", "unmeasured"}
     assert page.get_attribute("#race-summary", "data-verdict") == verdict
     ledger = page.inner_text("#ledger")
-    assert page.inner_text("#ledger .cause").strip().endswith(".")
+    assert page.inner_text("#status .why").strip().endswith(".")
     for words in ("speculative", "plain", "draft steps", "target passes", "acceptance and sampling",
                   "everything else", "break-even a", "a =", "c =", "v ="):
         assert words in ledger, words

@@ -31,16 +31,16 @@ def test_noise_of_a_certain_token_is_zero():
 
 
 def test_verdict_is_one_plain_line():
-    from specviz.view.tabs.lossless import lossless_verdict
-    assert lossless_verdict(0.43).startswith("Verdict: consistent with the target's distribution: p = 0.430")
-    assert "not consistent" in lossless_verdict(1e-5)
+    from specviz.engine.analysis.lossless import verdict_line
+    assert verdict_line(0.43).startswith("Verdict: consistent with the target's distribution: p = 0.430")
+    assert "not consistent" in verdict_line(1e-5)
 
 
 def test_the_draft_contrast_claims_only_what_the_numbers_show():
     """'the output follows p' only once the verdict is in and consistent, and only where the draft is
     clearly farther from p than sampling noise (it was once said on every streamed update, p-value 0.004
     included, and on a pair whose draft was as close to p as the noise)."""
-    from specviz.view.tabs.lossless import _draft_contrast
+    from specviz.engine.analysis.lossless import draft_contrast as _draft_contrast
     claim = "the output follows p"
     assert claim in _draft_contrast(0.40, 0.05, consistent=True, final=True)
     assert claim not in _draft_contrast(0.40, 0.05, consistent=True, final=False)      # streaming
@@ -65,7 +65,7 @@ def test_the_samples_that_would_separate_the_draft_from_the_noise():
 
 
 def test_the_contrast_names_those_samples():
-    from specviz.view.tabs.lossless import _draft_contrast
+    from specviz.engine.analysis.lossless import draft_contrast as _draft_contrast
     close = _draft_contrast(0.081, 0.072, consistent=True, final=True, needed=950)
     assert "cannot show the difference" in close and "about 950 samples would" in close
     far = _draft_contrast(0.081, 0.072, consistent=True, final=True, needed=None, most=1200)
@@ -106,15 +106,23 @@ def test_a_greedy_setting_is_checked_at_the_temperature_that_shows_the_contrast(
 
 
 def test_the_lossless_exercise_gives_the_tabs_verdict(tiny_dirs):
-    # Exercise 4 read "0.226 away (noise alone gives about 0.198)" with no verdict: it now opens with the
-    # Lossless tab's own verdict line for the same samples, and reads the distance against the noise.
+    # Exercise 4 read "0.226 away (noise alone gives about 0.198)" with no verdict: it opens with the
+    # Lossless tab's own verdict line for the same samples, reads the distance against the noise, and
+    # gives the tab's own sentence on the draft's distance.
     from specviz.app.state import AppState
     from specviz.app.workshop import BY_KEY
-    from specviz.engine.analysis.lossless import verdict_line
+    import html
+    from specviz.app.settings import MAX_SAMPLES, SAMPLES_STEP
+    from specviz.engine.analysis.lossless import draft_contrast, samples_to_separate, verdict_line
+    from specviz.view.tabs.lossless import _lossless_summary
     from specviz.models.presets import Preset
     preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("def add(a, b):\n    return",))
     app = AppState(presets={"tiny": preset}, device="cpu")
     out = BY_KEY["lossless"].run(app)
     result = out.chart[1][0]
     assert out.why.startswith(verdict_line(result.p_value()))
-    assert f"{result.tv_noise():.3f} at 300 samples" in out.why
+    assert f"about {result.tv_noise():.3f} away by chance alone" in out.why
+    needed = samples_to_separate(result.p, result.tv_draft(), SAMPLES_STEP, MAX_SAMPLES)
+    contrast = draft_contrast(result.tv_draft(), result.tv_noise(), result.consistent(), final=True,
+                              needed=needed, most=MAX_SAMPLES)
+    assert contrast in out.why and html.escape(contrast) in _lossless_summary(result)   # the tab's own sentence

@@ -40,7 +40,10 @@ def test_fold():
     s = folded()
     assert s.acceptance_rate == pytest.approx(4 / 5)            # 4 accepted of 5 verified (1 discarded)
     assert s.tokens_per_round == pytest.approx(3.0)             # (4 + 2) tokens over 2 full rounds
-    assert s.per_round_acceptance() == [(1, 1.0), (2, 1 / 3)]
+    # a per round = accepted / judged (round 2: 1 kept, 1 rejected; its third draft never judged), and
+    # a so far, which ends at the race's acceptance rate
+    assert s.per_round_acceptance() == [(1, 1.0, 1.0), (2, 0.5, pytest.approx(0.8))]
+    assert s.per_round_acceptance()[-1][2] == pytest.approx(s.acceptance_rate)
     assert dict(s.positions.judged) == {0: 2, 1: 2, 2: 1} and dict(s.positions.accepted) == {0: 2, 1: 1, 2: 1}
     assert s.tokens["spec"][-1] == 6 and s.tokens["base"][-1] == 3
     assert s.measured_speedup() == pytest.approx((6 / 0.04) / (3 / 0.03))
@@ -57,7 +60,9 @@ def test_fold():
 def test_figures_from_the_trace():
     figures = all_figures(folded())
     acc, race_fig, hist, pos = (figures[name] for name in ("plot_acceptance", "plot_race", "plot_hist", "plot_position"))
-    assert list(acc.data[0].y) == [1.0, pytest.approx(1 / 3)] and list(acc.data[1].y)[-1] == pytest.approx(2 / 3)
+    assert list(acc.data[0].y) == [1.0, 0.5] and list(acc.data[1].y)[-1] == pytest.approx(folded().acceptance_rate)
+    # the chart names its figure as the strip does: a = accepted / judged
+    assert "accepted / judged" in acc.layout.yaxis.title.text and "acceptance rate" in acc.data[1].name
     assert [tr.name for tr in race_fig.data] == ["speculative", "plain target"]
     assert list(race_fig.data[0].y) == [0, 1, 2, 3, 4, 5, 6] and list(race_fig.data[1].x)[-1] == 0.03
     assert list(hist.data[0].y) == [0, 0.5, 0, 0.5]             # one round with 1 accepted, one with 3
@@ -83,3 +88,33 @@ def test_theory():
     assert fig.data[2].x[0] == theory.best_k(0.8, 0.1, 1.3, 12)
     assert "v = 1.30" in fig.layout.title.text
     assert "GPU-ideal" in what_if(0.8, 0.1, theory.GPU_IDEAL_V, 12).layout.title.text
+
+
+def test_token_labels_are_readable_at_plotly_font_size():
+    """A chart's axis reads whitespace in words and punctuation in quotes (their glyphs alone were specks),
+    and never gives two different tokens the same label."""
+    from specviz.view.plots import readable, token_labels
+    assert readable(" ") == "space" and readable("\n") == "newline" and readable("\n    ") == "newline + 4 spaces"
+    assert readable("\t\t") == "2 tabs"
+    assert readable("```") == "“```”" and readable(":") == "“:”"
+    assert readable(" the") == "·the" and readable("def") == "def"
+
+    class Tok:                          # decode() as a tokenizer does, over a fixed table
+        table = {1: " ", 2: "```", 3: "space", 4: "", 5: "x" * 30}
+        def decode(self, ids, **_):
+            return self.table[ids[0]]
+    labels = token_labels(Tok(), [1, 2, 3, 4, 5])
+    assert labels[1] == "“```”" and labels[3] == "id 4" and labels[4].endswith("…") and len(labels[4]) <= 14
+    assert labels[0] != labels[2] and len(set(labels)) == 5          # " " and "space" both read "space": ids added
+
+
+def test_the_what_if_chart_never_draws_an_impossible_speedup():
+    """A round yields E tokens for one verify pass and k draft steps: the speedup can never exceed E.
+    A v below one step (timing noise: the k note once measured 0.88) drew one above it at k = 1."""
+    from specviz.view.tabs.explain import what_if_plot
+    for v in (0.5, 0.88, 1.0, 1.4):
+        for c in (0.0, 0.04, 0.3):
+            fig = what_if_plot(0.8, c, 12, v)
+            tokens, speed = fig.data[0].y, fig.data[1].y
+            assert all(s <= e + 1e-12 for s, e in zip(speed, tokens))
+            assert "v = 0." not in fig.layout.title.text              # the v drawn is never below one step

@@ -16,6 +16,7 @@ from .profile import Limits
 from ..models.chat import chat_ids
 
 MAX_STOP_STRINGS, MAX_STOP_LEN = 4, 64
+MIN_SAMPLES, MAX_SAMPLES, SAMPLES_STEP = 50, 2000, 50    # the lossless check's samples: its range and step
 MAX_SEED = 2**32 - 1      # the app's seeds (the lossless check derives sample seeds from it: seed x 1,000,003 + i)
 
 

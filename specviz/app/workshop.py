@@ -16,11 +16,11 @@ from ..engine.loop.drafters import PROMPT_LOOKUP
 from ..engine.metrics import measures
 from ..engine.loop.events import from_dict
 from ..models.fetch import FETCHABLE, fetched
-from ..engine.analysis.lossless import verdict_line
+from ..engine.analysis.lossless import draft_contrast, samples_to_separate, verdict_line
 from ..engine.analysis.stats import RunStats
 from . import gpu_calls
 from .state import AppState
-from .settings import prompt_ids
+from .settings import MAX_SAMPLES, SAMPLES_STEP, prompt_ids
 from .run_setup import ran_text, settings_text
 from .sweep import SWEEP_KS, Sweep
 from ..engine.analysis.token_kinds import KINDS, KindTally
@@ -151,15 +151,18 @@ def lossless(app: AppState) -> Outcome:
     result = list(app.sliced(gpu_calls.lossless_results(gpu_calls.handle(app), key, ids, cfg.to_dict(), 300, 1)))[-1]
     to_p, to_q, noise = result.tv_to_target(), result.tv_draft(), result.tv_noise()
     closer = "the target's p" if to_q is None or to_p < to_q else "the draft's q"
-    # The same verdict as the Lossless tab's (a chi-square test at ALPHA), then what the distances mean:
-    # 300 samples are never exactly p, and the distance is read against what noise alone gives.
-    within = ("about what sampling noise alone gives" if to_p <= 1.5 * noise else
-              "more than sampling noise alone gives")
+    # The Lossless tab's words for the same numbers: its verdict (a chi-square test at ALPHA), the distance
+    # read against what noise alone gives (300 samples of p itself are never exactly p), and its contrast
+    # with the draft's own distance.
+    contrast = "" if to_q is None else " " + draft_contrast(
+        to_q, noise, result.consistent(), final=True,
+        needed=samples_to_separate(result.p, to_q, SAMPLES_STEP, MAX_SAMPLES), most=MAX_SAMPLES)
     return Outcome(closer, f"{closer}: distance {to_p:.3f} to p" + ("" if to_q is None else f", {to_q:.3f} to q"),
                    f"{verdict_line(result.p_value())} 300 first tokens, sampled through speculative decoding at "
-                   f"temperature 1, are {to_p:.3f} away from the target's exact probabilities: {within} "
-                   f"({noise:.3f} at 300 samples). The drafts came from q, but rejections resample from "
-                   f"max(0, p - q), which puts back exactly the mass q lacked.",
+                   f"temperature 1, are {to_p:.3f} away from the target's exact probabilities, where 300 samples "
+                   f"drawn from p itself would be about {noise:.3f} away by chance alone: a distance is expected, "
+                   f"the test says whether it is more than chance.{contrast} The drafts came from q, but rejections "
+                   f"resample from max(0, p - q), which puts back exactly the mass q lacked.",
                    ("lossless", (result, app.pair(app.preset(key)).tokenizer)),
                    ran=ran(app, key, settings=f"k = {cfg.k}, temperature 1, the first new token sampled 300 times"))
 

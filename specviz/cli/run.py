@@ -3,7 +3,9 @@
 With --json it prints one event per line (the last line is `done`; with --baseline the two
 lanes' `done` and then one `ledger` line). With --baseline the plain target decoding runs
 interleaved with the speculative one (the engine's race) and the measured speedup is shown
-with its time ledger: where each lane's seconds went and why it gained or lost (engine/analysis/ledger.py).
+with the race's headline (engine/analysis/headline.py: the same text in fewer passes when greedy, each
+lane's length and stop reason when sampled) and its time ledger: where each lane's seconds went and why
+it gained or lost (engine/analysis/ledger.py).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import json
 import sys
 
 from ..engine.analysis import ledger
+from ..engine.analysis.headline import headline
 from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS, uses_draft_model
 
 
@@ -144,9 +147,11 @@ def run(args) -> int:
             print(terminal.summary_line(done["base"].stats, "plain target"))
             spec, base = (done[lane].stats.tally for lane in ("spec", "base"))
             led = ledger.build(spec, base)
-            same = "same text" if done["spec"].text == done["base"].text else "texts differ (sampling)"
+            head = headline(done["spec"], done["base"], config.greedy)    # the page's headline, word for word
+            print(" ".join(x for x in (head.line, head.note) if x))
             speed = "-" if led.speedup is None else f"{led.speedup:.2f}x"
-            print(f"measured speedup: {speed}, {led.verdict} (tokens/s ratio; {same})")
+            print(f"measured speedup: {speed}, {led.verdict} (tokens/s ratio"
+                  f"{', per token: the texts differ' if head.per_token else ''})")
             print("\n".join(ledger.text_lines(led)))
     elif "base" in done:
         spec, base = (done[lane].stats.tally for lane in ("spec", "base"))

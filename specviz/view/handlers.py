@@ -19,6 +19,7 @@ import gradio as gr
 import torch
 
 from ..engine import race
+from ..engine.analysis.headline import headline
 from ..engine.loop.events import Event, from_dict
 from ..errors import SpecvizError
 from ..app import zerogpu
@@ -180,39 +181,53 @@ def _until_cancelled(records: Iterator[dict], cancel: threading.Event) -> Iterat
 
 def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str,
              side: list[str] = (), shared: bool = False) -> str:
-    """The finished race's status line (HTML), styled by the ledger's verdict (a loss is never shown
-    as a success): the speedup, and why the lanes' texts differ when they do (chance when sampling;
-    rounding in bf16/fp16, greedy being exact only in fp32), and whether other programs took the CPU
-    meanwhile, this server's own work beside the race (`side`: app/side_work.py), or another decoding
-    job computing at the same time (`shared`: a host allowing more than one at once, app/slots.py)."""
-    speed = view.stats.measured_speedup()
-    texts = view.stats.texts
+    """The finished race's status (HTML), styled by the ledger's verdict (a loss is never shown as a
+    success): the verdict with the race's headline (engine/analysis/headline.py: greedy, the same text
+    in fewer target passes; sampled, each lane's length and stop reason, compared per token), then
+    why greedy lanes differ when they do (rounding in bf16/fp16, greedy being exact only in fp32), a
+    repetitive text named, and whether other programs took the CPU meanwhile, this server's own work
+    beside the race (`side`: app/side_work.py), or another decoding job computing at the same time
+    (`shared`: a host allowing more than one at once, app/slots.py). Under it, the ledger's why."""
     glyph, label = VERDICTS.get(led.verdict, VERDICTS["unmeasured"])
-    text = (f"{glyph} {label}: the race finished." if speed is None
-            else f"{glyph} {label}: speculative decoding ran {speed:.2f}× the plain rate.")
-    if texts.get("spec") != texts.get("base"):
-        if not greedy:
-            text += " (The lanes' texts differ: sampled runs differ by chance, each still follows the target.)"
-        elif dtype != "torch.float32":
-            text += (f" (The greedy lanes parted: in {dtype.removeprefix('torch.')} the target's pass over k + 1 "
+    spec, plain = view.dones.get("spec"), view.dones.get("base")
+    head = headline(spec, plain, greedy) if spec is not None and plain is not None else None
+    text = f"{glyph} {label}: " + (head.line if head else "the race finished.")
+    notes = []
+    if head and head.same_text is False and greedy:
+        notes.append(f"The greedy lanes parted: in {dtype.removeprefix('torch.')} the target's pass over k + 1 "
                      f"tokens and its one-token step round differently, so near-ties can flip. In float32 they "
-                     f"are identical.)")
-        else:
-            text += " (The greedy lanes differ, which float32 should never show: please report it with the trace.)"
+                     f"are identical." if dtype != "torch.float32" else
+                     "The greedy lanes differ, which float32 should never show: please report it with the trace.")
+    if head and head.repetition:
+        notes.append(head.repetition)
     if disturbed(others, torch.get_num_threads()):
-        text += (f" Other programs used {others:.0%} of this machine's CPU during the race, so both lanes were "
-                 f"slowed unevenly: run it again on a quieter machine for a fair figure.")
+        notes.append(f"Other programs used {others:.0%} of this machine's CPU during the race, so both lanes were "
+                     f"slowed unevenly: run it again on a quieter machine for a fair figure.")
     if side:
-        text += (f" While it ran, this server was also {'; '.join(side)}, which took CPU from both lanes "
-                 f"unevenly: run it again once that has finished for a fair figure.")
+        notes.append(f"While it ran, this server was also {'; '.join(side)}, which took CPU from both lanes "
+                     f"unevenly: run it again once that has finished for a fair figure.")
     if shared:
-        text += (" Another decoding job ran on this server at the same time (this host runs more than one at "
-                 "once), so both lanes shared the device unevenly: run it again when it is quiet for a fair figure.")
-    share = "" if others is None else f' data-other-load="{others:.3f}"'
-    share += f' data-side-work="{clean("; ".join(side))}"' if side else ""
-    share += ' data-shared="1"' if shared else ""
+        notes.append("Another decoding job ran on this server at the same time (this host runs more than one at "
+                     "once), so both lanes shared the device unevenly: run it again when it is quiet for a fair "
+                     "figure.")
+    attrs = "" if others is None else f' data-other-load="{others:.3f}"'
+    attrs += f' data-side-work="{clean("; ".join(side))}"' if side else ""
+    attrs += ' data-shared="1"' if shared else ""
+    if head:
+        attrs += f' data-per-token="{int(head.per_token)}"'
+        attrs += "" if head.same_text is None else f' data-same-text="{int(head.same_text)}"'
+        attrs += ' data-repetitive="1"' if head.repetition else ""
+    note = f'<div class="race-note">{clean(" ".join(notes))}</div>' if notes else ""
     return (f'<div class="status status-done {verdict_class(led.verdict)}" id="race-summary" '
-            f'data-verdict="{clean(led.verdict)}"{share}>{clean(text)}</div>')
+            f'data-verdict="{clean(led.verdict)}"{attrs}><div class="headline" id="race-headline">{clean(text)}</div>'
+            f'{note}<p class="why" id="race-why"><b>Why:</b> {clean(why(led))}</p></div>')
+
+
+def why(led) -> str:
+    """The ledger's cause as the sentence under the verdict: without the verdict word it opens with
+    ("Faster: the target accepted ..." under "▲ Faster: ..." said it twice)."""
+    lead = f"{led.verdict.capitalize()}: "
+    return led.cause[len(lead):] if led.cause.startswith(lead) else led.cause
 
 
 def ran_line(label: str, cfg) -> str:

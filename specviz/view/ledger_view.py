@@ -1,11 +1,12 @@
 """A finished race's "why faster / why slower" box: engine/analysis/ledger.py's Ledger as escaped HTML.
 
 The verdict is styled by what it is, from a fixed table (faster: green ▲; about even: grey ≈;
-slower: red ▼; unmeasured: grey ?; stopped: grey ■), so a loss never looks like a success. Below
-it the ledger's cause sentence, each lane's clock as a stacked bar (draft steps, target passes,
-acceptance and sampling, everything else) with the seconds written out, and the measured a, c, v
-beside the break-even a for this machine and k. Every number comes from the Ledger; nothing
-here computes a figure.
+slower: red ▼; unmeasured: grey ?; stopped: grey ■), so a loss never looks like a success. The
+verdict's headline and the ledger's cause sentence are in the race's status, right under the
+panes' title (view/handlers.py); this box holds where the time went: each lane's clock as a stacked
+bar (draft steps, target passes, acceptance and sampling, everything else) with the seconds written
+out, and the measured a, c, v beside the break-even a for this machine and k. Every number comes
+from the Ledger; nothing here computes a figure.
 """
 from __future__ import annotations
 
@@ -114,8 +115,8 @@ def ledger_html(led, stopped: bool = False, path: str = "") -> str:
     `path`: how the lanes decoded (path_line), when not eagerly."""
     verdict = "stopped" if stopped else led.verdict
     glyph, label = VERDICTS.get(verdict, VERDICTS["unmeasured"])
-    speed = "" if led.speedup is None else f" · speculative ran {led.speedup:.2f}× the plain rate"
-    cause = ("Stopped before the end: the figures below cover the part that ran." if stopped else led.cause)
+    stop_note = (f'<p class="cause">{clean("Stopped before the end: the figures below cover the part that ran.")}</p>'
+                 if stopped else "")
     scale = max(led.spec.total_s, led.plain.total_s)
     even = ("no a pays at this k" if led.break_even_a is None and None not in (led.c, led.v)
             else _num(led.break_even_a))
@@ -128,8 +129,8 @@ def ledger_html(led, stopped: bool = False, path: str = "") -> str:
     figs = "".join(f'<span class="fig" tabindex="0" data-tip="{clean(tip)}"><b>{clean(name)}</b> = {clean(value)}</span>'
                    for name, value, tip in figures)
     return (f'<div class="ledger {verdict_class(verdict)}" id="ledger-box" data-verdict="{clean(verdict)}">'
-            f'<div class="verdict-line"><span class="verdict-badge">{glyph} {clean(label)}</span>{clean(speed)}</div>'
-            f'<p class="cause">{clean(cause)}</p>'
+            f'<div class="verdict-line"><span class="verdict-badge">{glyph} {clean(label)}</span>'
+            f'Where each lane\'s time went</div>{stop_note}'
             + (f'<p class="decode-path">{clean(path)}</p>' if path else "") +
             f'<div class="bars">{_bar("speculative", led.spec, scale)}{_bar("plain", led.plain, scale)}</div>'
             f'<div class="figs">{figs}<span class="fig-k">{clean(ledger_mod.k_label(led.k))}</span></div></div>')

@@ -4,6 +4,8 @@ Figures are rebuilt from the fold in specviz.engine.analysis.stats; nothing here
 """
 from __future__ import annotations
 
+import re
+
 import plotly.graph_objects as go
 
 from ..engine.metrics import measures, theory
@@ -28,16 +30,15 @@ def _fig(title: str, x: str, y: str) -> go.Figure:
 
 
 def acceptance_per_round(stats: RunStats) -> go.Figure:
-    fig = _fig("Acceptance per round", "round", "accepted / drafted")
+    """Each round's acceptance rate a = accepted / judged (bars) and a over the rounds so far (line): the
+    strip's and the ledger's "acceptance rate", the line ending at their figure."""
+    fig = _fig("Acceptance rate a, round by round", "round", "a = accepted / judged")
     pts = stats.per_round_acceptance()
     if pts:
-        rounds, rates = zip(*pts)
-        running, total = [], 0.0
-        for i, r in enumerate(rates, 1):
-            total += r
-            running.append(total / i)
-        fig.add_bar(x=rounds, y=rates, name="this round", marker_color=SPEC, opacity=0.55)
-        fig.add_scatter(x=rounds, y=running, name="running mean", mode="lines", line=dict(color=THEORY, width=3))
+        rounds, rates, running = zip(*pts)
+        fig.add_bar(x=rounds, y=rates, name="a of this round", marker_color=SPEC, opacity=0.55)
+        fig.add_scatter(x=rounds, y=running, name="a so far (the acceptance rate card)", mode="lines",
+                        line=dict(color=THEORY, width=3))
     fig.update_yaxes(range=[0, 1.05])
     return fig
 
@@ -69,7 +70,7 @@ def tokens_per_round_hist(stats: RunStats) -> go.Figure:
 
 
 def acceptance_by_position(stats: RunStats) -> go.Figure:
-    fig = _fig("Acceptance by draft position", "position in round", "accepted / judged")
+    fig = _fig("Acceptance a_i by draft position", "position in round", "a_i = accepted / judged there")
     cond = measures.conditional_acceptance(stats.positions.judged, stats.positions.accepted)   # a_i, defined once
     if cond:
         fig.add_bar(x=[p + 1 for p in cond], y=list(cond.values()),
@@ -112,12 +113,35 @@ def what_if(a: float, c: float, v: float, k_max: int = 12) -> go.Figure:
     return fig
 
 
+_SPACE_WORDS = {" ": ("space", "spaces"), "\n": ("newline", "newlines"), "\t": ("tab", "tabs")}
+LABEL_MAX = 14      # characters of a token shown on an axis
+
+
+def readable(text: str) -> str:
+    """A token as an axis label a reader can see at plotly's font size: whitespace alone in words
+    ("newline + 4 spaces": its glyphs were tiny marks), a token of punctuation alone in quotes ("```"
+    read as a speck), anything else as engine/detokenize.visible draws it ("" for a token with no text)."""
+    if not text:
+        return ""
+    if not text.strip():
+        runs = [m.group() for m in re.finditer(r"( +|\n+|\t+|.)", text, re.S)]
+        words = []
+        for run in runs:
+            one, many = _SPACE_WORDS.get(run[0], (visible(run[0]), visible(run[0])))
+            words.append(one if len(run) == 1 else f"{len(run)} {many}")
+        return " + ".join(words)
+    shown = visible(text)
+    if not any(ch.isalnum() for ch in text):
+        return f"\u201c{shown}\u201d"
+    return shown
+
+
 def token_labels(tokenizer, ids) -> list[str]:
-    """Axis labels for tokens: each one's visible form (engine/detokenize), shortened; a label that
-    two tokens would share gets the token id, so different tokens never share a bar."""
-    shown = [visible(token_text(tokenizer, i)) for i in ids]
-    shown = [s if len(s) <= 14 else s[:13] + "…" for s in shown]
-    return [f"{s} #{i}" if not s or shown.count(s) > 1 else s for s, i in zip(shown, ids)]
+    """Axis labels for tokens: each one readable (`readable`), shortened; a token with no text, or a
+    label two tokens would share, gets the token id, so different tokens never share a bar."""
+    shown = [readable(token_text(tokenizer, i)) for i in ids]
+    shown = [s if len(s) <= LABEL_MAX else s[:LABEL_MAX - 1] + "…" for s in shown]
+    return [f"{s} #{i}" if s and shown.count(s) > 1 else s or f"id {i}" for s, i in zip(shown, ids)]
 
 
 def lossless_bars(result, tokenizer, top: int = 12) -> go.Figure:

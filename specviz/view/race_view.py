@@ -22,12 +22,15 @@ class RaceView:
         self.parts: dict[str, list[str]] = {"spec": [], "base": []}
         self.trace: list[dict] = []
         self.kinds = KindTally()                      # ... and per kind of drafted token (engine/analysis/token_kinds.py)
+        self.dones: dict = {}                         # lane -> its Done event (the headline reads both)
 
     def add(self, event) -> None:
         self.trace.append(to_dict(event))
         self.stats.add(event)
         if event.lane == "spec":
             self.kinds.add(event)
+        if event.kind == "done":
+            self.dones[event.lane] = event
         piece = fragment(event)
         if piece:
             self.parts[event.lane].append(piece)

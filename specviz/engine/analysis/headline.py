@@ -31,7 +31,8 @@ class Headline:
     same_text: bool | None       # both lanes wrote the same tokens (None when one lane was cut short)
     per_token: bool              # the speedup compares rates of different texts
     repeated_share: float        # share of the speculative text's tokens that repeat an earlier n-gram
-    note: str                    # "" or one more sentence (repetition, a greedy mismatch)
+    note: str                    # "" or more sentences (a greedy mismatch, then repetition)
+    repetition: str = ""         # "" or the sentence on repetition alone (also in `note`)
 
 
 def repeated_share(ids: list[int], n: int = REPEAT_N) -> float:
@@ -58,29 +59,29 @@ def headline(spec_done, plain_done, greedy: bool) -> Headline:
     spec_t, plain_t = spec_done.stats.tally, plain_done.stats.tally
     speedup = lane_speedup(spec_t, plain_t)
     share = repeated_share(spec_done.token_ids)
-    note = ""
+    repetition = ""
     if share > REPETITIVE_SHARE:
-        note = (f"{share:.0%} of this text repeats what it already wrote, which any draft guesses easily: "
-                f"a speedup on repetitive text says little about other text.")
+        repetition = (f"{share:.0%} of this text repeats what it already wrote, which any draft guesses easily: "
+                      f"a speedup on repetitive text says little about other text.")
     cut = "cancelled" in (spec_done.stop_reason, plain_done.stop_reason)
     if speedup is None or cut:
         line = (f"Stopped: {_lane('speculative', spec_done)}; {_lane('plain', plain_done)}." if cut else
                 "Not enough of a race to compare.")
-        return Headline(line, None, False, share, note)
+        return Headline(line, None, False, share, repetition, repetition)
     if greedy:
         same = spec_done.token_ids == plain_done.token_ids
         passes, plain_passes = spec_t.rounds, plain_t.tokens
         if same:
             line = (f"Same text, {passes} target passes instead of {plain_passes}: "
                     f"{speedup:.2f}× the speed.")
-            return Headline(line, True, False, share, note)
+            return Headline(line, True, False, share, repetition, repetition)
         first = next((i for i, (a, b) in enumerate(zip(spec_done.token_ids, plain_done.token_ids)) if a != b),
                      min(len(spec_done.token_ids), len(plain_done.token_ids)))
         mismatch = (f"The two greedy texts differ from token {first + 1}: on this device the target's logits "
                     f"for a verify pass and for a single step round differently, and a near tie flipped.")
         line = (f"{_lane('Speculative', spec_done)}; {_lane('plain', plain_done)}: "
                 f"{speedup:.2f}× the plain rate, per token.")
-        return Headline(line, False, True, share, " ".join(x for x in (mismatch, note) if x))
+        return Headline(line, False, True, share, " ".join(x for x in (mismatch, repetition) if x), repetition)
     line = (f"{_lane('Speculative', spec_done)}; {_lane('plain', plain_done)}. Sampled lanes write different "
             f"texts from the same distribution, so they are compared per token: {speedup:.2f}× the plain rate.")
-    return Headline(line, spec_done.token_ids == plain_done.token_ids, True, share, note)
+    return Headline(line, spec_done.token_ids == plain_done.token_ids, True, share, repetition, repetition)

@@ -37,6 +37,31 @@ def verdict_line(p_value: float) -> str:
             f"Run it again with another seed: if it repeats, please report it.")
 
 
+def draft_contrast(draft: float, noise: float, consistent: bool, final: bool, needed: int | None = None,
+                   most: int | None = None) -> str:
+    """The draft's own distance to the target, and only what it shows: "the output follows p" is said
+    once the verdict is in and says so, and only where the draft is clearly farther than sampling noise;
+    where it is not, how many samples would show it (`needed`; None: more than the `most` samples this
+    server runs for the prompt). The Lossless tab and the workshop's exercise both say it."""
+    head = f"For contrast, the draft's own distribution is {draft:.3f} away from the target's"
+    if not final:
+        return head + ": the proposals follow q; the verdict on the output comes with the last sample."
+    if not consistent:
+        return head + "."
+    if draft < 2 * noise:
+        if draft < 1e-9:
+            return head + ": the draft proposes exactly the target's distribution, so there is no difference to show."
+        # A lower temperature, not a higher one: heating spreads p over more tokens, and the noise of a
+        # spread distribution grows faster than the two models' distance.
+        limit = f"the {most}" if most is not None else "the samples"
+        more = (f"about {needed} samples would" if needed is not None else
+                f"more than {limit} this server runs for this prompt would be needed: try a prompt where "
+                f"the draft guesses worse, or a lower temperature such as 0.5")
+        return (head + f", within twice the sampling noise ({noise:.3f}): at this many samples the draft itself "
+                f"would look about as close, so this run cannot show the difference; {more}.")
+    return head + ": the proposals follow q, yet the output follows p."
+
+
 def chi_square_pvalue(observed: list[int], expected_probs: list[float], min_expected: float = 5.0) -> float:
     """Goodness of fit without SciPy: chi2 survival = regularized upper gamma Q(df/2, x/2).
     Cells expected fewer than min_expected times are pooled into one."""

@@ -22,6 +22,7 @@ class RoundInfo:
     draft_s: float
     verify_s: float
     full: bool = True          # drafted the k planned for it, no stop rule cut it (measures.py)
+    judged: int = 0            # drafts the target judged this round: the accepted ones and a rejected one
 
 
 @dataclass
@@ -35,6 +36,7 @@ class RunStats:
     done: dict[str, LaneStats] = field(default_factory=dict)      # lane -> Done.stats
     stop_reasons: dict = field(default_factory=dict)
     texts: dict = field(default_factory=dict)                     # lane -> its final text
+    judged_in_rounds: int = 0                                     # drafts judged in the rounds folded so far
 
     def add(self, event) -> None:
         kind, lane = event.kind, event.lane
@@ -44,8 +46,11 @@ class RunStats:
             self.times[lane].append(event.t)
             self.tokens[lane].append(self.tokens[lane][-1] + 1)
         elif kind == "round_end":
+            tally = self.tallies[lane]
+            judged = tally.accepted + tally.rejected - self.judged_in_rounds
+            self.judged_in_rounds += judged
             self.rounds.append(RoundInfo(event.round, event.drafted, event.accepted, event.emitted,
-                                         event.draft_s, event.verify_s, event.full))
+                                         event.draft_s, event.verify_s, event.full, judged))
         elif kind == "done":
             self.done[lane] = event.stats
             self.stop_reasons[lane] = event.stop_reason
@@ -60,8 +65,15 @@ class RunStats:
     def tokens_per_round(self) -> float | None:
         return measures.tokens_per_round(self.tallies["spec"])
 
-    def per_round_acceptance(self) -> list[tuple[int, float]]:
-        return [(r.round, r.accepted / r.drafted) for r in self.rounds if r.drafted]
+    def per_round_acceptance(self) -> list[tuple[int, float, float]]:
+        """(round, that round's a, a so far) for every round that judged a draft: a = accepted / judged,
+        the acceptance rate of measures.py, so the last "so far" is the race's acceptance rate."""
+        out, accepted, judged = [], 0, 0
+        for r in self.rounds:
+            if r.judged:
+                accepted, judged = accepted + r.accepted, judged + r.judged
+                out.append((r.round, r.accepted / r.judged, accepted / judged))
+        return out
 
     def lane_rate(self, lane: str) -> float | None:
         """Tokens per second of a lane on its own clock, so far."""

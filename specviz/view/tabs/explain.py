@@ -1,6 +1,9 @@
-"""The Explain tab: how speculative decoding works (explain.md), and a what-if calculator of the
-expected speedup from an acceptance rate a, a cost ratio c and a verify ratio v, which can take
-the figures measured on this machine for the selected pair (app/k_advice.py).
+"""The Explain tab: how speculative decoding works (explain.md), a p-and-q toy a student drags
+(assets/page.js builds it into #pq-toy: move q, watch the chance a draft is kept and the residual
+change, and kept drafts plus corrections sum back to p), and a what-if calculator of the expected
+speedup from an acceptance rate a, a cost ratio c and a verify ratio v (never priced below one
+step, engine/metrics/theory.priced_v), which can take the figures measured on this machine for the
+selected pair (app/k_advice.py).
 """
 from __future__ import annotations
 
@@ -18,16 +21,25 @@ from ..render import figures_line
 from . import Shared
 
 EXPLAIN = (Path(__file__).resolve().parent.parent / "explain.md").read_text(encoding="utf-8")
+# explain.md in two parts: how it works, then how much faster; the toy goes between them.
+HOW, HOW_FAST = EXPLAIN.split("<!-- toy -->")
+TOY_LEAD = ("#### See why the output stays the target's\n"
+            "p is a target's distribution over five tokens, q a draft's. Drag q: the chance a draft is kept "
+            "(the overlap, Σ min(p, q)) and the residual max(0, p − q) a correction is drawn from both change, "
+            "yet for every token, kept drafts plus corrections add back to exactly p.")
 # The calculator's sliders: a up to MAX_ACCEPTANCE, c up to MAX_COST_RATIO, v in V_RANGE.
 MAX_ACCEPTANCE = 0.99
 MAX_COST_RATIO = 1.0
-V_RANGE = (0.5, 3.0)
+V_RANGE = (theory.MIN_V, 3.0)    # a verify pass costs at least one plain step
 
 
 def build(shared: Shared) -> gr.Tab:
     """The tab, its components and its listeners."""
     with gr.Tab("Explain", id="explain") as tab:
-        gr.Markdown(EXPLAIN)
+        gr.Markdown(HOW)
+        gr.Markdown(TOY_LEAD)
+        gr.HTML('<div id="pq-toy"></div>', elem_id="pq-toy-box")       # assets/page.js builds the toy in it
+        gr.Markdown(HOW_FAST)
         with gr.Row():
             # Short labels, the definitions as info under them: a long label beside the number box
             # wrapped to several lines on a laptop.
@@ -53,7 +65,7 @@ def what_if_plot(acceptance, cost_ratio, k_max, verify_ratio=theory.GPU_IDEAL_V)
     """The what-if calculator: a, c and v as set (v = 1 is the GPU-ideal case, and the title says so)."""
     a = min(max(as_float("acceptance rate", acceptance), 0.0), MAX_ACCEPTANCE)
     c = min(max(as_float("cost ratio", cost_ratio), 0.0), MAX_COST_RATIO)
-    v = min(max(as_float("verify ratio", verify_ratio), 0.1), 10.0)
+    v = min(max(as_float("verify ratio", verify_ratio), V_RANGE[0]), 10.0)     # never below one step
     return what_if(a, c, v, _chart_k_max(k_max))
 
 
@@ -84,8 +96,9 @@ def machine_figures(app: AppState, key, k_max=None):
     # Within the sliders' ranges; the line gives the figures as measured.
     sliders = (round(min(advice.a, MAX_ACCEPTANCE), 2), round(min(c, MAX_COST_RATIO), 2),
                round(min(max(v, V_RANGE[0]), V_RANGE[1]), 2))
+    noise = "" if v == theory.priced_v(v) else f", below one step: timing noise, priced at {theory.priced_v(v):.2f}"
     line = (f"{p.label}: a = {advice.a:.2f} (its draft's held-out acceptance), c = {c:.3f} and "
-            f"v = {v:.2f} (a verify pass of {advice.k + 1} tokens), timed here at load.")
+            f"v = {v:.2f} (a verify pass of {advice.k + 1} tokens{noise}), timed here at load.")
     # The best k with this one c and v at every k, over the same ks the advice weighed and with the same
     # unrounded figures: a difference is then the per-k timings' alone (not the sliders' rounding).
     flat_k = pick_k(advice.a, advice.costs, app.limits.k_range, priced_at=advice.k)

@@ -13,10 +13,11 @@ import gradio as gr
 
 from ...app import gpu_calls, zerogpu
 from ...app.request import RunRequest, prepare
-from ...app.settings import as_int
+from ...app.settings import MAX_SAMPLES, MIN_SAMPLES, SAMPLES_STEP, as_int
 from ...app.slots import Stopped
 from ...app.state import AppState
-from ...engine.analysis.lossless import GREEDY_CHECK_TEMPERATURE, samples_to_separate
+from ...engine.analysis.lossless import (GREEDY_CHECK_TEMPERATURE, draft_contrast, samples_to_separate,
+                                         verdict_line)
 from ...errors import SpecvizError
 from .. import lenient
 from ..plots import lossless_bars
@@ -24,8 +25,6 @@ from ..render import clean, status_html
 from ..visitor import visitor_gone
 from . import Shared
 
-MIN_SAMPLES, MAX_SAMPLES = 50, 2000   # the check's samples (the slider's range)
-SAMPLES_STEP = 50                     # ...and the slider's step
 LOSSLESS_EVERY_S = 0.5         # the result is redrawn at most this often
 
 
@@ -88,48 +87,12 @@ def run_lossless(app: AppState, samples, *form, stop=None, **named):
         yield status_html(str(err), "error"), gr.skip(), None
 
 
-ALPHA = 0.01    # the lossless verdict's significance level
-
-
-def lossless_verdict(p_value: float) -> str:
-    """The check's one-line conclusion from the chi-square p-value."""
-    if p_value >= ALPHA:
-        return (f"Verdict: consistent with the target's distribution: p = {p_value:.3f} (a p-value below "
-                f"{ALPHA:g} would say otherwise).")
-    return (f"Verdict: not consistent with the target's distribution: p = {p_value:.3g}, below {ALPHA:g}. "
-            f"Run it again with another seed: if it repeats, please report it.")
-
-
-def _draft_contrast(draft: float, noise: float, consistent: bool, final: bool, needed: int | None = None,
-                    most: int = MAX_SAMPLES) -> str:
-    """The draft's own distance to the target, and only what it shows: "the output follows p" is said
-    once the verdict is in and says so, and only where the draft is clearly farther than sampling noise;
-    where it is not, how many samples would show it (`needed`; None: more than the `most` this server
-    runs for this prompt)."""
-    head = f"For contrast, the draft's own distribution is {draft:.3f} away from the target's"
-    if not final:
-        return head + ": the proposals follow q; the verdict on the output comes with the last sample."
-    if not consistent:
-        return head + "."
-    if draft < 2 * noise:
-        if draft < 1e-9:
-            return head + ": the draft proposes exactly the target's distribution, so there is no difference to show."
-        # A lower temperature, not a higher one: heating spreads p over more tokens, and the noise of a
-        # spread distribution grows faster than the two models' distance.
-        more = (f"about {needed} samples would" if needed is not None else
-                f"more than the {most} this server runs for this prompt would be needed: try a prompt where "
-                f"the draft guesses worse, or a lower temperature such as 0.5")
-        return (head + f", within twice the sampling noise ({noise:.3f}): at this many samples the draft itself "
-                f"would look about as close, so this run cannot show the difference; {more}.")
-    return head + ": the proposals follow q, yet the output follows p."
-
-
 def _lossless_summary(r, final: bool = True, note: str = "", tested: bool | None = None,
                       most: int = MAX_SAMPLES) -> str:
     """tested: whether to run the chi-square test on these samples (by default only on the last one);
     most: the samples this server would run for this prompt (the slider's top, or the token budget's).
-    A test rerun after every batch while samples stream in fails by chance far more often than ALPHA
-    says (each look is another chance; early looks also have tiny expected counts)."""
+    A test rerun after every batch while samples stream in fails by chance far more often than the
+    verdict's ALPHA says (each look is another chance; early looks also have tiny expected counts)."""
     draft = r.tv_draft()
     tested = final if tested is None else tested
     test = (f"Chi-square test against the target's exact probabilities: p-value {r.p_value():.3f}." if tested else
@@ -140,7 +103,7 @@ def _lossless_summary(r, final: bool = True, note: str = "", tested: bool | None
              f"sampling noise alone gives about {r.tv_noise():.3f}.", test]
     if draft is not None:
         needed = samples_to_separate(r.p, draft, SAMPLES_STEP, most) if final else None
-        parts.append(_draft_contrast(draft, r.tv_noise(), final and r.p_value() >= ALPHA, final, needed, most))
+        parts.append(clean(draft_contrast(draft, r.tv_noise(), final and r.consistent(), final, needed, most)))
     if final:
-        parts.append(f'<b class="lossless-verdict">{clean(lossless_verdict(r.p_value()))}</b>')
+        parts.append(f'<b class="lossless-verdict">{clean(verdict_line(r.p_value()))}</b>')
     return '<div class="lossless">' + "<br>".join(parts) + "</div>"

@@ -193,9 +193,23 @@ def test_a_failed_load_is_remembered_for_a_while_and_answered_at_once():
     assert cache.get("hub", lambda: "loaded") == "loaded"
 
 
-def test_the_app_remembers_failed_loads(tiny_dirs):
+def test_the_app_answers_a_pair_that_failed_to_load_without_loading_it_again(tiny_dirs, monkeypatch, tmp_path):
+    # A pair whose folder holds no model fails with a one-line LoadError; the next visitors asking for it
+    # get the same line at once, and the load is not tried again while the failure is remembered.
+    from specviz.app import state as state_module
+    from specviz.models.presets import Preset
+    from specviz.errors import LoadError
     app = tiny_app(tiny_dirs)
-    assert app.cache.remember_failures_s > 0
+    broken = Preset("broken", "broken pair", str(tmp_path / "missing"), str(tmp_path / "missing"), 4, ("x",))
+    app.presets["broken"] = broken
+    tries = []
+    real = state_module.load_pair
+    monkeypatch.setattr(state_module, "load_pair", lambda *a, **kw: tries.append(1) or real(*a, **kw))
+    for _ in range(3):
+        with pytest.raises(LoadError, match="broken pair could not be loaded") as err:
+            app.pair(broken)
+        assert "\n" not in str(err.value) and str(tmp_path) not in str(err.value)
+    assert tries == [1]
 
 
 def _join(url, fn_index, session, data):

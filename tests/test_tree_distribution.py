@@ -17,6 +17,8 @@ SETTINGS = [
     dict(temperature=1.0, top_k=0, top_p=1.0, tree=(2, 2, 1)),
     dict(temperature=1.3, top_k=0, top_p=0.8, tree=(3, 2)),
     dict(temperature=0.7, top_k=4, top_p=1.0, tree=(2, 2)),
+    # A dynamic tree: 5 nodes, the children going to the nodes the draft is surest of.
+    dict(temperature=1.0, top_k=0, top_p=1.0, tree=(3, 3, 2), tree_budget=5),
 ]
 
 
@@ -30,7 +32,8 @@ def test_first_two_tokens_follow_target(small_vocab_pair, setting):  # noqa: F81
     second_kept = 0
     outcomes = set()
     for seed in range(2000):
-        events = list(speculate(pair, prompt, SpecConfig(max_new_tokens=4, seed=seed, tree=setting["tree"], **sampling)))
+        events = list(speculate(pair, prompt, SpecConfig(max_new_tokens=4, seed=seed, tree=setting["tree"],
+                                                   tree_budget=setting.get("tree_budget", 0), **sampling)))
         outcomes |= {e.kind for e in events}
         second_kept += any(e.kind == "accepted" and e.choice > 0 for e in events)
         x1, x2 = events[-1].token_ids[:2]

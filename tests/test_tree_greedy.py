@@ -132,3 +132,22 @@ def test_tree_config():
             SpecConfig(tree=(2, 1), **other)
     with pytest.raises(ConfigError):
         parse_tree("2,x")
+
+
+@pytest.mark.parametrize("shape,budget", [((4, 4, 4, 4, 2, 2), 10), ((3, 3, 3), 6), ((2, 2, 2, 2), 5)], ids=str)
+def test_dynamic_tree_matches_generate_within_its_budget(pair, shape, budget):
+    for prompt in PROMPTS:
+        events = list(speculate(pair, prompt, SpecConfig(tree=shape, tree_budget=budget, max_new_tokens=N)))
+        assert last(events).token_ids == reference(pair, prompt)
+        sizes = [len(e.token_ids) for e in events if e.kind == "drafted"]
+        assert max(sizes) <= budget and budget in sizes
+        assert last(events).stats.tree_budget == budget
+
+
+def test_allot_gives_the_surest_nodes_their_children_first():
+    from specviz.engine.loop.tree_drafter import allot
+    assert allot([0.5, 0.2], 3, None) == [3, 3]
+    assert allot([0.1, 0.6, 0.3], 2, 3) == [0, 2, 1]
+    assert allot([0.1, 0.6], 2, 0) == [0, 0]
+    with pytest.raises(ConfigError):
+        SpecConfig(tree_budget=4)                  # a budget needs a tree

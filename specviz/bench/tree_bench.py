@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from ..engine import SpecConfig
 from ..engine.analysis import calibrate, tree_ledger
-from ..engine.loop.config import tree_nodes
+from ..engine.loop.config import planned_nodes
 from ..engine.metrics import measures
 from ..engine.runtime.pair import ModelPair
 from .prompts import prompt_ids
@@ -25,8 +25,8 @@ from .suite import machine
 def run_tree_bench(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, tree: tuple[int, ...], repeats: int,
                    log=print) -> dict:
     depth = len(tree)
-    configs = {"plain": replace(cfg, k=depth, tree=None), "chain": replace(cfg, k=depth, tree=None),
-               "tree": replace(cfg, k=depth, tree=tree)}
+    chain = replace(cfg, k=depth, tree=None, tree_budget=0)
+    configs = {"plain": chain, "chain": chain, "tree": replace(cfg, k=depth, tree=tree)}
     names = list(configs)
     tallies = {name: [] for name in names}
     choices = measures.ChoiceTally()
@@ -46,8 +46,9 @@ def run_tree_bench(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, tree: 
         log(f"prompt {i + 1}/{len(prompts)} done")
     pooled = {name: measures.pool(ts) for name, ts in tallies.items()}
     cmp = tree_ledger.compare(pooled["tree"], pooled["chain"], pooled["plain"], depth, choices.rows())
-    alone = calibrate.measure_pass_v(pair, [depth + 1, tree_nodes(tree) + 1])
-    return {"machine": machine(), "tree": list(tree), "depth": depth, "nodes": tree_nodes(tree),
+    alone = calibrate.measure_pass_v(pair, [depth + 1, planned_nodes(configs["tree"]) + 1])
+    nodes = planned_nodes(configs["tree"])
+    return {"machine": machine(), "tree": list(tree), "tree_budget": cfg.tree_budget, "depth": depth, "nodes": nodes,
             "prompts": len(prompts), "repeats": repeats, "temperature": cfg.temperature,
             "max_new_tokens": cfg.max_new_tokens, "comparison": cmp.to_dict(), "by_choice": choices.rows(),
             "v_alone": {str(n): v for n, v in alone.items()},
@@ -64,7 +65,8 @@ def tree_table(result: dict) -> str:
         return "-" if x is None else format(x, spec)
 
     shape = ",".join(map(str, result["tree"]))
-    lines = [f"tree {shape} ({result['nodes']} nodes) against the chain k = {result['depth']}, "
+    budget = f", budget {result['tree_budget']}" if result.get("tree_budget") else ""
+    lines = [f"tree {shape}{budget} ({result['nodes']} nodes) against the chain k = {result['depth']}, "
              f"{result['prompts']} prompts x {result['repeats']} repeats, temperature {result['temperature']:g}",
              f"{'lane':<8}{'tokens/pass':>12}{'pass tokens':>12}{'v':>7}{'v alone':>9}{'draft/round':>12}{'speedup':>9}"]
     for name, s, n in (("chain", cmp.chain, result["depth"] + 1), ("tree", cmp.tree, result["nodes"] + 1)):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS
@@ -23,6 +24,8 @@ def add_parser(sub) -> None:
     group.add_argument("--tree", default=None, metavar="W1,W2,...",
                        help="race a token tree of these candidates per depth against the chain of its depth "
                             "and plain decoding (e.g. 2,2,1,1)")
+    p.add_argument("--tree-budget", type=int, default=0, metavar="N",
+                   help="with --tree: at most N nodes, given to the nodes the draft is surest of (EAGLE-2)")
     add_confidence_stop_arg(p)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-new-tokens", type=int, default=128)
@@ -61,7 +64,7 @@ def run(args) -> int:
     tree = parse_tree(args.tree) if args.tree else None
     if tree is not None:
         args.k = len(tree)
-        SpecConfig(tree=tree, temperature=args.temperature, drafter=args.drafter,
+        SpecConfig(tree=tree, tree_budget=args.tree_budget, temperature=args.temperature, drafter=args.drafter,
                    forced_acceptance=args.forced_acceptance)   # refuse a bad tree before loading
     ks = list(range(1, 9)) if args.k_sweep else [4 if args.k is None else args.k]   # --k 0 is refused, not 4
     cfg = SpecConfig(k=ks[0], temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed,
@@ -84,7 +87,7 @@ def run(args) -> int:
     log = (lambda line: None) if args.json else print
     if tree is not None:
         from ..bench.tree_bench import run_tree_bench, tree_table
-        result = run_tree_bench(pair, prompts, cfg, tree, args.repeats, log=log)
+        result = run_tree_bench(pair, prompts, replace(cfg, tree_budget=args.tree_budget), tree, args.repeats, log=log)
         render = tree_table
     else:
         result = run_suite(pair, prompts, cfg, ks, args.repeats, log=log, fast=args.fast, hf_assistant=assistant)

@@ -52,6 +52,8 @@ def add_sampling_args(p) -> None:
     p.add_argument("--adaptive-k", action="store_true", help="grow k after full acceptance, shrink after a rejection")
     p.add_argument("--tree", default=None, metavar="W1,W2,...",
                    help="draft a token tree of these candidates per depth instead of a chain of k (e.g. 2,2,1,1)")
+    p.add_argument("--tree-budget", type=int, default=0, metavar="N",
+                   help="with --tree: at most N nodes, given to the nodes the draft is surest of (EAGLE-2); 0 = all")
     add_confidence_stop_arg(p)
     p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     p.add_argument("--fast", action="store_true",
@@ -96,7 +98,8 @@ def config_from(args):
                       max_new_tokens=args.max_new_tokens, seed=args.seed, drafter=args.drafter,
                       adaptive_k=args.adaptive_k, confidence_stop=args.confidence_stop,
                       stop_strings=tuple(args.stop), fast=args.fast,
-                      tree=parse_tree(args.tree) if getattr(args, "tree", None) else None)
+                      tree=parse_tree(args.tree) if getattr(args, "tree", None) else None,
+                      tree_budget=getattr(args, "tree_budget", 0))
 
 
 def pair_from(args):

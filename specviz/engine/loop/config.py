@@ -67,6 +67,10 @@ class SpecConfig:
     # e.g. (2, 2, 1, 1) = two first tokens, two continuations of each, then one and one (14 nodes,
     # depth 4). The target checks every node in one pass; k is then unused. None: the chain of k.
     tree: tuple[int, ...] | None = None
+    # A dynamic tree (EAGLE-2's idea, Li et al. 2024): at most this many nodes, spent depth by depth on
+    # the nodes the draft is surest of (the product of its probabilities along the path), each given at
+    # most the tree's width at that depth. 0: the static shape `tree`, every node. Needs `tree`.
+    tree_budget: int = 0
 
     @property
     def greedy(self) -> bool:
@@ -116,7 +120,10 @@ class SpecConfig:
             raise ConfigError("forced_acceptance replaces the acceptance rule: leave rule at exact")
 
     def _check_tree(self) -> None:
+        _check_int("tree_budget", self.tree_budget, 0, TREE_NODES_MAX)
         if self.tree is None:
+            if self.tree_budget:
+                raise ConfigError("tree_budget shapes a token tree: give tree too (the widths per depth at most)")
             return
         if isinstance(self.tree, str) or not isinstance(self.tree, (tuple, list)) or not self.tree:
             raise ConfigError(f"tree must be candidates per depth such as 2,2,1,1, not {self.tree!r}")
@@ -124,9 +131,9 @@ class SpecConfig:
         _check_int("tree depth", len(self.tree), *K_RANGE)
         for width in self.tree:
             _check_int("tree width", width, 1, TREE_WIDTH_MAX)
-        if tree_nodes(self.tree) > TREE_NODES_MAX:
+        if not self.tree_budget and tree_nodes(self.tree) > TREE_NODES_MAX:
             raise ConfigError(f"the tree {','.join(map(str, self.tree))} has {tree_nodes(self.tree)} nodes; "
-                              f"at most {TREE_NODES_MAX}")
+                              f"at most {TREE_NODES_MAX} (or set tree_budget)")
         refused = [("fast", self.fast), ("cuda_graphs", self.cuda_graphs is True), ("adaptive_k", self.adaptive_k),
                    ("confidence_stop", self.confidence_stop > 0), ("forced_acceptance", self.forced_acceptance is not None),
                    ("rule", self.rule != "exact"), ("drafter", self.drafter != "model")]
@@ -174,3 +181,9 @@ def parse_tree(text: str) -> tuple[int, ...]:
         return tuple(int(part) for part in text.split(","))
     except ValueError:
         raise ConfigError(f"tree must be whole numbers separated by commas, such as 2,2,1,1, not {text!r}") from None
+
+
+def planned_nodes(cfg: SpecConfig) -> int:
+    """Nodes a full tree round drafts: the static shape's, or at most the budget."""
+    full = tree_nodes(cfg.tree)
+    return min(full, cfg.tree_budget) if cfg.tree_budget else full

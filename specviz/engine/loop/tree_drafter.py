@@ -10,6 +10,11 @@ drawn from (q with its earlier siblings removed), which is what recursive reject
 by (tree_accept.py). A candidate the draft gave no mass (top-k or top-p left fewer tokens than the
 width) is dropped with its subtree.
 
+With a node budget (`SpecConfig.tree_budget`, EAGLE-2's dynamic tree, Li et al. 2024) the shape
+gives the widths at most, and each depth's children go first to the nodes the draft is surest of
+(`allot`); EAGLE-2's final reranking, which drops drafted nodes by their own probability, is left
+out: a node kept or dropped by its own draw would no longer be a fresh draw from q.
+
 The draft keeps its own KV cache (eager, `CachedModel`): one pass per depth feeds that depth's nodes
 with the tree mask (runtime/tree_pass.py), so drafting a depth-D tree costs D draft passes whatever
 the width. After the verdict `update` keeps the accepted path in the cache (its nodes of depth < D:
@@ -81,6 +86,20 @@ def candidates(logits: torch.Tensor, q: torch.Tensor, width: int, cfg: SpecConfi
     return tokens, rows, ok
 
 
+def allot(scores: list[float], width: int, budget: int | None) -> list[int]:
+    """Children per frontier node: `width` each (the static shape), or, under a node budget, `width` to
+    the surest nodes first (highest path score: the product of the draft's probabilities of the path's
+    tokens) until the budget is spent. Decided before the children are drawn, from their ancestors only,
+    so every child is still a fresh draw from its q (what keeps recursive rejection sampling exact)."""
+    if budget is None:
+        return [width] * len(scores)
+    counts = [0] * len(scores)
+    for f in sorted(range(len(scores)), key=lambda i: -scores[i]):
+        counts[f] = min(width, budget)
+        budget -= counts[f]
+    return counts
+
+
 class TreeDrafter:
     reads_target_features = False
 
@@ -88,6 +107,7 @@ class TreeDrafter:
         self.lm = CachedModel(model, vocab_size)
         self.cfg = cfg if cfg.draft_temperature is None else replace(cfg, temperature=cfg.draft_temperature)
         self.gen = gen
+        self.budget = cfg.tree_budget      # 0: the static shape; else nodes at most, spent by confidence
         self.context_len = 0
         self.fed: list[int] = []          # nodes of the last proposal fed to the draft (slot = context + index)
 
@@ -100,22 +120,27 @@ class TreeDrafter:
         self.context_len, self.fed = len(ids), []
         logits = self.lm.feed(uncached(self.lm, ids), keep=1)              # (1, V) at the root
         tokens, qs, parents, depths, choices = [], [], [], [], []
-        frontier = [-1]
+        frontier, scores, budget = [-1], [1.0], self.budget or None
         for depth, width in enumerate(widths, start=1):
             q = warp(logits, self.cfg)
             toks, rows, ok = candidates(logits, q, width, self.cfg, self.gen)
-            keep = ok.tolist()                                             # one read a depth
-            start = len(parents)
+            own = rows[:, 0].gather(-1, toks)                              # q(x) under the parent's full q
+            keep, own = ok.tolist(), own.tolist()                          # one read a depth
+            counts = allot(scores, width, budget)
+            start, next_scores = len(parents), []
             for f, parent in enumerate(frontier):
-                for j, real in enumerate(keep[f]):
+                for j, real in enumerate(keep[f][: counts[f]]):
                     if real:
+                        next_scores.append(scores[f] * own[f][j])
                         tokens.append(toks[f, j])
                         qs.append(rows[f, j])
                         parents.append(parent)
                         depths.append(depth)
                         choices.append(j)
-            frontier = list(range(start, len(parents)))
-            if depth == len(widths) or not frontier:
+            frontier, scores = list(range(start, len(parents))), next_scores
+            if budget is not None:
+                budget -= len(frontier)
+            if depth == len(widths) or not frontier or budget == 0:
                 break
             # Feed this depth's nodes: each sees the context, its ancestors (cached) and itself.
             anc = ancestry(parents)[start:]

@@ -24,7 +24,7 @@ from ..runtime.cached_model import CachedModel, uncached
 from ..runtime.pair import ModelPair
 from ..runtime.timing import LaneClock, PhaseMarks
 from ..runtime.tree_pass import ancestry, keep_path, masked_feed, visibility
-from .config import SpecConfig, tree_nodes
+from .config import SpecConfig, planned_nodes
 from .events import Accepted, Bonus, Drafted, Event, Rejected, Resampled, RoundEnd
 from .lane import run_lane
 from .output import Output
@@ -56,7 +56,8 @@ class TreeRounds:
         self.tally, self.choices = LaneTally(), ChoiceTally()
         self.rule = "argmax" if cfg.greedy else "ratio"
         # Read by run_lane when the lane ends (Done.stats): by_choice is refreshed after every round.
-        self.stats = {"rule": cfg.rule, "rule_lossless": True, "tree": list(cfg.tree), "by_choice": []}
+        self.stats = {"rule": cfg.rule, "rule_lossless": True, "tree": list(cfg.tree), "tree_budget": cfg.tree_budget,
+                      "by_choice": []}
 
     @torch.inference_mode()
     def step(self, clock: LaneClock) -> list[Event]:
@@ -108,7 +109,7 @@ class TreeRounds:
                        bookkeeping_s=bookkeeping_s, total_tokens=self.tally.tokens,
                        total_drafted=self.tally.drafted + tree.size, total_accepted=self.tally.accepted,
                        text=out.text, k_next=len(cfg.tree),
-                       full=tree.size == tree_nodes(cfg.tree) and emitted == accepted + 1,
+                       full=tree.size == planned_nodes(cfg) and emitted == accepted + 1,
                        unjudged=tree.size - accepted - len(rejected) - sum(e.discarded for e in rejected),
                        lane=self.lane, t=clock.read())
         self.tally.add(end)

@@ -212,6 +212,7 @@ class LaneStats:
     rule_lossless: bool | None = None             # speculative lanes: does that rule keep the target's distribution?
     by_choice: list[dict] | None = None           # tree lanes: ChoiceTally.rows() (None for a chain)
     tree: list[int] | None = None                 # tree lanes: the shape, candidates per depth (None for a chain)
+    tree_budget: int | None = None                # tree lanes: the dynamic tree's node budget (0: the static shape)
 
     @classmethod
     def of(cls, tally: LaneTally, **how) -> "LaneStats":
@@ -223,7 +224,7 @@ class LaneStats:
         out = asdict(self.tally)
         for f in fields(self)[1:]:
             value = getattr(self, f.name)
-            if not (f.name in ("rule", "rule_lossless", "by_choice", "tree") and value is None):
+            if not (f.name in ("rule", "rule_lossless", "by_choice", "tree", "tree_budget") and value is None):
                 out[f.name] = value
         return out
 

@@ -85,3 +85,17 @@ def test_bench_races_chain_against_tree(tiny_dirs, tmp_path):
     assert cmp["tree"]["pass_tokens"] > cmp["chain"]["pass_tokens"]
     assert cmp["verdict"] in ("tree paid", "about even", "chain paid") and cmp["cause"]
     assert set(result["v_alone"]) == {"4", "11"}
+
+
+def test_chain_estimated_from_the_trees_first_choices():
+    from specviz.engine.analysis.tree_ledger import compare_estimated, estimate_chain
+    rows = [{"depth": 1, "choice": 0, "judged": 10, "accepted": 8}, {"depth": 2, "choice": 0, "judged": 8, "accepted": 4},
+            {"depth": 1, "choice": 1, "judged": 2, "accepted": 1}]
+    chain = estimate_chain(rows, 2, c=0.1, v=1.2)
+    assert chain.tau == pytest.approx(1 + 0.8 + 0.8 * 0.5)            # keeps going while first choices are right
+    assert chain.round_cost == pytest.approx(2 * 0.1 + 1.2) and chain.speedup == pytest.approx(2.2 / 1.4)
+    assert estimate_chain(rows, 3, c=0.1, v=1.2).tau is None           # depth 3 never judged: no estimate
+    tree = lane(100, 40, 40 * 6, 0.8, 40 * 0.13)                      # 2.5 tokens a pass, v = 1.3, drafting 0.2
+    cmp = compare_estimated(tree, PLAIN, 2, rows, chain_c=0.1, chain_v=1.2)
+    assert cmp.tree.speedup == pytest.approx(2.5 / 1.5)
+    assert cmp.verdict == "tree paid" and "estimated chain" in cmp.cause and "estimated from the tree" in cmp.cause

@@ -10,6 +10,8 @@ the tree pays when its extra tokens a pass outweigh what the wider pass (and the
 cost. On a GPU at batch 1 v(n) stays near 1 for small n, so the extra tokens come almost free; on a
 CPU v grows with n and eats them (SpecInfer, Miao et al. 2024; Sequoia, Chen et al. 2024, picks the
 shape for the hardware). The verdict is on the measured speedups; the cause names the bigger side.
+Where only the tree raced plain decoding (the page), `compare_estimated` sets it against the chain the
+tree's own first choices and the machine's measured costs (calibrate.py) predict.
 """
 from __future__ import annotations
 
@@ -63,8 +65,51 @@ def second_choice_rate(by_choice: list[dict] | None) -> float | None:
 def compare(tree: m.LaneTally, chain: m.LaneTally, plain: m.LaneTally, depth: int,
             by_choice: list[dict] | None = None) -> TreeVsChain:
     """The tree lane against the chain lane of the same depth (k = depth), both raced against plain."""
-    t, c = side(tree, plain), side(chain, plain)
-    second = second_choice_rate(by_choice)
+    return compare_sides(side(tree, plain), side(chain, plain), depth, second_choice_rate(by_choice))
+
+
+def first_choice_rates(by_choice: list[dict] | None, depth: int) -> list[float] | None:
+    """a1(d) for d = 1..depth: how often the draft's first choice was kept where it was judged at depth d
+    (None when some depth's first choice was never judged)."""
+    rows = {r["depth"]: r for r in by_choice or [] if r["choice"] == 0}
+    if any(d not in rows or not rows[d]["judged"] for d in range(1, depth + 1)):
+        return None
+    return [rows[d]["accepted"] / rows[d]["judged"] for d in range(1, depth + 1)]
+
+
+def estimate_chain(by_choice: list[dict] | None, depth: int, c: float | None, v: float | None) -> Side:
+    """The chain of the same depth on the same positions, when no chain lane ran (a race of the tree
+    against plain decoding): its tokens a pass from the tree's own first choices, where a chain keeps
+    going while each depth's first choice is right, tau = 1 + sum_d prod_{i <= d} a1(i); its round from
+    the machine's costs (calibrate.py: c a draft step, v = v(depth + 1)); its speedup the formula's
+    tau / round (no time outside the passes: an estimate, labelled so)."""
+    rates = first_choice_rates(by_choice, depth)
+    if rates is None or None in (c, v):
+        return Side(None, depth + 1, v, None, None, None)
+    tau, run = 1.0, 1.0
+    for a in rates:
+        run *= a
+        tau += run
+    cost = depth * c + priced_v(v)
+    return Side(tau=tau, pass_tokens=depth + 1, v=v, draft=depth * c, round_cost=cost, speedup=tau / cost)
+
+
+def compare_estimated(tree: m.LaneTally, plain: m.LaneTally, depth: int, by_choice: list[dict] | None,
+                      chain_c: float | None, chain_v: float | None) -> TreeVsChain:
+    """The tree lane against an estimated chain of its depth (`estimate_chain`). Both sides are then the
+    formula's tau / round cost, so the comparison is like for like; the sentence says it is an estimate."""
+    t, c = side(tree, plain), estimate_chain(by_choice, depth, chain_c, chain_v)
+    if t.tau is not None and t.round_cost:
+        t = Side(t.tau, t.pass_tokens, t.v, t.draft, t.round_cost, t.tau / t.round_cost)
+    cmp = compare_sides(t, c, depth, second_choice_rate(by_choice))
+    if cmp.verdict == "unmeasured":
+        return cmp
+    return TreeVsChain(cmp.depth, t, c, cmp.second_choice_rate, cmp.verdict,
+                       cmp.cause.replace("the chain's", "an estimated chain's", 1)
+                       + " (The chain is estimated from the tree's first choices and this machine's costs.)")
+
+
+def compare_sides(t: Side, c: Side, depth: int, second: float | None) -> TreeVsChain:
     if None in (t.speedup, c.speedup, t.tau, c.tau, t.round_cost, c.round_cost):
         return TreeVsChain(depth, t, c, second, "unmeasured", "Not enough of a race to tell: a lane made no tokens "
                            "or measured no time.")

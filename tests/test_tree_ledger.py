@@ -64,6 +64,11 @@ def test_run_takes_a_tree(tiny_dirs):
     drafted = next(e for e in events if e["kind"] == "drafted")
     assert drafted["parents"][:2] == [-1, -1] and drafted["depths"][:2] == [1, 1]
     assert events[-1]["stats"]["tree"] == [2, 2, 1] and events[-1]["stats"]["by_choice"]
+    # The target as its own draft: every depth's first choice is judged, so the chain can be estimated.
+    r = cli("run", "--prompt", "def add(a, b):", "--target", tiny_dirs["target"], "--draft", tiny_dirs["target"],
+            "--tree", "2,2,1", "--max-new-tokens", "20", "--baseline", "--no-color")
+    assert r.returncode == 0, r.stderr
+    assert "tree vs chain: The tree" in r.stdout and "estimated chain" in r.stdout and "E/(k c + v)" not in r.stdout
     r = cli("run", "--prompt", "x", *pair, "--tree", "2,x")
     assert r.returncode != 0 and "tree must be whole numbers" in r.stderr and "Traceback" not in r.stderr
     r = cli("run", "--prompt", "x", *pair, "--tree", "2,2", "--fast")
@@ -95,7 +100,18 @@ def test_chain_estimated_from_the_trees_first_choices():
     assert chain.tau == pytest.approx(1 + 0.8 + 0.8 * 0.5)            # keeps going while first choices are right
     assert chain.round_cost == pytest.approx(2 * 0.1 + 1.2) and chain.speedup == pytest.approx(2.2 / 1.4)
     assert estimate_chain(rows, 3, c=0.1, v=1.2).tau is None           # depth 3 never judged: no estimate
+    short = compare_estimated(lane(100, 40, 40 * 6, 0.8, 40 * 0.13), PLAIN, 3, rows, chain_c=0.1, chain_v=1.2)
+    assert short.verdict == "unmeasured" and "never judged" in short.cause
     tree = lane(100, 40, 40 * 6, 0.8, 40 * 0.13)                      # 2.5 tokens a pass, v = 1.3, drafting 0.2
     cmp = compare_estimated(tree, PLAIN, 2, rows, chain_c=0.1, chain_v=1.2)
     assert cmp.tree.speedup == pytest.approx(2.5 / 1.5)
     assert cmp.verdict == "tree paid" and "estimated chain" in cmp.cause and "estimated from the tree" in cmp.cause
+
+
+def test_estimate_prices_the_tree_pass_as_timed_alone():
+    from specviz.engine.analysis.tree_ledger import compare_estimated
+    rows = [{"depth": 1, "choice": 0, "judged": 10, "accepted": 8}, {"depth": 2, "choice": 0, "judged": 8, "accepted": 4}]
+    tree = lane(100, 40, 40 * 6, 0.8, 40 * 0.4)                       # in the lane: v = 4.0
+    cmp = compare_estimated(tree, PLAIN, 2, rows, chain_c=0.1, chain_v=1.2, tree_v=1.3)
+    assert cmp.tree.v == 1.3 and cmp.tree.round_cost == pytest.approx(0.2 + 1.3)
+    assert compare_estimated(tree, PLAIN, 2, rows, chain_c=0.1, chain_v=1.2).tree.v == pytest.approx(4.0)

@@ -165,11 +165,26 @@ def run(args) -> int:
             lines = ledger.text_lines(led)
             if config.tree is not None:
                 # The chain's formula E(a, k) / (k c + v) does not describe a tree's round: keep where the
-                # seconds went, and point to the race against the chain of the same depth.
-                lines = lines[1:3] + [f"  a tree is judged against the chain of its depth: python -m specviz bench "
-                                      f"--tree {','.join(map(str, config.tree))}"]
+                # seconds went, and set the tree against the chain of its depth that this machine's
+                # measured costs and the tree's own first choices predict.
+                lines = lines[1:3] + tree_lines(pair, config, done["spec"].stats, spec, base)
             print("\n".join(lines))
     elif "base" in done:
         spec, base = (done[lane].stats.tally for lane in ("spec", "base"))
         print(json.dumps({"kind": "ledger", **ledger.build(spec, base).to_dict()}), flush=True)
     return 0
+
+
+def tree_lines(pair, config, stats, spec, base) -> list[str]:
+    """The tree against an estimated chain of its depth, both passes priced with v(n) timed here for
+    their sizes and the chain's draft step with c (a few seconds), and a pointer to the bench, which
+    races a real chain."""
+    from ..engine.analysis import calibrate, tree_ledger
+    from ..engine.loop.config import planned_nodes
+    depth = len(config.tree)
+    costs = calibrate.measure_costs(pair, k_max=depth)
+    nodes = planned_nodes(config) + 1
+    tree_v = calibrate.measure_pass_v(pair, [nodes])[nodes]
+    cmp = tree_ledger.compare_estimated(spec, base, depth, stats.by_choice, costs.c(depth), costs.v(depth), tree_v)
+    return tree_ledger.text_lines(cmp) + [f"  a real chain raced on the same prompts: python -m specviz bench "
+                                          f"--tree {','.join(map(str, config.tree))}"]

@@ -95,13 +95,20 @@ def estimate_chain(by_choice: list[dict] | None, depth: int, c: float | None, v:
 
 
 def compare_estimated(tree: m.LaneTally, plain: m.LaneTally, depth: int, by_choice: list[dict] | None,
-                      chain_c: float | None, chain_v: float | None) -> TreeVsChain:
+                      chain_c: float | None, chain_v: float | None, tree_v: float | None = None) -> TreeVsChain:
     """The tree lane against an estimated chain of its depth (`estimate_chain`). Both sides are then the
-    formula's tau / round cost, so the comparison is like for like; the sentence says it is an estimate."""
+    formula's tau / round cost, so the comparison is like for like; the sentence says it is an estimate.
+    tree_v: the tree's pass timed alone as the chain's was (calibrate.measure_pass_v), instead of the lane's."""
     t, c = side(tree, plain), estimate_chain(by_choice, depth, chain_c, chain_v)
-    if t.tau is not None and t.round_cost:
-        t = Side(t.tau, t.pass_tokens, t.v, t.draft, t.round_cost, t.tau / t.round_cost)
+    v = tree_v if tree_v is not None else t.v
+    if t.tau is not None and None not in (t.draft, v):
+        cost = t.draft + priced_v(v)
+        t = Side(t.tau, t.pass_tokens, v, t.draft, cost, t.tau / cost)
     cmp = compare_sides(t, c, depth, second_choice_rate(by_choice))
+    if c.tau is None and t.tau is not None:
+        return TreeVsChain(depth, t, c, cmp.second_choice_rate, "unmeasured",
+                           f"No chain to estimate: the draft's first choice was never judged at some depth up to "
+                           f"{depth} (a short run, or a draft wrong early in every round).")
     if cmp.verdict == "unmeasured":
         return cmp
     return TreeVsChain(cmp.depth, t, c, cmp.second_choice_rate, cmp.verdict,

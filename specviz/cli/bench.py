@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS
@@ -20,6 +21,11 @@ def add_parser(sub) -> None:
     group = p.add_mutually_exclusive_group()
     group.add_argument("--k", type=int, default=None, help="drafts per round (default 4, or the preset's)")
     group.add_argument("--k-sweep", action="store_true", help="k = 1..8, speculative vs plain only")
+    group.add_argument("--tree", default=None, metavar="W1,W2,...",
+                       help="race a token tree of these candidates per depth against the chain of its depth "
+                            "and plain decoding (e.g. 2,2,1,1)")
+    p.add_argument("--tree-budget", type=int, default=0, metavar="N",
+                   help="with --tree: at most N nodes, given to the nodes the draft is surest of (EAGLE-2)")
     add_confidence_stop_arg(p)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-new-tokens", type=int, default=128)
@@ -52,6 +58,14 @@ def run(args) -> int:
         apply_preset(args)                 # --preset fills --target, --draft, --k, --confidence-stop and --chat
     if args.confidence_stop is None:       # --random-pair: no preset
         args.confidence_stop = 0.0
+    if args.tree:
+        args.confidence_stop = 0.0         # a tree drafts its full shape: the chain it races does the same
+    from ..engine.loop.config import parse_tree
+    tree = parse_tree(args.tree) if args.tree else None
+    if tree is not None:
+        args.k = len(tree)
+        SpecConfig(tree=tree, tree_budget=args.tree_budget, temperature=args.temperature, drafter=args.drafter,
+                   forced_acceptance=args.forced_acceptance)   # refuse a bad tree before loading
     ks = list(range(1, 9)) if args.k_sweep else [4 if args.k is None else args.k]   # --k 0 is refused, not 4
     cfg = SpecConfig(k=ks[0], temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed,
                      drafter=args.drafter, forced_acceptance=args.forced_acceptance,
@@ -70,10 +84,16 @@ def run(args) -> int:
     if args.hf_assistant:
         from ..models.loading import load_draft_for
         assistant = load_draft_for(pair, args.hf_assistant)
-    result = run_suite(pair, prompts, cfg, ks, args.repeats, log=(lambda line: None) if args.json else print,
-                       fast=args.fast, hf_assistant=assistant)
+    log = (lambda line: None) if args.json else print
+    if tree is not None:
+        from ..bench.tree_bench import run_tree_bench, tree_table
+        result = run_tree_bench(pair, prompts, replace(cfg, tree_budget=args.tree_budget), tree, args.repeats, log=log)
+        render = tree_table
+    else:
+        result = run_suite(pair, prompts, cfg, ks, args.repeats, log=log, fast=args.fast, hf_assistant=assistant)
+        render = table
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=1))
-    print(json.dumps(result, indent=1) if args.json else "\n" + table(result))
+    print(json.dumps(result, indent=1) if args.json else "\n" + render(result))
     return 0

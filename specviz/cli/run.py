@@ -50,6 +50,10 @@ def add_sampling_args(p) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--drafter", choices=list(DRAFTERS), default=DEFAULT_DRAFTER)
     p.add_argument("--adaptive-k", action="store_true", help="grow k after full acceptance, shrink after a rejection")
+    p.add_argument("--tree", default=None, metavar="W1,W2,...",
+                   help="draft a token tree of these candidates per depth instead of a chain of k (e.g. 2,2,1,1)")
+    p.add_argument("--tree-budget", type=int, default=0, metavar="N",
+                   help="with --tree: at most N nodes, given to the nodes the draft is surest of (EAGLE-2); 0 = all")
     add_confidence_stop_arg(p)
     p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     p.add_argument("--fast", action="store_true",
@@ -89,11 +93,13 @@ def prompt_from(args, pair):
 
 
 def config_from(args):
-    from ..engine.loop.config import SpecConfig
+    from ..engine.loop.config import SpecConfig, parse_tree
     return SpecConfig(k=args.k, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                       max_new_tokens=args.max_new_tokens, seed=args.seed, drafter=args.drafter,
                       adaptive_k=args.adaptive_k, confidence_stop=args.confidence_stop,
-                      stop_strings=tuple(args.stop), fast=args.fast)
+                      stop_strings=tuple(args.stop), fast=args.fast,
+                      tree=parse_tree(args.tree) if getattr(args, "tree", None) else None,
+                      tree_budget=getattr(args, "tree_budget", 0))
 
 
 def pair_from(args):
@@ -143,6 +149,10 @@ def run(args) -> int:
         if color:
             print(terminal.legend())
         print(terminal.summary_line(done["spec"].stats, "speculative"))
+        if done["spec"].stats.by_choice:
+            print("tree, kept / judged by depth and choice: " + "; ".join(
+                f"depth {r['depth']} choice {r['choice'] + 1}: {r['accepted']}/{r['judged']}"
+                for r in done["spec"].stats.by_choice))
         if "base" in done:
             print(terminal.summary_line(done["base"].stats, "plain target"))
             spec, base = (done[lane].stats.tally for lane in ("spec", "base"))
@@ -152,8 +162,29 @@ def run(args) -> int:
             speed = "-" if led.speedup is None else f"{led.speedup:.2f}x"
             print(f"measured speedup: {speed}, {led.verdict} (tokens/s ratio"
                   f"{', per token: the texts differ' if head.per_token else ''})")
-            print("\n".join(ledger.text_lines(led)))
+            lines = ledger.text_lines(led)
+            if config.tree is not None:
+                # The chain's formula E(a, k) / (k c + v) does not describe a tree's round: keep where the
+                # seconds went, and set the tree against the chain of its depth that this machine's
+                # measured costs and the tree's own first choices predict.
+                lines = lines[1:3] + tree_lines(pair, config, done["spec"].stats, spec, base)
+            print("\n".join(lines))
     elif "base" in done:
         spec, base = (done[lane].stats.tally for lane in ("spec", "base"))
         print(json.dumps({"kind": "ledger", **ledger.build(spec, base).to_dict()}), flush=True)
     return 0
+
+
+def tree_lines(pair, config, stats, spec, base) -> list[str]:
+    """The tree against an estimated chain of its depth, both passes priced with v(n) timed here for
+    their sizes and the chain's draft step with c (a few seconds), and a pointer to the bench, which
+    races a real chain."""
+    from ..engine.analysis import calibrate, tree_ledger
+    from ..engine.loop.config import planned_nodes
+    depth = len(config.tree)
+    costs = calibrate.measure_costs(pair, k_max=depth)
+    nodes = planned_nodes(config) + 1
+    tree_v = calibrate.measure_pass_v(pair, [nodes])[nodes]
+    cmp = tree_ledger.compare_estimated(spec, base, depth, stats.by_choice, costs.c(depth), costs.v(depth), tree_v)
+    return tree_ledger.text_lines(cmp) + [f"  a real chain raced on the same prompts: python -m specviz bench "
+                                          f"--tree {','.join(map(str, config.tree))}"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..runtime.cached_model import cached_model
+from ..runtime.cached_model import CachedModel, cached_model
 from ..loop.config import SpecConfig
 from ..loop.drafters import ModelDrafter
 from ..runtime.pair import ModelPair
@@ -158,3 +158,29 @@ def pick_k(a: float, costs: MachineCosts, k_range: tuple[int, int], priced_at: i
     price = (lambda k: (costs.c(k), costs.v(k))) if priced_at is None else (lambda k: (costs.c(priced_at),
                                                                                        costs.v(priced_at)))
     return max(ks, key=lambda k: expected_speedup(a, k, *price(k)))
+
+
+@torch.inference_mode()
+def measure_pass_v(pair: ModelPair, sizes, context: int = CONTEXT, repeats: int = REPEATS) -> dict[int, float]:
+    """v(n) for each n in sizes: one eager target pass over n tokens after a cached context, in plain
+    steps (one eager 1-token pass), as a token tree's verify pass runs (tree_rounds.py: eager, one pass
+    over the uncached token and every node). Prices a tree of n - 1 nodes against a chain of n - 1 drafts."""
+    ids = pair.tokenizer("The quick brown fox jumps over the lazy dog. " * 16)["input_ids"]
+    ctx = torch.tensor(ids[:context], dtype=torch.long, device=pair.device)
+    lm = CachedModel(pair.target, pair.vocab_size)
+
+    def median_pass(n: int) -> float:
+        times = []
+        for i in range(repeats + 1):
+            new = ctx[i % context: i % context + 1].repeat(n)      # any in-vocabulary ids: cost depends on the count
+            synchronize(lm.device)
+            start = time.perf_counter()
+            lm.feed(new, keep=n)
+            synchronize(lm.device)
+            times.append(time.perf_counter() - start)
+            lm.crop(context)
+        return statistics.median(times[1:])
+
+    lm.feed(ctx, keep=1)
+    plain = median_pass(1)
+    return {n: median_pass(n) / plain for n in sorted(set(sizes))}

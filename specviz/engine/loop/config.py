@@ -18,6 +18,8 @@ from .rules import get_rule
 K_RANGE = (1, 32)
 MAX_NEW_TOKENS_RANGE = (1, 8192)
 MIN_TEMPERATURE = 1e-3            # smallest non-zero temperature (and draft_temperature); 0 = greedy
+TREE_WIDTH_MAX = 8                # candidates per node at one depth of a token tree
+TREE_NODES_MAX = 256              # nodes of a token tree at most (one target pass checks them all)
 CONFIDENCE_STOP_MAX = 0.95        # highest confidence_stop (the page's slider and the presets use it too)
 
 
@@ -61,6 +63,14 @@ class SpecConfig:
     # first use (seconds, no compiling). None: on when the models are on CUDA (graph_model.py);
     # False: the eager path; True: also off CUDA (replayed eagerly: for tests). `fast` wins over it.
     cuda_graphs: bool | None = None
+    # A token tree instead of a chain (engine/loop/tree_rounds.py): the draft's candidates per depth,
+    # e.g. (2, 2, 1, 1) = two first tokens, two continuations of each, then one and one (14 nodes,
+    # depth 4). The target checks every node in one pass; k is then unused. None: the chain of k.
+    tree: tuple[int, ...] | None = None
+    # A dynamic tree (EAGLE-2's idea, Li et al. 2024): at most this many nodes, spent depth by depth on
+    # the nodes the draft is surest of (the product of its probabilities along the path), each given at
+    # most the tree's width at that depth. 0: the static shape `tree`, every node. Needs `tree`.
+    tree_budget: int = 0
 
     @property
     def greedy(self) -> bool:
@@ -95,6 +105,7 @@ class SpecConfig:
         if self.forced_acceptance is not None:
             _check_float("forced_acceptance", self.forced_acceptance, 0.0, 1.0)
         self._check_rule()
+        self._check_tree()
         for s in self.stop_strings:
             if not isinstance(s, str) or not s:
                 raise ConfigError("stop strings must be non-empty text")
@@ -107,6 +118,29 @@ class SpecConfig:
                               f"(at temperature 0 the exact rule already is the argmax match)")
         if rule.name != "exact" and self.forced_acceptance is not None:
             raise ConfigError("forced_acceptance replaces the acceptance rule: leave rule at exact")
+
+    def _check_tree(self) -> None:
+        _check_int("tree_budget", self.tree_budget, 0, TREE_NODES_MAX)
+        if self.tree is None:
+            if self.tree_budget:
+                raise ConfigError("tree_budget shapes a token tree: give tree too (the widths per depth at most)")
+            return
+        if isinstance(self.tree, str) or not isinstance(self.tree, (tuple, list)) or not self.tree:
+            raise ConfigError(f"tree must be candidates per depth such as 2,2,1,1, not {self.tree!r}")
+        object.__setattr__(self, "tree", tuple(self.tree))
+        _check_int("tree depth", len(self.tree), *K_RANGE)
+        for width in self.tree:
+            _check_int("tree width", width, 1, TREE_WIDTH_MAX)
+        if not self.tree_budget and tree_nodes(self.tree) > TREE_NODES_MAX:
+            raise ConfigError(f"the tree {','.join(map(str, self.tree))} has {tree_nodes(self.tree)} nodes; "
+                              f"at most {TREE_NODES_MAX} (or set tree_budget)")
+        refused = [("fast", self.fast), ("cuda_graphs", self.cuda_graphs is True), ("adaptive_k", self.adaptive_k),
+                   ("confidence_stop", self.confidence_stop > 0), ("forced_acceptance", self.forced_acceptance is not None),
+                   ("rule", self.rule != "exact"), ("drafter", self.drafter != "model")]
+        for name, on in refused:
+            if on:
+                raise ConfigError(f"a token tree runs eagerly with the model drafter and the exact rule: "
+                                  f"turn {name} off or leave tree unset")
 
     def to_dict(self) -> dict:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
@@ -130,3 +164,26 @@ def _check_temperature(name: str, value) -> None:
     _check_float(name, value, 0.0, 5.0)
     if 0 < value < MIN_TEMPERATURE:
         raise ConfigError(f"{name} must be 0 (greedy) or at least {MIN_TEMPERATURE:g}, not {value:g}")
+
+
+def tree_nodes(widths) -> int:
+    """Nodes of a static tree with `widths` candidates per depth: w1 + w1 w2 + w1 w2 w3 + ..."""
+    total, level = 0, 1
+    for w in widths:
+        level *= w
+        total += level
+    return total
+
+
+def parse_tree(text: str) -> tuple[int, ...]:
+    """'2,2,1,1' -> (2, 2, 1, 1) (the CLI's --tree); a bad part is refused in one line."""
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise ConfigError(f"tree must be whole numbers separated by commas, such as 2,2,1,1, not {text!r}") from None
+
+
+def planned_nodes(cfg: SpecConfig) -> int:
+    """Nodes a full tree round drafts: the static shape's, or at most the budget."""
+    full = tree_nodes(cfg.tree)
+    return min(full, cfg.tree_budget) if cfg.tree_budget else full

@@ -18,7 +18,7 @@ from ..metrics.measures import LaneStats
 
 PROBABILITIES = ("p", "q", "accept_prob", "u", "prob", "overlap")     # each in [0, 1] where present (None: not drawn)
 COUNTS = ("round", "position", "index", "token_id", "discarded", "drafted", "accepted", "emitted",
-          "total_tokens", "total_drafted", "total_accepted", "k_next")   # each a whole number >= 0
+          "total_tokens", "total_drafted", "total_accepted", "k_next", "unjudged")   # each a whole number >= 0
 PROB_SLACK = 1e-3     # half-precision softmax may round a probability a hair past 1
 
 
@@ -60,6 +60,13 @@ class Drafted(_SelfChecking):
     token_ids: list[int]
     pieces: list[str]              # each token decoded on its own (display only; drafts are not output yet)
     q: list[float]                 # draft probability of each proposed token
+    # A token tree (tree_rounds.py), one entry per node in the order above; None for a chain. parents: the
+    # node's parent (-1: the round's root, the last committed token); depths: 1 = a child of the root;
+    # choices: its rank among its siblings (0 = the draft's first choice). q is then that of the
+    # distribution the node was drawn from (the draft's, without the siblings drawn before it).
+    parents: list[int] | None = None
+    depths: list[int] | None = None
+    choices: list[int] | None = None
     lane: str = "spec"
     t: float = 0.0
     kind: Literal["drafted"] = "drafted"
@@ -81,6 +88,8 @@ class Accepted(_SelfChecking):
     # (engine/loop/rules.py, e.g. "typical(epsilon=0.09,delta=0.3)"; accept_prob is that rule's).
     rule: str
     index: int                     # index of the token in the generated output
+    node: int | None = None        # tree rounds: the judged node (an index into Drafted's nodes); None for a chain
+    choice: int | None = None      # tree rounds: its rank among its siblings (0 = the draft's first choice)
     # The picture of this position: the most likely tokens of p and of q as (id, piece, p, q), most likely
     # under p first (q is None on a bonus, which no draft competed for), and overlap = sum over the whole
     # vocabulary of min(p, q): the chance the exact rule keeps a draft drawn from q (acceptance.py).
@@ -103,7 +112,9 @@ class Rejected(_SelfChecking):
     accept_prob: float             # min(1, p/q); greedy: 0.0 (not the argmax)
     u: float | None
     rule: str                      # as in Accepted
-    discarded: int                 # drafts after this one in the round, thrown away unverified
+    discarded: int                 # drafts after this one in the round (a tree: the nodes under it), thrown away unverified
+    node: int | None = None        # as in Accepted
+    choice: int | None = None
     picture: list[tuple[int, str, float, float | None]] = field(default_factory=list)   # as in Accepted
     overlap: float | None = None
     lane: str = "spec"
@@ -122,6 +133,7 @@ class Resampled(_SelfChecking):
     p: float                       # target probability of the token
     top_residual: list[tuple[int, str, float]] = field(default_factory=list)  # (id, piece, prob), most likely first
     index: int = 0
+    parent: int | None = None      # tree rounds: the node whose children it replaces (-1: the round's root)
     picture: list[tuple[int, str, float, float | None]] = field(default_factory=list)   # as in Accepted
     overlap: float | None = None
     lane: str = "spec"
@@ -138,6 +150,7 @@ class Bonus(_SelfChecking):
     piece: str
     p: float
     index: int = 0
+    parent: int | None = None      # tree rounds: the node it follows (a leaf of the tree; -1: the round's root)
     picture: list[tuple[int, str, float, float | None]] = field(default_factory=list)   # as in Accepted
     overlap: float | None = None
     lane: str = "spec"
@@ -177,6 +190,9 @@ class RoundEnd(_SelfChecking):
     text: str                      # running output text
     k_next: int                    # k for the next round (differs from k under adaptive_k)
     full: bool                     # drafted the k planned for it and no stop rule cut it (see measures.py)
+    # Tree rounds: nodes neither judged nor under a rejected node (siblings after the kept one, their
+    # subtrees, the rest once a stop rule fired), so drafted = accepted + rejected + discarded + unjudged.
+    unjudged: int = 0
     lane: str = "spec"
     t: float = 0.0
     kind: Literal["round_end"] = "round_end"

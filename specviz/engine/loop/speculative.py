@@ -42,6 +42,9 @@ def speculate(pair: ModelPair, prompt: str | list[int], config: SpecConfig | Non
         raise ConfigError(f"the fast path (static cache) cannot yet hand {pair.draft_name} the target's hidden "
                           f"states it reads: turn the fast path off for this pair")
     out = Output(pair, encode_prompt(pair, prompt), cfg)    # bad input fails here, before any work
+    if cfg.tree is not None:
+        from .tree_rounds import run_tree       # a token tree instead of a chain (tree_rounds.py)
+        return run_tree(pair, out, cfg, cancel, lane)
     return _run(pair, out, cfg, cancel, lane)
 
 

@@ -129,6 +129,26 @@ class PositionTally:
             self.accepted[event.position] += event.kind == "accepted"
 
 
+@dataclass
+class ChoiceTally:
+    """Tree rounds: judged and accepted nodes by (depth, choice), depth 1 = a child of the round's root and
+    choice its rank among its siblings (0 = the draft's first choice, 1 = its second, ...). How often the
+    second choice is kept where the first was not is what a tree buys over a chain of the same depth."""
+    judged: Counter = field(default_factory=Counter)
+    accepted: Counter = field(default_factory=Counter)
+
+    def add(self, event) -> None:
+        if event.kind in ("accepted", "rejected") and getattr(event, "choice", None) is not None:
+            key = (event.position + 1, event.choice)
+            self.judged[key] += 1
+            self.accepted[key] += event.kind == "accepted"
+
+    def rows(self) -> list[dict]:
+        """One row per (depth, choice) judged: counts and accepted / judged, depth first."""
+        return [{"depth": d, "choice": c, "judged": n, "accepted": self.accepted[(d, c)],
+                 "rate": self.accepted[(d, c)] / n} for (d, c), n in sorted(self.judged.items())]
+
+
 def conditional_acceptance(judged: Mapping[int, int], accepted: Mapping[int, int]) -> dict[int, float]:
     """a_i = P(accept at position i | positions < i accepted) = accepted_i / judged_i, for every i judged."""
     return {i: accepted.get(i, 0) / n for i, n in sorted(judged.items()) if n}
@@ -190,6 +210,9 @@ class LaneStats:
                                                   # this machine", "set by SPECVIZ_DRAFT_STEP=...", "fixed at fp32, as ..."
     rule: str | None = None                       # speculative lanes: the acceptance rule's name ("forced" when forced)
     rule_lossless: bool | None = None             # speculative lanes: does that rule keep the target's distribution?
+    by_choice: list[dict] | None = None           # tree lanes: ChoiceTally.rows() (None for a chain)
+    tree: list[int] | None = None                 # tree lanes: the shape, candidates per depth (None for a chain)
+    tree_budget: int | None = None                # tree lanes: the dynamic tree's node budget (0: the static shape)
 
     @classmethod
     def of(cls, tally: LaneTally, **how) -> "LaneStats":
@@ -201,7 +224,7 @@ class LaneStats:
         out = asdict(self.tally)
         for f in fields(self)[1:]:
             value = getattr(self, f.name)
-            if not (f.name in ("rule", "rule_lossless") and value is None):
+            if not (f.name in ("rule", "rule_lossless", "by_choice", "tree", "tree_budget") and value is None):
                 out[f.name] = value
         return out
 

@@ -201,6 +201,13 @@ def test_workshop_predict_run_answer_and_reopen(page):
     page.click("#ws-pick label:has-text('Exercise 1')")          # reopened: the answer is still there
     page.wait_for_selector("#ws-measured", timeout=10_000)
     assert page.inner_text("#ws-predicted") == "1.5"
+    measured = page.inner_text("#ws-measured")
+    page.reload()                                                # kept in the browser across a reload
+    page.wait_for_selector("#run")
+    page.click("button[role=tab]:has-text('Workshop')")
+    page.wait_for_selector("#ws-measured", timeout=15_000)
+    assert page.inner_text("#ws-predicted") == "1.5" and page.inner_text("#ws-measured") == measured
+    assert "The race ✓" in page.inner_text("#ws-pick")
 
 
 def test_workshop_k_sweep_plots_measured_points_on_the_theory(page):

@@ -43,11 +43,12 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
     with gr.Blocks(title="specviz: speculative decoding, visualized") as demo:
         gr.HTML(INTRO, elem_id="title")
         cancel = gr.State(None)
+        progress = workshop.progress_store()     # outside the tabs: mounted, so read, at page load
         with gr.Row(equal_height=False, elem_id="main-row"):
             form = build_form(app, demo)
             with gr.Column(scale=3, elem_id="results"):
                 with gr.Tabs(elem_id="tabs") as tabs:
-                    shared = Shared(app, form, cancel, tabs, demo, decode)
+                    shared = Shared(app, form, cancel, tabs, demo, decode, progress)
                     built = {module: module.build(shared) for module in TABS}
         gr.api(generate_endpoint(app), api_name="generate", **decode)
         # The workshop's exercises choose their own pair and settings: the settings column is hidden

@@ -68,3 +68,26 @@ def test_a_bad_link_value_is_named_and_the_rest_still_opens(browser, app_url):
         assert slider(pg, "k") == "4" and pg.input_value("#seed input") == "3"
     finally:
         context.close()
+
+
+def test_the_projector_switch_is_on_every_tab_and_keeps_tabs_and_run_on_one_line(browser, app_url):
+    """At 1366x768 the projector zoom once folded two tabs into Gradio's "..." menu and wrapped Run,
+    and its switch was only in the Workshop tab."""
+    context, pg = open_link(browser, app_url)
+    try:
+        for on in (False, True):
+            if on:
+                pg.click("#projector input")
+                pg.wait_for_function("() => document.body.classList.contains('projector')")
+                pg.wait_for_timeout(500)             # Gradio re-measures its tab bar on resize
+            shown = pg.eval_on_selector_all("#tabs [role=tab]", "els => els.filter(e => e.offsetParent).length")
+            assert shown == 6, f"projector {'on' if on else 'off'}: {shown} of 6 tabs on the bar"
+            run, stop = (pg.locator(s).bounding_box() for s in ("#run", "#stop"))
+            assert abs(run["y"] - stop["y"]) < 2 and abs(run["height"] - stop["height"]) < 2      # one line each
+        for name in ("Explain", "Workshop", "Race"):
+            pg.click(f"button[role=tab]:has-text('{name}')")
+            assert pg.locator("#projector input").is_visible() and pg.locator("#projector input").is_checked()
+        pg.click("#projector input")
+        pg.wait_for_function("() => !document.body.classList.contains('projector')")
+    finally:
+        context.close()

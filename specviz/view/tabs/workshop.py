@@ -5,8 +5,8 @@ here. A run is refused until the learner has
 made a prediction; the answer then shows beside it with the run's own "why". Progress (each
 exercise's prediction and measured answer) is kept in the browser (gr.BrowserState, its
 localStorage) across reloads, read back through `kept` (it comes from the client: only known
-exercises and fields of the expected types), and any exercise can be reopened from the list. A
-projector switch enlarges the whole page.
+exercises and fields of the expected types), and any exercise can be reopened from the list. (The
+projector switch, for every tab, is in the page's title line: view/ui.py.)
 """
 from __future__ import annotations
 
@@ -168,7 +168,6 @@ def build(shared: Shared) -> gr.Tab:
         with gr.Row():
             with gr.Column(scale=1, min_width=260):
                 pick = gr.Radio(_labels({}), value=EXERCISES[0].key, label="Exercises", elem_id="ws-pick")
-                projector = gr.Checkbox(False, label="projector mode (large text)", elem_id="projector")
             with gr.Column(scale=3):
                 question = gr.HTML(question_html(EXERCISES[0]), elem_id="ws-question")
                 with gr.Row():
@@ -186,6 +185,4 @@ def build(shared: Shared) -> gr.Tab:
                      show_progress="hidden")
     go.click(partial(run, app), [pick, number, choice, progress], [result, plot, progress, pick],
              api_name="workshop", show_progress="hidden", **shared.decode)
-    projector.change(None, [projector], None, api_name=False,
-                     js="(on) => { document.body.classList.toggle('projector', on); return []; }")
     return tab

@@ -91,3 +91,11 @@ def test_the_projector_switch_is_on_every_tab_and_keeps_tabs_and_run_on_one_line
         pg.wait_for_function("() => !document.body.classList.contains('projector')")
     finally:
         context.close()
+
+
+def test_the_lesson_plan_opens_in_the_workshop_tab(page):
+    page.click("button[role=tab]:has-text('Workshop')")
+    page.click("#lesson-plan > button.label-wrap")
+    page.wait_for_selector("#lesson-plan table", timeout=10_000)
+    text = page.inner_text("#lesson-plan")
+    assert "Lesson plan (45 minutes)" in text and "Room setup" in text

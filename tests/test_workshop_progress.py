@@ -25,3 +25,12 @@ def test_a_reload_ticks_the_done_exercises_and_shows_the_open_one_s_answer_escap
     assert "1.8× &lt;b&gt;" in result and "<b>" not in result and number.value == "1.5"
     _, _, _, _, fresh, _ = restore(first, {})
     assert fresh == ""
+
+
+def test_the_lesson_plan_is_the_docs_file_and_ships_with_a_wheel():
+    from pathlib import Path
+
+    from specviz.view.tabs.workshop import lesson_plan
+    root = Path(__file__).resolve().parent.parent
+    assert lesson_plan() == (root / "docs" / "workshop.md").read_text(encoding="utf-8")
+    assert '"docs/workshop.md"' in (root / "setup.py").read_text(encoding="utf-8")

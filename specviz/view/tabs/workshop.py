@@ -18,6 +18,7 @@ from ...app.slots import Stopped
 from ...app.state import AppState
 from ...app.workshop import BY_KEY, EXERCISES
 from ...errors import SpecvizError
+from ...paths import LESSON_PLAN
 from ..kinds_plot import kinds_figure
 from ..plots import lossless_bars, race_chart
 from ..render import clean
@@ -114,6 +115,15 @@ def show(key, progress):
             result, gr.Plot(value=None, visible=False))
 
 
+def lesson_plan() -> str:
+    """The 45-minute lesson plan (docs/workshop.md) as the tab shows it, so a visitor of a hosted page,
+    who cannot open a file path, can read it; a line saying where it is when the file is missing."""
+    try:
+        return LESSON_PLAN.read_text(encoding="utf-8")
+    except OSError:
+        return "The lesson plan is `docs/workshop.md` in specviz's repository."
+
+
 def progress_store() -> gr.BrowserState:
     """The learner's progress in the browser's storage. Made outside the tabs (view/ui.py): a tab's
     components mount when it is first opened, and one not mounted yet reads its stored value too late
@@ -164,7 +174,7 @@ def build(shared: Shared) -> gr.Tab:
     with gr.Tab("Workshop", id="workshop") as tab:
         gr.Markdown("Ten short exercises for a class or on your own. Each one runs real models on this machine "
                     "and measures; predict before you look. Each exercise picks its own pair and settings (the "
-                    "settings column is hidden meanwhile). The lesson plan is in `docs/workshop.md`.")
+                    "settings column is hidden meanwhile). The lesson plan for a class is below the exercises.")
         with gr.Row():
             with gr.Column(scale=1, min_width=260):
                 pick = gr.Radio(_labels({}), value=EXERCISES[0].key, label="Exercises", elem_id="ws-pick")
@@ -178,6 +188,9 @@ def build(shared: Shared) -> gr.Tab:
                 go = gr.Button("Lock in my prediction and run", variant="primary", elem_id="ws-run")
                 result = gr.HTML(elem_id="ws-result")
                 plot = gr.Plot(elem_id="ws-plot", show_label=False, visible=False)
+        with gr.Accordion("Lesson plan for a class (45 minutes): room setup, timing, discussion", open=False,
+                          elem_id="lesson-plan"):
+            gr.Markdown(lesson_plan())
     pick.change(show, [pick, progress], [question, number, choice, result, plot], api_name=False,
                 show_progress="hidden")
     # A reload: the exercises done so far ticked, and the open one's answer shown again.

@@ -27,6 +27,7 @@ ASSETS = ROOT / "assets"
 MODELS = ASSETS / "models"            # the bundled pair and the shipped drafts
 SPACES_YAML = ROOT / "spaces.yaml"    # the hosting profile: presets per tier and the server's limits
 BENCHMARKS = ROOT / "benchmarks"
+LESSON_PLAN = ROOT / "docs" / "workshop.md"   # shown in the Workshop tab
 
 
 def require(path: Path) -> Path:

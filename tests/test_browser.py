@@ -201,6 +201,13 @@ def test_workshop_predict_run_answer_and_reopen(page):
     page.click("#ws-pick label:has-text('Exercise 1')")          # reopened: the answer is still there
     page.wait_for_selector("#ws-measured", timeout=10_000)
     assert page.inner_text("#ws-predicted") == "1.5"
+    measured = page.inner_text("#ws-measured")
+    page.reload()                                                # kept in the browser across a reload
+    page.wait_for_selector("#run")
+    page.click("button[role=tab]:has-text('Workshop')")
+    page.wait_for_selector("#ws-measured", timeout=15_000)
+    assert page.inner_text("#ws-predicted") == "1.5" and page.inner_text("#ws-measured") == measured
+    assert "The race ✓" in page.inner_text("#ws-pick")
 
 
 def test_workshop_k_sweep_plots_measured_points_on_the_theory(page):
@@ -252,9 +259,10 @@ def test_the_empty_prompt_s_tip_follows_the_chat_switch_and_keeps_the_text(brows
 
 def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(browser, tiny_dirs, monkeypatch):
     """A pair is measured once loaded (app/k_advice.py). A visitor whose race loaded it saw the preset's
-    k and no line about it until they picked the pair again; the page now takes both up once measured,
-    moving k only where the visitor left the preset's. The measurement is slowed here so that it ends
-    after the race's own check: the page's watch has to find it."""
+    k and no line about it until they picked the pair again; the page now offers the measured k once
+    measured, as a line and a "use k = N" button: the slider stays at the preset's k (every laptop in a
+    room starts from the same race) until the button is clicked. The measurement is slowed here so that
+    it ends after the race's own check: the page's watch has to find it."""
     from specviz.app import state
     from specviz.app.state import AppState
     advise = state.advise           # called after the measurement, outside the decoding slot
@@ -277,14 +285,18 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
                              timeout=60_000)
         offered = app.advice["tiny"].k
         assert f"k = {offered} suits this machine" in pg.inner_text("#k-note .prose")
-        assert pg.input_value("#k input[type=number]") == str(offered)
-        # A page opened now, on the page built before the measurement, gets both at load.
+        assert pg.input_value("#k input[type=number]") == "7"
+        assert pg.inner_text("#use-k") == f"use k = {offered}"
+        pg.click("#use-k")
+        pg.wait_for_function("(k) => document.querySelector('#k input[type=number]').value === k", arg=str(offered))
+        # A page opened now, on the page built before the measurement, gets the line at load, and the
+        # preset's k in the slider.
         fresh = context.new_page()
         fresh.goto(url)
         fresh.wait_for_selector("#run")
         fresh.wait_for_function("document.querySelector('#k-note .prose')?.innerText.includes('suits this machine')",
                                 timeout=15_000)
-        assert fresh.input_value("#k input[type=number]") == str(offered)
+        assert fresh.input_value("#k input[type=number]") == "7" and fresh.is_visible("#use-k")
         fresh.close()
         # The Explain tab's calculator takes the same measurement on request.
         pg.click("button[role=tab]:has-text('Explain')")

@@ -60,21 +60,25 @@ def test_picking_a_pair_swaps_an_example_prompt_and_keeps_the_visitors_own(tiny_
     assert not isinstance(kept, str)                  # gr.skip(): the box is left as it is
 
 
-def test_the_page_s_k_watch_takes_up_a_late_measurement_and_keeps_a_k_the_visitor_chose(tiny_dirs):
-    """view/ui.py's k_watch: while the pair is loading or measured it keeps ticking; once measured it
-    offers the measured k where the visitor left the preset's, keeps theirs otherwise, and stops."""
-    from specviz.view.form import _k_measured
+def test_the_page_s_k_watch_offers_a_late_measurement_without_moving_the_slider(tiny_dirs):
+    """view/form.py's k_watch: while the pair is loading or measured it keeps ticking; once measured it
+    shows the measured k's line and a "use k = N" button, and stops; the slider itself is never an
+    output, so every laptop starts from the preset's k. A class link's pinned k gets no suggestion."""
+    from specviz.view.form import _k_measured, _on_preset, _use_k
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=7, acceptance=0.6)
     app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
-    k, note, watch = _k_measured(app, "tiny", 7)
-    assert not app.advice_pending(preset) and watch.active is False      # not loaded: nothing on its way
+    note, use, watch = _k_measured(app, "tiny")
+    assert not app.advice_pending(preset) and watch.active is False and use.visible is False
     app.pair(preset)                                                      # loads it; the measurement follows
     assert app.advice_pending(preset) or "tiny" in app.advice
     assert _wait_for(lambda: "tiny" in app.advice) and not app.advice_pending(preset)
-    k, note, watch = _k_measured(app, "tiny", 7)
-    assert k == app.advice["tiny"].k and "suits this machine" in note and watch.active is False
-    k, note, watch = _k_measured(app, "tiny", 5)                          # the visitor's own k
-    assert not isinstance(k, int) and "suits this machine" in note and watch.active is False
+    note, use, watch = _k_measured(app, "tiny")
+    measured = app.advice["tiny"].k
+    assert "suits this machine" in note and watch.active is False
+    assert use.visible is True and use.value == f"use k = {measured}" and _use_k(app, "tiny") == measured
+    assert _on_preset(app, "tiny", "")[1] == 7                            # a pick sets the preset's own k
+    note, use, watch = _k_measured(app, "tiny", {"pinned": True, "prompts": []})
+    assert note == "" and use.visible is False and watch.active is False
 
 
 def test_the_calculator_takes_this_machine_s_figures_once_the_pair_is_measured(tiny_dirs):

@@ -22,7 +22,8 @@ def test_the_wheel_carries_the_data_and_an_installed_copy_runs(tmp_path):
     for needed in ("specviz/_data/spaces.yaml", "specviz/_data/assets/style.css", "specviz/_data/assets/page.js",
                    "specviz/_data/assets/models/target/config.json", "specviz/_data/assets/models/draft/config.json",
                    "specviz/_data/assets/models/smollm2-draft/config.json",
-                   "specviz/_data/benchmarks/heldout-prompts.json", "specviz/view/explain.md"):
+                   "specviz/_data/benchmarks/heldout-prompts.json", "specviz/view/explain.md",
+                   "specviz/_data/docs/workshop.md"):
         assert needed in names, needed
     assert not any(n.endswith("screenshot.png") for n in names)         # nothing reads it at run time
     site = tmp_path / "site"

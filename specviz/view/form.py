@@ -1,9 +1,12 @@
 """The settings form in the page's left column: prompt, Run/Stop, pair, drafter, k and sampling.
 
 `build_form(app)` lays it out (call inside the page's Blocks) and wires the listeners that keep it
-consistent on its own: a pair's pick sets its examples, k, chat default and confidence stop; the
-prompt's tip follows the chat switch; the k measured for a pair on this machine arrives at page
-load and while a watch ticks; a background fetch's progress shows until it ends. The returned
+consistent on its own: a pair's pick sets its examples, its preset's k, chat default and confidence
+stop; the prompt's tip follows the chat switch; a share link's settings (view/share.py) fill it when
+the page opens, and "copy link" writes that link for the current form; the k measured for a pair on
+this machine arrives at page load and while a watch ticks, offered as a suggestion with a one-click
+"use k = N" (never moving the slider itself, so every laptop in a room starts from the same race);
+a background fetch's progress shows until it ends. The returned
 `Form` names every component; `inputs` lists the form's values in RunRequest's FORM_FIELDS order,
 the order every tab's handler reads.
 """
@@ -15,13 +18,12 @@ from functools import partial
 import gradio as gr
 
 from ..app.request import FORM_FIELDS
-from ..app.settings import as_int
 from ..app.state import CUSTOM, AppState
 from ..engine.loop.config import CONFIDENCE_STOP_MAX
 from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS
-from ..errors import SpecvizError
 from . import lenient    # the form's inputs: the app checks their values
 from .render import clean, figures_line
+from .share import Opening, link_query, read_link
 
 PAIRED_MIN_WIDTH = 190     # two settings share a row only from 2 x 190 px + the gap
 K_WATCH_S = 2.0            # how often a page asks whether its pair's k has been measured, while it is under way
@@ -35,6 +37,8 @@ class Form:
     k_note: gr.HTML
     k_watch: gr.Timer
     app: AppState
+    use_k: gr.Button          # "use k = N": the measured k, taken only by a click
+    link: gr.State            # the share link's class setup: {"pinned": bool, "prompts": [...]}
 
     @property
     def inputs(self) -> list:
@@ -43,8 +47,8 @@ class Form:
 
     def refresh_k_after(self, event) -> None:
         """After `event` (a race may have loaded its pair, which is then measured): its k now, or a watch for it."""
-        event.then(partial(_k_measured, self.app), [self.fields["preset"], self.fields["k"]],
-                   [self.fields["k"], self.k_note, self.k_watch], api_name=False, show_progress="hidden")
+        event.then(partial(_k_measured, self.app), [self.fields["preset"], self.link],
+                   [self.k_note, self.use_k, self.k_watch], api_name=False, show_progress="hidden")
 
 
 def build_form(app: AppState, demo: gr.Blocks) -> Form:
@@ -57,6 +61,7 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
         with gr.Row(elem_id="run-row"):
             run = gr.Button("Run the race", variant="primary", elem_id="run", min_width=120)
             stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=80)
+        link_note = gr.HTML(elem_id="link-note")       # what a share link set, or the values it could not
         with gr.Accordion("Settings: pair, drafter, k, sampling", open=True, elem_id="settings"):
             examples = gr.Examples([[e] for e in first.examples], inputs=[prompt], label="Examples")
             choices = [(app.menu_label(p), p.key) for p in app.presets.values()]
@@ -75,7 +80,8 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
                 k = lenient.Slider(app.limits.k_range[0], app.limits.k_range[1], value=first.k, step=1,
                                    label="k (drafts per round)", elem_id="k")
                 adaptive = gr.Checkbox(False, label="adaptive k", elem_id="adaptive")
-            k_note = gr.HTML(_k_note_html(app, first), elem_id="k-note")     # where the offered k comes from
+            k_note = gr.HTML(_k_note_html(app, first), elem_id="k-note")     # the measured k, as a suggestion
+            use_k = gr.Button("use the measured k", visible=False, size="sm", elem_id="use-k")
             k_watch = gr.Timer(K_WATCH_S, active=False)     # ticks while the pair's k is being measured
             confidence_stop = lenient.Slider(
                 0, CONFIDENCE_STOP_MAX, value=first.confidence_stop, step=0.05, elem_id="confidence-stop",
@@ -95,11 +101,15 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
                 seed = lenient.Number(0, precision=0, label="seed", elem_id="seed", min_width=PAIRED_MIN_WIDTH)
             stops = gr.Textbox(label="stop strings (one per line, optional)", lines=1, max_lines=4,
                                elem_id="stop-strings")
+            copy = gr.Button("Copy a link to this race", size="sm", elem_id="copy-link")
+            share = gr.Textbox(label="share link (copied where the browser allows: else copy it from here)",
+                               visible=False, interactive=False, max_lines=2, elem_id="share-link")
+        link = gr.State({"pinned": False, "prompts": []})
     fields = {"prompt": prompt, "preset": preset, "custom_target": custom_target, "custom_draft": custom_draft,
               "drafter": drafter, "k": k, "adaptive_k": adaptive, "temperature": temperature, "top_k": top_k,
               "top_p": top_p, "max_new_tokens": max_new, "seed": seed, "stop_strings": stops, "chat": chat,
               "confidence_stop": confidence_stop}
-    form = Form(fields, run, stop, k_note, k_watch, app)
+    form = Form(fields, run, stop, k_note, k_watch, app, use_k, link)
 
     if app.fetches:      # a background fetch: its progress in the page until it ends
         ticker = gr.Timer(2.0, active=app.fetching())
@@ -107,15 +117,76 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
     # The empty box's tip follows the chat switch (a pair's pick sets it): a chat model is asked, a
     # raw model is continued.
     chat.change(_prompt_tip, [chat], [prompt], api_name=False, show_progress="hidden")
-    preset.change(partial(_on_preset, app), [preset, prompt],
-                  [examples.dataset, k, chat, k_note, confidence_stop, prompt], api_name=False)
-    preset.change(partial(_watch_k, app), [preset], [k_watch], api_name=False, show_progress="hidden")
+    # A visitor's pick only (.input): a share link sets the pair, k and prompts together at load.
+    picked = preset.input(partial(_on_preset, app), [preset, prompt],
+                          [examples.dataset, k, chat, k_note, confidence_stop, prompt], api_name=False)
+    preset.input(partial(_watch_k, app), [preset], [k_watch], api_name=False, show_progress="hidden")
     # The k measured for the pair on this machine (a background calibration after its load): at
-    # page load, and while k_watch ticks (the pair is loading or being measured).
+    # page load (after the share link's values), after a pick, and while k_watch ticks.
     measured = partial(_k_measured, app)
-    demo.load(measured, [preset, k], [k, k_note, k_watch], api_name=False, show_progress="hidden")
-    k_watch.tick(measured, [preset, k], [k, k_note, k_watch], api_name=False, show_progress="hidden")
+    k_outputs = [k_note, use_k, k_watch]
+
+    def opening(request: gr.Request):
+        return _open_link(app, getattr(request, "query_params", None))
+
+    demo.load(opening, None, [preset, prompt, k, temperature, seed, examples.dataset, chat, confidence_stop,
+                              link_note, link], api_name=False, show_progress="hidden").then(
+        measured, [preset, link], k_outputs, api_name=False, show_progress="hidden")
+    picked.then(measured, [preset, link], k_outputs, api_name=False, show_progress="hidden")
+    k_watch.tick(measured, [preset, link], k_outputs, api_name=False, show_progress="hidden")
+    use_k.click(partial(_use_k, app), [preset], [k], api_name=False, show_progress="hidden")
+    # "Copy link": the query from the form's values (the pair's key, not its label), then the page's
+    # own address before it, into the clipboard where the browser allows and into a box to copy from.
+    copy.click(_share_query, [preset, prompt, k, temperature, seed, link], [share], api_name=False,
+               show_progress="hidden").then(None, [share], [share], api_name=False, js=COPY_JS)
     return form
+
+
+COPY_JS = """(query) => {
+  const url = location.origin + location.pathname + (query ? '?' + query : '');
+  try { navigator.clipboard.writeText(url).catch(() => {}); } catch (e) { /* no clipboard: the box shows it */ }
+  return url;
+}"""
+
+
+def _open_link(app: AppState, params):
+    """Page load: the share link's values in the form (each checked; a refused one named in a line,
+    its field left at the default), its class setup locking the pair and k, its prompts as examples.
+    A field the link does not name is left as it is (a visitor may already be typing)."""
+    got: Opening = read_link(app, params)
+    preset = app.presets.get(got.pair) if got.pair else app.default_preset()
+    skip = gr.skip()
+    if preset is None:
+        return (skip,) * 10
+    repaired = got.pair is not None and got.pair != app.default_preset().key    # the pair's own settings follow
+    examples = got.prompts or preset.examples
+    prompt = got.prompt if got.prompt is not None else (
+        examples[0] if (got.prompts or repaired) and examples else skip)
+    lines = []
+    if got.pinned:
+        lines.append(f'<div class="status link-class">Class setup: the pair ({clean(preset.label)}) and '
+                     f'k = {got.k} are set by this link, the same on every laptop.</div>')
+    lines += [f'<div class="status status-error">Link: {clean(p)}; left at its default.</div>' for p in got.problems]
+    k = got.k if got.k is not None else (preset.k if repaired else None)
+    return (gr.update(value=preset.key, interactive=not got.pinned) if got.pair or got.pinned else skip, prompt,
+            gr.update(value=k, interactive=not got.pinned) if k is not None or got.pinned else skip,
+            got.temperature if got.temperature is not None else skip,
+            got.seed if got.seed is not None else skip,
+            gr.Dataset(samples=[[e] for e in examples]) if got.prompts or repaired else skip,
+            gr.Checkbox(value=preset.chat, interactive=preset.chat) if repaired else skip,
+            preset.confidence_stop if repaired else skip,
+            "".join(lines), {"pinned": got.pinned, "prompts": list(got.prompts)})
+
+
+def _share_query(preset, prompt, k, temperature, seed, link):
+    link = link or {}
+    return gr.Textbox(value=link_query(preset, prompt, k, temperature, seed, link.get("pinned", False),
+                                       link.get("prompts", ())), visible=True)
+
+
+def _use_k(app: AppState, key):
+    p = app.presets.get(key)
+    return app.suggested_k(p) if p is not None else gr.skip()
 
 
 def prompt_placeholder(chat: bool) -> str:
@@ -139,7 +210,7 @@ def _fetch_tick(app: AppState):
 
 
 def _on_preset(app: AppState, key, prompt=None):
-    """A pair was picked: its examples, its k (as measured here, else the preset's), its chat default
+    """A pair was picked: its examples, its preset's k (the measured one is a suggestion), its chat default
     (custom pairs may be either), and its first example in the prompt box when the box still holds an
     example of any pair (a chat question would send the bundled code model into '#' lines); the
     visitor's own text stays."""
@@ -150,7 +221,7 @@ def _on_preset(app: AppState, key, prompt=None):
         return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
     an_example = any(prompt == e for other in app.presets.values() for e in other.examples)
     new_prompt = p.examples[0] if an_example and p.examples else gr.skip()
-    return (gr.Dataset(samples=[[e] for e in p.examples]), app.suggested_k(p),
+    return (gr.Dataset(samples=[[e] for e in p.examples]), p.k,
             gr.Checkbox(value=p.chat, interactive=p.chat), _k_note_html(app, p), p.confidence_stop, new_prompt)
 
 
@@ -160,18 +231,18 @@ def _watch_k(app: AppState, key):
     return gr.Timer(active=p is not None and app.advice_pending(p))
 
 
-def _k_measured(app: AppState, key, k):
-    """At page load, after a race and on each k_watch tick: once the pair is measured, its line, and its
-    k where the visitor left the preset's (a k they chose stays; at load the box holds the preset's);
-    the watch stops then, or ticks on while the measurement is on its way."""
+def _k_measured(app: AppState, key, link=None):
+    """At page load, after a pick or a race and on each k_watch tick: once the pair is measured, its
+    line and a "use k = N" button (the slider stays where it is: the preset's k or the visitor's);
+    the watch stops then, or ticks on while the measurement is on its way. A class link's pinned k
+    gets no suggestion."""
     p = app.presets.get(key)
+    if (link or {}).get("pinned"):
+        return "", gr.Button(visible=False), gr.Timer(active=False)
     if p is None or p.key not in app.advice:
-        return gr.skip(), gr.skip(), _watch_k(app, key)
-    try:
-        moved = as_int("k", k) != p.k
-    except SpecvizError:          # a k box left unreadable is the visitor's: leave it to the form's check
-        moved = True
-    return (gr.skip() if moved else app.suggested_k(p)), _k_note_html(app, p), gr.Timer(active=False)
+        return gr.skip(), gr.Button(visible=False), _watch_k(app, key)
+    k = app.suggested_k(p)
+    return _k_note_html(app, p), gr.Button(f"use k = {k}", visible=True), gr.Timer(active=False)
 
 
 def _k_note_html(app: AppState, preset) -> str:

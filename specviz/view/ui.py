@@ -4,8 +4,9 @@ The page: the settings form in a left column (view/form.py: prompt, Run/Stop, pa
 sampling settings) beside the tabs, one module each in view/tabs/ (race, step mode, the lossless
 check, the workshop, the explanation with its what-if calculator, the acceptance rules), each of
 which lays itself out and wires its own listeners. build_demo() only assembles them, with what
-several tabs share (view/tabs/__init__.py's Shared), plus the `/generate` API and the page-level
-switch that hides the settings column in the workshop. It does not launch: app.py does.
+several tabs share (view/tabs/__init__.py's Shared), plus the `/generate` API, the projector
+switch (in the title line, for every tab) and the page-level switch that hides the settings column
+in the workshop. It does not launch: app.py does.
 """
 from __future__ import annotations
 
@@ -42,12 +43,15 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
     decode = {"concurrency_id": "decode", "concurrency_limit": None}
     with gr.Blocks(title="specviz: speculative decoding, visualized") as demo:
         gr.HTML(INTRO, elem_id="title")
+        # Projector mode: the whole page larger for a room, from any tab (in the title line).
+        projector = gr.Checkbox(False, label="projector mode", elem_id="projector", container=False)
         cancel = gr.State(None)
+        progress = workshop.progress_store()     # outside the tabs: mounted, so read, at page load
         with gr.Row(equal_height=False, elem_id="main-row"):
             form = build_form(app, demo)
             with gr.Column(scale=3, elem_id="results"):
                 with gr.Tabs(elem_id="tabs") as tabs:
-                    shared = Shared(app, form, cancel, tabs, demo, decode)
+                    shared = Shared(app, form, cancel, tabs, demo, decode, progress)
                     built = {module: module.build(shared) for module in TABS}
         gr.api(generate_endpoint(app), api_name="generate", **decode)
         # The workshop's exercises choose their own pair and settings: the settings column is hidden
@@ -55,4 +59,6 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         for module, tab in built.items():
             js = "add" if module is workshop else "remove"
             tab.select(None, None, None, api_name=False, js=f"() => {{ document.body.classList.{js}('ws-open'); }}")
+        projector.change(None, [projector], None, api_name=False,
+                         js="(on) => { document.body.classList.toggle('projector', on); return []; }")
     return demo

@@ -3,8 +3,10 @@
 Layout and listeners for app/workshop.py's exercises (the logic), whose answers' charts are drawn
 here. A run is refused until the learner has
 made a prediction; the answer then shows beside it with the run's own "why". Progress (each
-exercise's prediction and measured answer) lives in this browser session's gr.State, and any
-exercise can be reopened from the list. A projector switch enlarges the whole page.
+exercise's prediction and measured answer) is kept in the browser (gr.BrowserState, its
+localStorage) across reloads, read back through `kept` (it comes from the client: only known
+exercises and fields of the expected types), and any exercise can be reopened from the list. (The
+projector switch, for every tab, is in the page's title line: view/ui.py.)
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from ...app.slots import Stopped
 from ...app.state import AppState
 from ...app.workshop import BY_KEY, EXERCISES
 from ...errors import SpecvizError
+from ...paths import LESSON_PLAN
 from ..kinds_plot import kinds_figure
 from ..plots import lossless_bars, race_chart
 from ..render import clean
@@ -33,6 +36,25 @@ def chart_figure(chart):
     return None if chart is None else CHARTS[chart[0]](chart[1])
 
 CLOSE_ENOUGH = 0.2      # a numeric prediction within 20% of the measured value counts as close
+PROGRESS_KEY = "specviz-workshop"       # the browser's storage key of the learner's progress
+SHOWN = ("shown", "why", "verdict")     # an entry's texts the page shows
+
+
+def kept(progress) -> dict:
+    """The stored progress the page may show: entries of known exercises whose fields have the types
+    `run` writes (the browser's copy can be edited or stale: anything else is dropped)."""
+    if not isinstance(progress, dict):
+        return {}
+    out = {}
+    for key, entry in progress.items():
+        if key not in BY_KEY or not isinstance(entry, dict):
+            continue
+        prediction, ran = entry.get("prediction"), entry.get("ran")
+        if (all(isinstance(entry.get(name), str) for name in SHOWN) and isinstance(ran, (str, type(None)))
+                and isinstance(prediction, (str, int, float)) and not isinstance(prediction, bool)):
+            out[key] = {"prediction": prediction, "value": entry.get("value"), "ran": ran,
+                        **{name: entry[name] for name in SHOWN}}
+    return out
 
 
 def _labels(progress: dict) -> list[tuple[str, str]]:
@@ -82,7 +104,7 @@ def question_html(ex) -> str:
 
 def show(key, progress):
     """An exercise was picked: its question, the right prediction input, and its result if done."""
-    progress = progress or {}
+    progress = kept(progress)
     ex = BY_KEY.get(key, EXERCISES[0])
     done = progress.get(ex.key)
     result = result_html(done) if done else ""
@@ -93,9 +115,31 @@ def show(key, progress):
             result, gr.Plot(value=None, visible=False))
 
 
+def lesson_plan() -> str:
+    """The 45-minute lesson plan (docs/workshop.md) as the tab shows it, so a visitor of a hosted page,
+    who cannot open a file path, can read it; a line saying where it is when the file is missing."""
+    try:
+        return LESSON_PLAN.read_text(encoding="utf-8")
+    except OSError:
+        return "The lesson plan is `docs/workshop.md` in specviz's repository."
+
+
+def progress_store() -> gr.BrowserState:
+    """The learner's progress in the browser's storage. Made outside the tabs (view/ui.py): a tab's
+    components mount when it is first opened, and one not mounted yet reads its stored value too late
+    for the page's load."""
+    return gr.BrowserState({}, storage_key=PROGRESS_KEY)
+
+
+def restore(key, progress):
+    """Page load: the list with the stored progress ticked, and the open exercise as `show` draws it."""
+    progress = kept(progress)
+    return (gr.Radio(choices=_labels(progress), value=key), *show(key, progress))
+
+
 def run(app: AppState, key, number, choice, progress):
     """Outputs: result, plot, progress, exercise list."""
-    progress = dict(progress or {})
+    progress = kept(progress)
     ex = BY_KEY.get(key)
     if ex is None:
         yield '<div class="status status-error">Pick an exercise first.</div>', gr.skip(), progress, gr.skip()
@@ -126,14 +170,14 @@ def run(app: AppState, key, number, choice, progress):
 def build(shared: Shared) -> gr.Tab:
     """The tab, its components and its listeners."""
     app = shared.app
+    progress = shared.workshop_progress or progress_store()
     with gr.Tab("Workshop", id="workshop") as tab:
         gr.Markdown("Ten short exercises for a class or on your own. Each one runs real models on this machine "
                     "and measures; predict before you look. Each exercise picks its own pair and settings (the "
-                    "settings column is hidden meanwhile). The lesson plan is in `docs/workshop.md`.")
+                    "settings column is hidden meanwhile). The lesson plan for a class is below the exercises.")
         with gr.Row():
             with gr.Column(scale=1, min_width=260):
                 pick = gr.Radio(_labels({}), value=EXERCISES[0].key, label="Exercises", elem_id="ws-pick")
-                projector = gr.Checkbox(False, label="projector mode (large text)", elem_id="projector")
             with gr.Column(scale=3):
                 question = gr.HTML(question_html(EXERCISES[0]), elem_id="ws-question")
                 with gr.Row():
@@ -144,11 +188,14 @@ def build(shared: Shared) -> gr.Tab:
                 go = gr.Button("Lock in my prediction and run", variant="primary", elem_id="ws-run")
                 result = gr.HTML(elem_id="ws-result")
                 plot = gr.Plot(elem_id="ws-plot", show_label=False, visible=False)
-        progress = gr.State({})     # inside the tab: a component directly in gr.Tabs confuses its tab bar
+        with gr.Accordion("Lesson plan for a class (45 minutes): room setup, timing, discussion", open=False,
+                          elem_id="lesson-plan"):
+            gr.Markdown(lesson_plan())
     pick.change(show, [pick, progress], [question, number, choice, result, plot], api_name=False,
                 show_progress="hidden")
+    # A reload: the exercises done so far ticked, and the open one's answer shown again.
+    shared.demo.load(restore, [pick, progress], [pick, question, number, choice, result, plot], api_name=False,
+                     show_progress="hidden")
     go.click(partial(run, app), [pick, number, choice, progress], [result, plot, progress, pick],
              api_name="workshop", show_progress="hidden", **shared.decode)
-    projector.change(None, [projector], None, api_name=False,
-                     js="(on) => { document.body.classList.toggle('projector', on); return []; }")
     return tab

@@ -1,0 +1,36 @@
+"""The workshop's progress kept in the browser (view/tabs/workshop.py): what comes back from the
+client's storage is shown only where it has the shape `run` writes, and a reload shows it again."""
+from __future__ import annotations
+
+from specviz.app.workshop import EXERCISES
+from specviz.view.tabs.workshop import kept, restore
+
+DONE = {"prediction": 1.5, "shown": "1.8× <b>", "value": 1.8, "why": "the target checked it", "ran": "tiny",
+        "verdict": "close"}
+
+
+def test_stored_progress_keeps_known_exercises_with_the_expected_fields_only():
+    first, second = EXERCISES[0].key, EXERCISES[1].key
+    stored = {first: DONE, second: {**DONE, "shown": {"html": "<script>"}}, "nope": DONE}
+    assert kept(stored) == {first: DONE}
+    assert kept({first: {**DONE, "prediction": True}}) == {}
+    assert kept("not a dict") == {} and kept(None) == {}
+
+
+def test_a_reload_ticks_the_done_exercises_and_shows_the_open_one_s_answer_escaped():
+    first = EXERCISES[0].key
+    pick, question, number, choice, result, plot = restore(first, {first: DONE})
+    labels = dict((key, label) for label, key in pick.choices)
+    assert labels[first].endswith("✓") and not labels[EXERCISES[1].key].endswith("✓")
+    assert "1.8× &lt;b&gt;" in result and "<b>" not in result and number.value == "1.5"
+    _, _, _, _, fresh, _ = restore(first, {})
+    assert fresh == ""
+
+
+def test_the_lesson_plan_is_the_docs_file_and_ships_with_a_wheel():
+    from pathlib import Path
+
+    from specviz.view.tabs.workshop import lesson_plan
+    root = Path(__file__).resolve().parent.parent
+    assert lesson_plan() == (root / "docs" / "workshop.md").read_text(encoding="utf-8")
+    assert '"docs/workshop.md"' in (root / "setup.py").read_text(encoding="utf-8")

@@ -114,7 +114,7 @@
     if (owner && owner !== el) owner.removeAttribute("aria-describedby");
     owner = el;
     pinned = pin;
-    pop.textContent = el.dataset.tip;
+    pop.replaceChildren(node("div", "tip-text", el.dataset.tip));
     if (el.dataset.pic) {
       try { pop.appendChild(drawPicture(JSON.parse(el.dataset.pic))); } catch (err) { /* text stays */ }
     }
@@ -128,7 +128,11 @@
     pinned = false;
     pop.hidden = true;
   };
-  const tipOf = (node) => (node && node.closest ? node.closest("[data-tip]") : null);
+  // The race's why carries its whole sentence as a tip for a phone, where it is cut to two lines.
+  const tipOf = (n) => {
+    const el = n && n.closest ? n.closest("[data-tip]") : null;
+    return el && el.classList.contains("why") && !document.body.classList.contains("narrow") ? null : el;
+  };
   document.addEventListener("mouseover", (event) => {
     const el = tipOf(event.target);
     if (el && !pinned) open(el, false);
@@ -183,6 +187,15 @@
     }
     bar.appendChild(node("span", "view-hint", "× = a draft thrown away: tap it"));
     pane.parentNode.insertBefore(bar, pane);
+    // The plain pane gets an invisible twin of the switch, so both panes' text starts level.
+    const base = document.querySelector("#base-pane");
+    if (base && !(base.previousElementSibling && base.previousElementSibling.classList.contains("view-switch"))) {
+      const twin = bar.cloneNode(true);
+      twin.classList.add("view-spacer");
+      twin.setAttribute("aria-hidden", "true");
+      twin.querySelectorAll("button").forEach((b) => { b.tabIndex = -1; });
+      base.parentNode.insertBefore(twin, base);
+    }
   };
   addSwitch();
   setInterval(addSwitch, 1000);

@@ -232,7 +232,7 @@ def test_token_details_on_hover_click_tap_and_keys(browser, app_url, size):
         assert re.search(r"p( \(target\))? = \d\.\d{3}", tip0) and re.search(r"  id \d+\n", tip0)
         assert first.get_attribute("tabindex") == "0" and first.get_attribute("title") is None
         pop = pg.locator("#tip-pop")
-        shown = lambda: pop.is_visible() and pop.text_content()     # noqa: E731
+        shown = lambda: pop.is_visible() and pop.locator(".tip-text").text_content()     # noqa: E731
         if size[0] >= 1000:
             first.hover()
             assert shown() == tip0

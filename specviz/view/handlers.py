@@ -220,7 +220,7 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
     note = f'<div class="race-note">{clean(" ".join(notes))}</div>' if notes else ""
     return (f'<div class="status status-done {verdict_class(led.verdict)}" id="race-summary" '
             f'data-verdict="{clean(led.verdict)}"{attrs}><div class="headline" id="race-headline">{clean(text)}</div>'
-            f'{note}<p class="why" id="race-why"><b>Why:</b> {clean(why(led))}</p></div>')
+            f'{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(why(led))}"><b>Why:</b> {clean(why(led))}</p></div>')
 
 
 def why(led) -> str:

@@ -19,8 +19,10 @@ from .api import generate_endpoint
 from .form import build_form
 from .tabs import Shared, explain, lossless, race, rules, step, workshop
 
-INTRO = ("<h1>specviz</h1><p>A small draft model guesses tokens; the big target model checks them all in one pass. "
-         "Watch every guess get accepted, rejected or corrected, racing plain decoding on the same machine.</p>")
+# A phone shows the first sentence only (style.css), so the race stays on the first screen.
+INTRO = ("<h1>specviz</h1><p><span class=\"lead\">A small draft model guesses tokens; the big target model checks "
+         "them all in one pass.</span> <span class=\"more\">Watch every guess get accepted, rejected or corrected, "
+         "racing plain decoding on the same machine.</span></p>")
 # The tabs in the page's order; the workshop chooses its own pair and settings.
 TABS = (race, step, lossless, workshop, explain, rules)
 

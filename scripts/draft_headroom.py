@@ -34,7 +34,7 @@ from specviz.models.loading import load_pair  # noqa: E402
 from specviz.models.presets import get_preset  # noqa: E402
 from specviz.bench.prompts import load_prompts, prompt_ids  # noqa: E402
 from specviz.bench.runner import hf_generate  # noqa: E402
-from specviz.engine.runtime.cached_model import cached_model  # noqa: E402
+from specviz.runtime.cached_model import cached_model  # noqa: E402
 
 
 def hits(pair, prompts, new_tokens: int) -> tuple[list[list[bool]], list[list[bool]], list[dict]]:

@@ -1,4 +1,4 @@
-"""What one draft step costs on this CPU, by how the draft steps (engine/runtime/lean_draft.py).
+"""What one draft step costs on this CPU, by how the draft steps (runtime/lean_draft.py).
 
 For each pair and thread count, a draft step (1 token after a 64-token cached context) is timed
 three ways: transformers' forward (the eager path before the lean step), the lean step on fp32
@@ -33,8 +33,8 @@ def main() -> int:
     args = ap.parse_args()
 
     import torch
-    from specviz.engine.runtime.cached_model import CachedModel
-    from specviz.engine.runtime.lean_draft import LeanCachedModel, LeanWeights, step_seconds
+    from specviz.runtime.cached_model import CachedModel
+    from specviz.runtime.lean_draft import LeanCachedModel, LeanWeights, step_seconds
     from specviz.models.presets import load_preset
 
     rows = []

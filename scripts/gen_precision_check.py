@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from specviz.engine.runtime.packed_linear import pack_linears  # noqa: E402
+from specviz.runtime.packed_linear import pack_linears  # noqa: E402
 from specviz.training.distill_data import prompt_ids  # noqa: E402
 from specviz.training.draft_prompts import PromptSpec, template_requests  # noqa: E402
 from specviz.training.onpolicy import generate_records  # noqa: E402

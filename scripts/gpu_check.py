@@ -48,8 +48,8 @@ from specviz.bench.prompts import FREE_TEXT, GROUNDED  # noqa: E402
 from specviz.bench.random_pair import random_pair  # noqa: E402
 from specviz.bench.runner import hf_generate  # noqa: E402
 from specviz.engine.analysis.lossless import chi_square_pvalue  # noqa: E402
-from specviz.engine.runtime import graph_capture, graph_model  # noqa: E402
-from specviz.engine.runtime.cached_model import CachedModel  # noqa: E402
+from specviz.runtime import graph_capture, graph_model  # noqa: E402
+from specviz.runtime.cached_model import CachedModel  # noqa: E402
 from specviz.models.loading import load_pair, make_pair  # noqa: E402
 
 FIGURES = {"ratio": 2.2, "c": 0.12, "bandwidth_fraction": 0.75, "first_use_s": 20.0}   # the path's targets (docs/gpu.md)

@@ -42,7 +42,7 @@ def main() -> int:
         for threads in (int(t) for t in args.threads.split(",")):
             torch.set_num_threads(threads)
             # Loaded anew at each thread count: the linears' kernels are chosen at load, timed with the
-            # threads set then (engine/runtime/packed_linear.py), as the app sets its threads before loading.
+            # threads set then (runtime/packed_linear.py), as the app sets its threads before loading.
             pair = load_preset(key, device="cpu", dtype="float32")
             measure_costs(pair, 1, repeats=2)                      # warm-up at this thread count
             costs = measure_costs(pair, args.k_max, repeats=args.repeats)

@@ -63,7 +63,7 @@ def pair_random(tiny_dirs):
 def pair_self(tiny_dirs):
     """The target as its own draft. Its lean draft step is fixed at fp32: left to timing, int8 weights win
     when the machine is busy at that moment, and an int8 copy of the target is no longer the target."""
-    from specviz.engine.runtime import lean_draft
+    from specviz.runtime import lean_draft
     pair = load_pair(tiny_dirs["target"], tiny_dirs["target"], device="cpu")
     before = os.environ.get(lean_draft.ENV)
     os.environ[lean_draft.ENV] = "fp32"

@@ -19,10 +19,10 @@ import torch
 from specviz import SpecConfig, decode_baseline, speculate
 from specviz.bench.random_pair import random_pair
 from specviz.bench.runner import hf_generate
-from specviz.engine.runtime import graph_model
-from specviz.engine.runtime.cached_model import CachedModel, cached_model
-from specviz.engine.runtime import graph_capture
-from specviz.engine.runtime.graph_capture import EagerCapturer, GraphSet
+from specviz.runtime import graph_model
+from specviz.runtime.cached_model import CachedModel, cached_model
+from specviz.runtime import graph_capture
+from specviz.runtime.graph_capture import EagerCapturer, GraphSet
 from specviz.errors import ConfigError
 from specviz.paths import ROOT
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from specviz import SpecConfig, decode_baseline, speculate
-from specviz.engine.runtime import static_model
+from specviz.runtime import static_model
 
 from .helpers import PROMPTS, last
 

@@ -22,10 +22,10 @@ from specviz import SpecConfig, decode_baseline, race, speculate
 from specviz.app.pair_cache import PairCache
 from specviz.bench.random_pair import random_pair
 from specviz.bench.runner import hf_generate
-from specviz.engine.runtime import graph_capture, graph_model
-from specviz.engine.runtime.cached_model import CachedModel, cached_model
-from specviz.engine.runtime.graph_capture import GATE, EagerCapturer, GraphSet, check
-from specviz.engine.runtime.timing import synchronize
+from specviz.runtime import graph_capture, graph_model
+from specviz.runtime.cached_model import CachedModel, cached_model
+from specviz.runtime.graph_capture import GATE, EagerCapturer, GraphSet, check
+from specviz.runtime.timing import synchronize
 from specviz.paths import ROOT
 
 from .helpers import last

@@ -90,7 +90,7 @@ def test_confidence_stop_cuts_after_a_doubted_draft(pair):
     """Each proposal drafts until (and including) the first draft the draft model gave < the threshold:
     a proposal cut short ends on a doubted draft, and every draft before it was confident."""
     import torch
-    from specviz.engine.runtime.cached_model import cached_model
+    from specviz.runtime.cached_model import cached_model
     from specviz.engine.loop.drafters import ModelDrafter
     from specviz.engine.loop.sampling import make_generator
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 from transformers import AutoModelForCausalLM, DynamicCache
 
-from specviz.engine.runtime import kv_buffer
-from specviz.engine.runtime.cached_model import CachedModel
+from specviz.runtime import kv_buffer
+from specviz.runtime.cached_model import CachedModel
 
 # (tokens fed, cache length to crop back to afterwards or None): prefill, drafts, a rejection
 # that drops three positions, an all-accepted round, and enough steps to outgrow the buffer.

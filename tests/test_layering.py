@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-RUNTIME_PACKAGES = ("specviz.app", "specviz.engine", "specviz.models", "specviz.view", "specviz.cli", "specviz.bench")
+RUNTIME_PACKAGES = ("specviz.app", "specviz.engine", "specviz.runtime", "specviz.models", "specviz.view", "specviz.cli", "specviz.bench")
 ALLOWED = {"specviz.cli.train"}       # the train-models command imports training lazily, when run
 
 PROBE = """
@@ -53,7 +53,7 @@ print("\\n".join(sorted({{m.split(".")[0] for m in sys.modules}} & {{"gradio", "
 def test_the_engine_and_the_app_layer_import_no_ui():
     # The engine is sans-I/O and the app layer sits between it and the view: neither may pull in
     # Gradio or plotly (the workshop's logic hands its charts to the view as data).
-    r = subprocess.run([sys.executable, "-c", UI_PROBE.format(packages=("specviz.engine", "specviz.app"))],
+    r = subprocess.run([sys.executable, "-c", UI_PROBE.format(packages=("specviz.runtime", "specviz.engine", "specviz.app"))],
                        capture_output=True, text=True, timeout=300,
                        env={**os.environ, "PYTHONPATH": os.getcwd(), "HF_HUB_OFFLINE": "1"})
     assert r.returncode == 0, r.stderr

@@ -1,4 +1,4 @@
-"""The lean CPU draft step (engine/runtime/lean_draft.py): transformers' logits, its cache, its choices.
+"""The lean CPU draft step (runtime/lean_draft.py): transformers' logits, its cache, its choices.
 
 The draft never decides what the output is (the target and the acceptance rule do), so what is
 checked here is that the lean step computes the draft's own model: its fp32 logits equal
@@ -12,10 +12,10 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from specviz.engine.runtime import lean_draft
-from specviz.engine.runtime.cached_model import CachedModel, cached_model
+from specviz.runtime import lean_draft
+from specviz.runtime.cached_model import CachedModel, cached_model
 from specviz.engine.loop.config import SpecConfig
-from specviz.engine.runtime.lean_draft import LeanCachedModel, LeanWeights, unsupported
+from specviz.runtime.lean_draft import LeanCachedModel, LeanWeights, unsupported
 from specviz import speculate
 from specviz.training.distill import make_draft
 from specviz.training.feature_unroll import from_borrowed

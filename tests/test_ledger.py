@@ -139,7 +139,7 @@ def test_a_rounds_draft_steps_are_timed_right_after_a_verify_pass(pair, monkeypa
     """The draft is timed where a race runs it: k steps straight after a target pass of k + 1 tokens,
     the first one feeding the token that pass gave (the draft's cache one token behind), as drafters.py
     does; not on its own after more draft steps."""
-    from specviz.engine.runtime import cached_model as cm
+    from specviz.runtime import cached_model as cm
     from specviz.engine.analysis import calibrate
     from specviz.engine.loop import drafters
     log = []

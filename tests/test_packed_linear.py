@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from specviz.engine.runtime import packed_linear as pl
-from specviz.engine.runtime.packed_linear import Kernels, PackedLinear, decide, pack_linears
+from specviz.runtime import packed_linear as pl
+from specviz.runtime.packed_linear import Kernels, PackedLinear, decide, pack_linears
 
 pytestmark = pytest.mark.skipif(not (pl.mkl_packing_available() and pl.onednn_available()),
                                 reason="MKL and oneDNN x86 builds only")

@@ -6,8 +6,8 @@ import torch
 from specviz import SpecConfig, speculate
 from specviz.engine.loop.config import parse_tree, tree_nodes
 from specviz.engine.loop.events import from_dict, to_dict
-from specviz.engine.runtime.cached_model import CachedModel
-from specviz.engine.runtime.tree_pass import ancestry, keep_path, masked_feed, visibility
+from specviz.runtime.cached_model import CachedModel
+from specviz.runtime.tree_pass import ancestry, keep_path, masked_feed, visibility
 from specviz.errors import ConfigError
 
 from .helpers import N, PROMPTS, last, reference

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..engine import SpecConfig, race, speculate, to_dict
-from ..engine.runtime.pair import ModelPair
+from ..runtime.pair import ModelPair
 from .zerogpu import gpu
 from ..engine.analysis.lossless import LosslessResult, lossless_check
 from .state import AppState, warm_up

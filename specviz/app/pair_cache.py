@@ -20,8 +20,8 @@ import time
 from collections import OrderedDict
 from typing import Callable
 
-from ..engine.runtime.graph_model import forget_pair
-from ..engine.runtime.pair import ModelPair
+from ..runtime.graph_model import forget_pair
+from ..runtime.pair import ModelPair
 
 
 class _Loading:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 from ..engine.loop.config import SpecConfig
 from ..engine.loop.drafters import DEFAULT_DRAFTER
 from ..errors import ConfigError
-from ..engine.runtime.pair import ModelPair
+from ..runtime.pair import ModelPair
 from ..models.presets import Preset
 from .state import AppState
 from .settings import check_prompt, make_config, prompt_ids

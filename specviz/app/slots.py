@@ -11,7 +11,7 @@ slot. A job
 shorter than a slice (a 64-token race) runs in one go, as before; a 2000-sample lossless check
 becomes hundreds of slices with everyone else's work in between.
 
-The engine's lanes time only their own compute (engine/runtime/timing.py), so the pauses between
+The engine's lanes time only their own compute (runtime/timing.py), so the pauses between
 slices never enter a race's clocks. Where a host allows more than one decoding at once
 (`concurrency_per_device` > 1), two jobs can compute side by side and slow each other; a job that
 passes a `Sharing` note is told whether any of its slices overlapped another holder's, so a race

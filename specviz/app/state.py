@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, TypeVar
 
 from ..engine.analysis.calibrate import measure_costs
-from ..engine.runtime.pair import ModelPair
+from ..runtime.pair import ModelPair
 from ..errors import ConfigError, LoadError, SpecvizError
 from .k_advice import KAdvice, advise
 from .side_work import SideWork
@@ -278,7 +278,7 @@ def warm_up(pair: ModelPair, graphs: bool | None = False) -> ModelPair:
     """One short race right after loading: first-call costs (kernel selection, allocator growth)
     are paid here, not by whichever lane of a visitor's race happens to run first. Eager by default
     (`graphs=False`): a load runs outside the decoding slots, and CUDA graphs are captured only
-    inside one, at the pair's first race (engine/runtime/graph_model.py); a caller that holds a
+    inside one, at the pair's first race (runtime/graph_model.py); a caller that holds a
     slot (a ZeroGPU call) passes None to capture them here."""
     from ..engine import SpecConfig, race
     drafter = MODEL if pair.draft is not None else PROMPT_LOOKUP

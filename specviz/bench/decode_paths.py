@@ -18,8 +18,8 @@ import torch
 
 from ..engine import SpecConfig
 from ..engine.metrics import measures
-from ..engine.runtime.pair import ModelPair
-from ..engine.runtime.timing import synchronize
+from ..runtime.pair import ModelPair
+from ..runtime.timing import synchronize
 from .runner import median, paired_cost_ratio, specviz_run
 
 PATHS = {   # name: the config settings that select it

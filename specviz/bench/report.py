@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..engine.analysis.ledger import Ledger, text_lines
-from ..engine.runtime.packed_linear import Kernels
+from ..runtime.packed_linear import Kernels
 
 
 def _f(x, fmt="{:.2f}", none="—") -> str:

@@ -17,11 +17,11 @@ import torch
 
 from ..engine import SpecConfig, decode_baseline, speculate
 from ..engine.metrics import measures
-from ..engine.runtime.lean_draft import LeanCachedModel, lean_weights
+from ..runtime.lean_draft import LeanCachedModel, lean_weights
 from ..engine.metrics.measures import LaneStats
 from ..engine.loop.drafters import PROMPT_LOOKUP, uses_draft_model
-from ..engine.runtime.pair import ModelPair
-from ..engine.runtime.timing import synchronize
+from ..runtime.pair import ModelPair
+from ..runtime.timing import synchronize
 
 
 @dataclass
@@ -164,9 +164,9 @@ def phase_breakdown(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
     `feed` (eager, lean draft, CUDA graphs, torch.compile), synchronized before and after. Not the
     models' `forward`: a graph replay never calls it, and a synchronize inside a forward being
     captured would break the capture (a feed captures before its step, never during a synchronize)."""
-    from ..engine.runtime.cached_model import CachedModel
-    from ..engine.runtime.graph_model import GraphCachedModel
-    from ..engine.runtime.static_model import StaticCachedModel
+    from ..runtime.cached_model import CachedModel
+    from ..runtime.graph_model import GraphCachedModel
+    from ..runtime.static_model import StaticCachedModel
     spent = {"draft forward": 0.0, "target forward": 0.0}
     originals = []
 
@@ -187,7 +187,7 @@ def phase_breakdown(pair: ModelPair, ids: list[int], cfg: SpecConfig) -> dict:
     for owner in (CachedModel, GraphCachedModel, StaticCachedModel, LeanCachedModel):
         wrap(owner)
     if pair.draft is not None and uses_draft_model(cfg.drafter):
-        # A draft on the CPU steps through the lean path (engine/runtime/lean_draft.py); its weights are
+        # A draft on the CPU steps through the lean path (runtime/lean_draft.py); its weights are
         # built (and their format timed) here, before the clock starts, outside any round.
         lean_weights(pair.draft)
     try:

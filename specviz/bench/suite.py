@@ -20,9 +20,9 @@ import torch
 from ..engine import SpecConfig
 from ..engine.analysis import ledger
 from ..engine.metrics import measures, theory
-from ..engine.runtime.lean_draft import built_lean_weights
+from ..runtime.lean_draft import built_lean_weights
 from ..engine.loop.drafters import uses_draft_model
-from ..engine.runtime.pair import ModelPair
+from ..runtime.pair import ModelPair
 from .prompts import prompt_ids
 from .runner import (FAST_METHODS, first_use_seconds, measure_prompt, median, median_timing, paired_cost_ratio,
                      paired_ratio, paired_verify_ratio, phase_breakdown)
@@ -98,14 +98,14 @@ def run_suite(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, ks: list[in
     kernels = {role: m.linear_kernels for role, m in (("target", pair.target), ("draft", pair.draft))
                if m is not None and hasattr(m, "linear_kernels")}
     if kernels:
-        # Which CPU kernels the linears ran (engine/runtime/packed_linear.py), timed at load on this machine.
+        # Which CPU kernels the linears ran (runtime/packed_linear.py), timed at load on this machine.
         result["linear_kernels"] = {role: asdict(k) for role, k in kernels.items()}
     return result
 
 
 def draft_step(pair, prompt_rows: list[dict]) -> dict | None:
     """How specviz's draft stepped, as its speculative lanes recorded it (Done.stats.draft_path), and
-    when the lean step (engine/runtime/lean_draft.py) timed both formats here, each one's warm step in ms.
+    when the lean step (runtime/lean_draft.py) timed both formats here, each one's warm step in ms.
     None when no lane stepped a draft model. transformers' assisted generation steps the draft through
     its own forward on the draft's own (fp32) weights."""
     paths = sorted({row.get("draft_path") or "" for row in prompt_rows} - {""})

@@ -16,7 +16,7 @@ from ..engine import SpecConfig
 from ..engine.analysis import calibrate, tree_ledger
 from ..engine.loop.config import planned_nodes
 from ..engine.metrics import measures
-from ..engine.runtime.pair import ModelPair
+from ..runtime.pair import ModelPair
 from .prompts import prompt_ids
 from .runner import specviz_run
 from .suite import machine

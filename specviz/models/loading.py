@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from ..engine.runtime.pair import ModelPair
+from ..runtime.pair import ModelPair
 from ..errors import LoadError
 from ..hosting_env import zerogpu_space
 from ..paths import MODELS
@@ -32,7 +32,7 @@ from . import feature_draft  # noqa: F401 - and the feature draft (a borrowed dr
 from .fetch import FETCHABLE, fetch_hint, fetched
 from .hub_reach import offline_kwargs
 from .integrity import verify
-from ..engine.runtime.packed_linear import pack_linears
+from ..runtime.packed_linear import pack_linears
 
 BUNDLED_TARGET, BUNDLED_DRAFT = str(MODELS / "target"), str(MODELS / "draft")
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")

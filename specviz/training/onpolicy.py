@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..engine.runtime.kv_buffer import buffered_cache
+from ..runtime.kv_buffer import buffered_cache
 
 SAMPLE_WITHIN = 64
 

@@ -115,7 +115,7 @@ def shard_split(work: Path, others: list[Path] = ()) -> tuple[list[Path], list[P
 def prepare_data(work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None],
                  others: list[Path] = ()) -> None:
     """Stages 1-3 (skipped where done); prompts the `others` work folders planned are left out."""
-    from ..engine.runtime.packed_linear import mkl_packing_available, pack_linears
+    from ..runtime.packed_linear import mkl_packing_available, pack_linears
 
     seen = seen_prompts(other_folders(work, list(others), "prompts.json"))
 

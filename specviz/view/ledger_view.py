@@ -11,7 +11,7 @@ from the Ledger; nothing here computes a figure.
 from __future__ import annotations
 
 from ..engine.analysis import ledger as ledger_mod
-from ..engine.runtime.lean_draft import format_of
+from ..runtime.lean_draft import format_of
 from ..engine.metrics.measures import LaneTally
 from .render import clean
 
@@ -53,9 +53,9 @@ def build(stats):
 
 def path_line(stats) -> str:
     """How the lanes decoded, when it is not the plain eager path: "CUDA graphs, captured in N s"
-    on a pair's first race (the one-time cost of the GPU path, engine/runtime/graph_model.py), else that
+    on a pair's first race (the one-time cost of the GPU path, runtime/graph_model.py), else that
     the graphs were already there; and how the draft stepped when not through transformers'
-    forward (engine/runtime/lean_draft.py). "" when both are eager."""
+    forward (runtime/lean_draft.py). "" when both are eager."""
     dones = [d for d in stats.done.values() if d is not None]
     lines = []
     paths = sorted({getattr(d, "decode_path", "eager") for d in dones} - {"eager"})
@@ -77,7 +77,7 @@ def path_line(stats) -> str:
 
 
 def _draft_words(path: str) -> str:
-    """A draft path in the page's words: engine/runtime/lean_draft.py's "lean eager, int8 weights" is, to a
+    """A draft path in the page's words: runtime/lean_draft.py's "lean eager, int8 weights" is, to a
     visitor, a short loop over the draft's own layers with 8-bit weights."""
     fmt = format_of(path)
     if fmt is None:

@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..runtime.cached_model import CachedModel, cached_model
+from ...runtime.cached_model import CachedModel, cached_model
 from ..loop.config import SpecConfig
 from ..loop.drafters import ModelDrafter
-from ..runtime.pair import ModelPair
+from ...runtime.pair import ModelPair
 from ..loop.sampling import make_generator
 from ..metrics.theory import expected_speedup
-from ..runtime.timing import synchronize
+from ...runtime.timing import synchronize
 
 CONTEXT = 64          # cached tokens before each timed pass (a short chat prompt)
 REPEATS = 5           # timed repeats per pass size (median kept), after one warm-up

@@ -20,7 +20,7 @@ from ..loop.config import SpecConfig
 from ..loop.drafters import uses_draft_model
 from ..loop.speculative import speculate
 from ..loop.output import encode_prompt
-from ..runtime.pair import ModelPair
+from ...runtime.pair import ModelPair
 from ..loop.sampling import warp
 
 

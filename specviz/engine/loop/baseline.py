@@ -11,15 +11,15 @@ from typing import Iterator
 
 import torch
 
-from ..runtime.cached_model import ModelWithCache, cached_model, positions_needed, step_shapes, uncached
+from ...runtime.cached_model import ModelWithCache, cached_model, positions_needed, step_shapes, uncached
 from .config import SpecConfig
 from .events import Event, TargetToken
 from .lane import run_lane
 from ..metrics.measures import LaneTally
 from .output import Output, encode_prompt
-from ..runtime.pair import ModelPair
+from ...runtime.pair import ModelPair
 from .sampling import choose, make_generator, warp
-from ..runtime.timing import LaneClock, PhaseMarks
+from ...runtime.timing import LaneClock, PhaseMarks
 
 
 def decode_baseline(pair: ModelPair, prompt: str | list[int], config: SpecConfig | None = None,

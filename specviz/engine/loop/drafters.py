@@ -35,8 +35,8 @@ import math
 
 import torch
 
-from ..runtime.cached_model import ModelWithCache, cached_model, step_shapes, uncached
-from ..runtime.kv_buffer import buffered_cache
+from ...runtime.cached_model import ModelWithCache, cached_model, step_shapes, uncached
+from ...runtime.kv_buffer import buffered_cache
 from .sampling import choose, warp
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from ..runtime.cached_model import path_stats
-from ..runtime.graph_capture import GATE
+from ...runtime.cached_model import path_stats
+from ...runtime.graph_capture import GATE
 from .events import Done, Event
 from ..metrics.measures import LaneStats, LaneTally
 from .output import Output
-from ..runtime.timing import LaneClock
+from ...runtime.timing import LaneClock
 
 
 def run_lane(out: Output, cancel, lane: str, clock: LaneClock, tally: LaneTally,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...errors import ConfigError
 from .config import SpecConfig
 from .detokenize import IncrementalDetokenizer
-from ..runtime.pair import ModelPair
+from ...runtime.pair import ModelPair
 
 
 # One message for every front end: a chat pair is asked a question, a raw one continues text.

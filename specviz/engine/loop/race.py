@@ -14,7 +14,7 @@ from typing import Iterator
 from .baseline import decode_baseline
 from .config import SpecConfig
 from .events import Event
-from ..runtime.pair import ModelPair
+from ...runtime.pair import ModelPair
 from .speculative import speculate
 
 

@@ -18,17 +18,17 @@ import torch
 
 from ...errors import ConfigError
 from .acceptance import Verdict, verify
-from ..runtime.cached_model import ModelWithCache, cached_model, positions_needed, step_shapes, uncached
+from ...runtime.cached_model import ModelWithCache, cached_model, positions_needed, step_shapes, uncached
 from .config import SpecConfig
 from .drafters import DRAFTERS, Drafter, Proposal, make_drafter, uses_draft_model
 from .events import Accepted, Bonus, Drafted, Event, Rejected, Resampled, RoundEnd
 from .lane import run_lane
 from ..metrics.measures import LaneTally
 from .output import Output, encode_prompt
-from ..runtime.pair import ModelPair
+from ...runtime.pair import ModelPair
 from .rules import get_rule
 from .sampling import make_generator
-from ..runtime.timing import LaneClock, PhaseMarks
+from ...runtime.timing import LaneClock, PhaseMarks
 
 
 def speculate(pair: ModelPair, prompt: str | list[int], config: SpecConfig | None = None,

@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..runtime.cached_model import CachedModel, uncached
-from ..runtime.tree_pass import ancestry, keep_path, masked_feed, visibility
+from ...runtime.cached_model import CachedModel, uncached
+from ...runtime.tree_pass import ancestry, keep_path, masked_feed, visibility
 from .config import SpecConfig
 from .sampling import warp
 

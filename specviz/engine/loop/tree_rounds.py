@@ -20,10 +20,10 @@ import torch
 
 from ...errors import ConfigError
 from ..metrics.measures import ChoiceTally, LaneTally
-from ..runtime.cached_model import CachedModel, uncached
-from ..runtime.pair import ModelPair
-from ..runtime.timing import LaneClock, PhaseMarks
-from ..runtime.tree_pass import ancestry, keep_path, masked_feed, visibility
+from ...runtime.cached_model import CachedModel, uncached
+from ...runtime.pair import ModelPair
+from ...runtime.timing import LaneClock, PhaseMarks
+from ...runtime.tree_pass import ancestry, keep_path, masked_feed, visibility
 from .config import SpecConfig, planned_nodes
 from .events import Accepted, Bonus, Drafted, Event, Rejected, Resampled, RoundEnd
 from .lane import run_lane

@@ -17,7 +17,7 @@ KV buffer per layer and a rotary table computed once. The math is Llama's, term 
 
 Its logits agree with transformers' to ~2e-5 (summation order; tests/test_lean_draft.py).
 
-Weights: each matrix either fp32 (MKL-packed where available, as engine/runtime/packed_linear.py) or
+Weights: each matrix either fp32 (MKL-packed where available, as runtime/packed_linear.py) or
 int8 with one scale per output row, multiplied with the activations rounded to bf16
 (`torch.ops.aten._weight_int8pack_mm`). A quarter of the bytes: what matters when the step
 starts with the weights out of cache; on the SmolLM2 draft it costs about a thousandth of

@@ -27,7 +27,7 @@ from collections import defaultdict
 import torch
 from transformers import StaticCache
 
-from ...errors import ConfigError
+from ..errors import ConfigError
 
 MIN_CAPACITY = 256          # cache positions; capacities are powers of two from here
 MAX_COMPILED_TOKENS = 33    # forwards of more tokens than this (k is at most 32, plus one) run eagerly

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import torch
 
-from ...errors import ConfigError
+from ..errors import ConfigError
 from .kv_buffer import buffered_cache
 
 

@@ -109,3 +109,26 @@ def tiny_app(tiny_dirs, **limits) -> AppState:
     app = AppState(presets={"tiny": preset}, limits=Limits(**limits), device="cpu", slice_s=0.1)
     app.pair(preset)
     return app
+
+
+# Raw queue joins (tests/test_fair_service.py, tests/test_bad_input.py).
+def generate_fn(demo):
+    """The fn index of /generate in a served demo."""
+    return next(i for i, f in demo.fns.items() if f.api_name == "generate")
+
+
+def join_from(url, fn_index, session, data, address):
+    """Join the queue as a raw HTTP client would, saying it stands for `address`."""
+    import httpx
+    body = {"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None, "trigger_id": None}
+    return httpx.post(f"{url}/gradio_api/queue/join", json=body, headers={"X-Forwarded-For": address}, timeout=10)
+
+
+LONG_GENERATE = ["def f(x):\n", "tiny", 4, 0.0, 0, 1.0, 256, 0, "model", False]
+
+
+def form_values(**changes) -> list:
+    """The race form's values in FORM_FIELDS order, as the page sends them."""
+    from specviz.app.request import FORM_FIELDS
+    values = {**FORM, **changes}
+    return [values.get(name) for name in FORM_FIELDS]

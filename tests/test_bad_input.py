@@ -1,5 +1,6 @@
-"""Every bad input gets a clear message and the app keeps serving (handlers called directly,
-as the API would call them with values the sliders never send)."""
+"""Every bad input gets a clear message and the app keeps serving: the engine's settings and prompts,
+the handlers called directly as the API would call them with values the sliders never send, and raw
+queue joins with values of the wrong kind or count. The input validation tests, in one place."""
 import gradio as gr
 import pytest
 import torch
@@ -9,6 +10,11 @@ from specviz.models.presets import Preset
 from specviz.view.api import generate_endpoint
 from specviz.app.state import AppState
 from specviz.view.handlers import run_race
+from specviz import SpecConfig, decode_baseline, speculate
+from specviz.engine.loop.config import MIN_TEMPERATURE
+from specviz.errors import ConfigError
+from specviz.view.tabs.lossless import run_lossless
+from tests.helpers import FORM, LONG_GENERATE, form_values, generate_fn, join_from, tiny_app
 
 GOOD = dict(prompt="def add(a, b):\n    return", preset="tiny", custom_target="", custom_draft="", drafter="model",
             k=4, adaptive_k=False, temperature=0.0, top_k=0, top_p=1.0, max_new_tokens=16, seed=0, stop_strings="")
@@ -205,3 +211,70 @@ def test_one_click_settles_tokenizes_and_builds_the_ledger_once(app, monkeypatch
     trace = json.loads(Path(saved["path"] if isinstance(saved, dict) else saved).read_text(encoding="utf-8"))
     shown = [x.replace("<br>", "_") for x in last.plot_kinds.data[0].x]
     assert shown and shown == [r["kind"] for r in trace["acceptance_by_kind"]]
+
+
+# --- the engine's own checks: settings and prompts --------------------------------------
+@pytest.mark.parametrize("bad", [
+    dict(k=0), dict(k=33), dict(k=2.5), dict(k=True), dict(temperature=-1), dict(temperature=float("nan")),
+    dict(temperature="hot"), dict(top_k=-1), dict(top_p=0), dict(top_p=1.5), dict(max_new_tokens=0),
+    dict(max_new_tokens=10**6), dict(seed=-1), dict(drafter="oracle"), dict(k_min=5, k_max=2),
+    dict(stop_strings=("",)), dict(adaptive_k="yes"),
+])
+def test_config_out_of_range(bad):
+    with pytest.raises(ConfigError) as err:
+        SpecConfig(**bad)
+    assert "\n" not in str(err.value) and str(err.value)
+
+
+@pytest.mark.parametrize("prompt", ["", "   \n\t", [], [10**7], [-1]])
+def test_bad_prompts(pair, prompt):
+    with pytest.raises(ConfigError):
+        speculate(pair, prompt, SpecConfig())
+    with pytest.raises(ConfigError):
+        decode_baseline(pair, prompt, SpecConfig())
+
+
+# --- 4: sampling parameters that underflow -------------------------------------------------
+@pytest.mark.parametrize("field", ["temperature", "draft_temperature"])
+def test_a_temperature_below_the_minimum_is_refused_in_one_line(field):
+    with pytest.raises(ConfigError, match=f"^{field} must be 0 .greedy. or at least {MIN_TEMPERATURE:g}") as err:
+        SpecConfig(**{field: 1e-39})
+    assert "\n" not in str(err.value)
+    SpecConfig(**{field: MIN_TEMPERATURE})      # the minimum itself is fine
+
+
+# --- 5: one line for a visitor's mistake ---------------------------------------------------
+def test_a_rejected_generate_value_logs_one_line_and_no_traceback(tiny_dirs, caplog):
+    import gradio as gr
+    from specviz.view.api import generate_endpoint
+    app = tiny_app(tiny_dirs)
+    with caplog.at_level("INFO"), pytest.raises(gr.Error) as err:
+        generate_endpoint(app)("def f():", "tiny", k=99)
+    assert err.value.print_exception is False                  # Gradio prints no traceback for it
+    assert [r.getMessage().count("\n") for r in caplog.records] == [0] and "k must be between" in caplog.text
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(prompt="abc \ud800 def"), "prompt contains"),
+    (dict(seed=10**13), "seed must be between 0 and"),
+])
+def test_odd_values_get_one_line_naming_the_field(tiny_dirs, changes, message):
+    app = tiny_app(tiny_dirs)
+    last = list(run_lossless(app, 50, **{**FORM, **changes}))[-1]
+    assert "status-error" in last[0] and message in last[0] and str(10**13 * 1_000_003)[:8] not in last[0]
+
+
+# --- raw queue joins -------------------------------------------------------------------
+def test_wrong_kinds_and_counts_of_values_are_refused_in_one_line(tiny_dirs):
+    from specviz.view.serve import serve
+    demo, url = serve(tiny_app(tiny_dirs))
+    try:
+        race = next(i for i, f in demo.fns.items() if f.api_name == "race")
+        r = join_from(url, race, "s", form_values(stop_strings=[".", "\n"]), "x")
+        assert r.status_code >= 400 and "must be text" in r.json()["detail"] and "\n" not in r.json()["detail"]
+        r = join_from(url, generate_fn(demo), "s", LONG_GENERATE + [0.5] * 9, "x")
+        assert r.status_code >= 400 and "takes 11 values, not 19" in r.json()["detail"]
+        r = join_from(url, race, "s", form_values() + ["extra"], "x")
+        assert r.status_code >= 400 and "values, not" in r.json()["detail"]
+    finally:
+        demo.close()

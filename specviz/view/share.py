@@ -48,6 +48,23 @@ def _one(params, name: str) -> str | None:
     return values[-1] if values else None
 
 
+def _number(params, name: str, parse, low, high, problems: list[str]):
+    """The link's `name` parsed by the form's own parser and within [low, high]; None (and one line in
+    `problems`) when it is not, None when the link does not name it."""
+    raw = _one(params, name)
+    if raw is None:
+        return None
+    try:
+        value = parse(name, raw)
+        if not low <= value <= high:
+            shown = [f"{x:g}" if isinstance(x, float) else str(x) for x in (low, high, value)]
+            raise SpecvizError(f"{name} must be between {shown[0]} and {shown[1]}, not {shown[2]}")
+        return value
+    except SpecvizError as err:
+        problems.append(str(err))
+        return None
+
+
 def read_link(app: AppState, params) -> Opening:
     """The link's values, each checked as the form's own would be; a refused one is named in `problems`."""
     out = Opening()
@@ -67,34 +84,10 @@ def read_link(app: AppState, params) -> Opening:
             out.prompt = check_prompt(text, app.max_prompt_chars)
         except SpecvizError as err:
             out.problems.append(str(err))
-    raw = _one(params, "k")
-    if raw is not None:
-        low, high = app.limits.k_range
-        try:
-            k = as_int("k", raw)
-            if not low <= k <= high:
-                raise SpecvizError(f"k must be between {low} and {high}, not {k}")
-            out.k = k
-        except SpecvizError as err:
-            out.problems.append(str(err))
-    raw = _one(params, "temperature")
-    if raw is not None:
-        try:
-            t = as_float("temperature", raw)
-            if not 0 <= t <= TEMPERATURE_MAX:
-                raise SpecvizError(f"temperature must be between 0 and {TEMPERATURE_MAX:g}, not {t:g}")
-            out.temperature = t
-        except SpecvizError as err:
-            out.problems.append(str(err))
-    raw = _one(params, "seed")
-    if raw is not None:
-        try:
-            seed = as_int("seed", raw)
-            if not 0 <= seed <= MAX_SEED:
-                raise SpecvizError(f"seed must be between 0 and {MAX_SEED}, not {seed}")
-            out.seed = seed
-        except SpecvizError as err:
-            out.problems.append(str(err))
+    low, high = app.limits.k_range
+    out.k = _number(params, "k", as_int, low, high, out.problems)
+    out.temperature = _number(params, "temperature", as_float, 0, TEMPERATURE_MAX, out.problems)
+    out.seed = _number(params, "seed", as_int, 0, MAX_SEED, out.problems)
     out.pinned = _one(params, "class") in ("1", "true", "yes", "on")
     prompts = []
     for text in _values(params, "prompts")[:MAX_PROMPTS]:

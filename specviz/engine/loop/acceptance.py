@@ -98,9 +98,8 @@ def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Ten
     ])
     values = packed.tolist()        # the round's one device-to-host read
     n_top = top_ids.numel()
-    verdict = _unpack(values, k, greedy=u is None, n_top=n_top)
-    used = 4 + 4 * k + (0 if u is None else k) + 2 * n_top
-    verdict.pictures, verdict.overlap = _unpack_picture(values[used:], k, min(TOP_PICTURE, p.size(-1)),
+    verdict, rest = _unpack(values, k, greedy=u is None, n_top=n_top)
+    verdict.pictures, verdict.overlap = _unpack_picture(rest, k, min(TOP_PICTURE, p.size(-1)),
                                                         verdict)
     return verdict
 
@@ -145,12 +144,13 @@ def _unpack_picture(values: list[float], k: int, n: int, verdict: Verdict):
     return pictures, overlap
 
 
-def _unpack(values: list[float], k: int, greedy: bool, n_top: int) -> Verdict:
+def _unpack(values: list[float], k: int, greedy: bool, n_top: int) -> tuple[Verdict, list[float]]:
+    """The verdict's part of the round's one read, and the values after it (the picture's)."""
     head, rest = values[:4], values[4:]
     drafts, rest = [int(d) for d in rest[:k]], rest[k:]     # ids < 2^53 are exact in float64
     p_x, q_x, acc, rest = rest[:k], rest[k:2 * k], rest[2 * k:3 * k], rest[3 * k:]
     u = None if greedy else rest[:k]
     rest = rest if greedy else rest[k:]
     top = [(int(i), pr) for i, pr in zip(rest[:n_top], rest[n_top:2 * n_top])]
-    return Verdict(n_accepted=int(head[0]), next_token=int(head[1]), next_prob=head[2], next_p=head[3],
-                   drafts=drafts, p=p_x, q=q_x, accept_prob=acc, u=u, top=top)
+    return (Verdict(n_accepted=int(head[0]), next_token=int(head[1]), next_prob=head[2], next_p=head[3],
+                    drafts=drafts, p=p_x, q=q_x, accept_prob=acc, u=u, top=top), rest[2 * n_top:])

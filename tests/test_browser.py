@@ -131,6 +131,8 @@ def test_step_mode_advances_rounds(page):
 
 def test_lossless_check_and_trace_download(page, tmp_path):
     page.click("button[role=tab]:has-text('Lossless?')")
+    # the tab renders its slider a moment after the click: a value typed before then was lost
+    page.wait_for_selector("#lossless-samples input[type=range]", state="visible")
     set_slider(page, "lossless-samples", 50)
     page.click("#lossless-run")
     # The last batch's text has the verdict: wait for it, then read the count (a run of the slider's

@@ -4,6 +4,7 @@ example prompts; a bad value in a link is named in one line and left at its defa
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.browser_support import XSS, app_url, browser, page, set_slider  # noqa: F401
 
@@ -80,6 +81,12 @@ def test_the_projector_switch_is_on_every_tab_and_keeps_tabs_and_run_on_one_line
                 pg.click("#projector input")
                 pg.wait_for_function("() => document.body.classList.contains('projector')")
                 pg.wait_for_timeout(500)             # Gradio re-measures its tab bar on resize
+            # Gradio lays its tab bar out after the first paint: give it time to show all six before counting.
+            try:
+                pg.wait_for_function("() => [...document.querySelectorAll('#tabs [role=tab]')]"
+                                     ".filter(e => e.offsetParent).length === 6", timeout=10_000)
+            except PlaywrightTimeout:
+                pass                                   # the assertion below names what was on the bar
             shown = pg.eval_on_selector_all("#tabs [role=tab]", "els => els.filter(e => e.offsetParent).length")
             assert shown == 6, f"projector {'on' if on else 'off'}: {shown} of 6 tabs on the bar"
             run, stop = (pg.locator(s).bounding_box() for s in ("#run", "#stop"))

@@ -15,7 +15,8 @@ Each normal client stands for its own address (X-Forwarded-For, which this scrip
 to trust: specviz/bench/load_client.py). Bounded: the hostile client stops when the normal clients
 are done (400 joins at most), the lossless check is cancelled, and the server closed.
 
-Prints each client's latency, the p50/p95, and whether every client got exactly the output
+After the hostile run, prints how long the server took to go idle (under 0.1 of a core) once every
+client had left. Prints each client's latency, the p50/p95, and whether every client got exactly the output
 its seed gives when run alone. Exits non-zero if any request failed or differed.
 """
 import argparse
@@ -41,7 +42,8 @@ def main() -> int:
     import threading
     import time
 
-    from specviz.bench.load_client import check_against_solo, flood, hostile, long_lossless, percentiles, run_clients
+    from specviz.bench.load_client import (check_against_solo, flood, hostile, long_lossless, percentiles,
+                                           run_clients, seconds_to_idle)
     from specviz.app.profile import load_profile
     from specviz.view.serve import serve
     from specviz.models.presets import get_preset
@@ -82,6 +84,10 @@ def main() -> int:
                 done.set()
                 if job is not None:
                     job.cancel()
+                # Every normal client is done and the hostile one has stopped: time until the server idles.
+                idle = seconds_to_idle()
+                hostile_note += (f"; server idle {idle:.1f} s after the last client left" if idle is not None
+                                 else "; server still busy 30 s after the last client left")
                 if thread is not None:
                     thread.join(15)
                     hostile_note = (f"{tally['accepted']} joins accepted, {tally['refused']} refused "

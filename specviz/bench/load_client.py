@@ -150,3 +150,16 @@ def hostile(url: str, kind: str, prompt: str, done: threading.Event, every_s: fl
     thread = threading.Thread(target=send, daemon=True, name=f"hostile-{kind}")
     thread.start()
     return thread, tally
+
+
+def seconds_to_idle(busy_below: float = 0.1, window_s: float = 0.5, within_s: float = 30.0) -> float | None:
+    """Seconds until this process (the server runs in it) uses less than `busy_below` of one core over a
+    `window_s` window, or None if it never does within `within_s`. Called when a client leaves: work
+    left running for nobody shows as the time this takes."""
+    start = time.monotonic()
+    while time.monotonic() - start < within_s:
+        cpu0, t0 = time.process_time(), time.monotonic()
+        time.sleep(window_s)
+        if (time.process_time() - cpu0) / (time.monotonic() - t0) < busy_below:
+            return time.monotonic() - start
+    return None

@@ -516,6 +516,30 @@ def test_new_session_ids_from_one_address_do_not_reset_its_cap(tiny_dirs, monkey
         demo.close()
 
 
+def test_requests_nobody_reads_do_not_fill_the_server(tiny_dirs, monkeypatch):
+    """A client that joins with a new session id each time and never opens a result stream uses its own
+    address's places only: once its joins have gone unread for UNREAD_AFTER_S, they do not count against
+    the server's total, and a client that reads its results finds room."""
+    from gradio_client import Client
+    from specviz.view import fair_queue
+    from specviz.view.serve import serve
+    monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")
+    monkeypatch.setattr(fair_queue, "UNREAD_AFTER_S", 0.3)
+    demo, url = serve(tiny_app(tiny_dirs, queue_size=3, jobs_per_address=10))
+    try:
+        fn = generate_fn(demo)
+        codes = [join_from(url, fn, f"unread-{i}", LONG_GENERATE, "198.51.100.7") for i in range(4)]
+        assert [r.status_code for r in codes[:3]] == [200] * 3
+        assert codes[3].status_code in (429, 503) and "server is full" in codes[3].json()["detail"]   # young: counted
+        time.sleep(0.5)                                      # unread for longer than UNREAD_AFTER_S: not counted
+        assert join_from(url, fn, "unread-4", LONG_GENERATE, "198.51.100.7").status_code == 200
+        reader = Client(url, verbose=False, headers={"X-Forwarded-For": "198.51.100.8"})
+        out = reader.predict("def f(x):\n", "tiny", 4, 0.0, 0, 1.0, 16, 0, "model", False, api_name="/generate")
+        assert out["token_ids"]
+    finally:
+        demo.close()
+
+
 def test_the_queue_limit_counts_decoding_work_already_running(tiny_dirs, monkeypatch):
     from specviz.view.serve import serve
     monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")

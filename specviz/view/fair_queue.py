@@ -9,7 +9,9 @@ at once and that queue's length says nothing about the work in hand. The caps he
 every decoding event Gradio holds, waiting or running (`event_ids_to_events`, which Gradio empties
 as each event ends):
 - at most `queue_size` in all (a full queue answers with an estimate of when to retry, from
-  Gradio's own average job time);
+  Gradio's own average job time), not counting jobs whose results no stream has read UNREAD_AFTER_S
+  after they joined: those take no decoding slot and are dropped soon (view/visitor.py), so a
+  client that joins and never listens takes places from its own address's share only;
 - at most `jobs_per_address` from one client address (view/client_address.py: the connection's
   peer, or on a Space the address the proxy saw): a client that sends a new session id with every
   request is still one client;
@@ -33,11 +35,14 @@ from gradio import route_utils
 from ..app.profile import Limits
 from .api_defaults import complete, refuse
 from .client_address import client_key
-from .visitor import install, listen_for
+from .visitor import install, listen_for, unread
 
 DECODE_GROUP = "decode"
 STEP_GROUP = "step"
 DECODE_GROUPS = (DECODE_GROUP, STEP_GROUP)
+# A job whose results no stream has read this long after it joined is not counted in the server's total
+# (a browser or gradio_client reads within milliseconds; a second leaves room for a loaded server).
+UNREAD_AFTER_S = 1.0
 
 
 def queue_demo(demo: gr.Blocks, limits: Limits) -> gr.Blocks:
@@ -64,7 +69,8 @@ def _guard(queue, limits: Limits) -> None:
         if wrong:
             return False, wrong, "error"
         if fn is not None and fn.concurrency_id in DECODE_GROUPS:
-            full = admission(admitted(queue), body.session_hash, client_key(request), limits)
+            full = admission(admitted(queue), body.session_hash, client_key(request), limits,
+                             unread=lambda event: unread(queue, event, UNREAD_AFTER_S))
             if full:
                 return False, full if "{eta}" not in full else full.format(eta=_eta(queue, fn)), "queue_full"
         listen_for(queue, body.session_hash)      # its stream's reads are noted (view/visitor.py)
@@ -73,10 +79,16 @@ def _guard(queue, limits: Limits) -> None:
     queue.push = fair_push
 
 
-def admission(events: list, session: str | None, address: str, limits: Limits) -> str | None:
-    """The refusal for one more decoding request beside `events` (the decoding work admitted), else None."""
-    if len(events) >= limits.queue_size:
-        return f"The server is full ({len(events)} runs waiting or running): retry in about {{eta}} s"
+def admission(events: list, session: str | None, address: str, limits: Limits,
+              unread=lambda event: False) -> str | None:
+    """The refusal for one more decoding request beside `events` (the decoding work admitted), else None.
+    `unread(event)`: has no stream read that event's results, UNREAD_AFTER_S after it joined
+    (view/visitor.py)? Such a job takes no decoding slot and is dropped OPEN_WITHIN_S after joining, so it
+    does not count against the server's total: a client that joins and never listens holds places of its
+    own address only, never the rest of the world's."""
+    in_hand = [e for e in events if not unread(e)]
+    if len(in_hand) >= limits.queue_size:
+        return f"The server is full ({len(in_hand)} runs waiting or running): retry in about {{eta}} s"
     if address and sum(1 for e in events if client_key(e.request) == address) >= limits.jobs_per_address:
         return (f"your address already has {limits.jobs_per_address} runs waiting or running (at most "
                 f"{limits.jobs_per_address} per address): retry when one has finished")

@@ -57,6 +57,18 @@ def listen_for(queue, session: str | None) -> None:
         pass
 
 
+def unread(queue, event, after_s: float = 0.0) -> bool:
+    """Has no stream read the event's session since the event joined, `after_s` seconds or more ago?
+    (False where Gradio's session queues are not ours: then nothing is known.)"""
+    try:
+        if time.monotonic() - event.enqueue_time < after_s:
+            return False
+        messages = queue.pending_messages_per_session.get(event.session_hash)
+        return isinstance(messages, Listened) and not messages.read_since(event.enqueue_time)
+    except Exception:           # noqa: BLE001 (another Gradio)
+        return False
+
+
 def visitor_gone(open_within_s: float | None = None) -> Callable[[], bool]:
     """A check that turns true once the client of the current Gradio request has gone, or never came
     to read its results."""
@@ -76,8 +88,7 @@ def visitor_gone(open_within_s: float | None = None) -> Callable[[], bool]:
         """No stream has read the session's messages since the event joined (False once one has)."""
         if heard:
             return False
-        messages = queue.pending_messages_per_session.get(event.session_hash)
-        if not isinstance(messages, Listened) or messages.read_since(event.enqueue_time):
+        if not unread(queue, event):
             heard.append(True)
             return False
         return True

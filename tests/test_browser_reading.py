@@ -118,3 +118,22 @@ def test_a_phone_says_what_the_page_is(browser, app_url):
         assert box["x"] >= 0 and box["x"] + box["width"] <= 390            # within the screen, wrapped
     finally:
         context.close()
+
+
+def test_a_tap_on_a_folded_draft_opens_its_details_on_a_phone(browser, app_url):
+    """A tap also sends mouseover; opening there once put the details under the finger, the tap's click
+    never came and they closed again: on a phone the × of a thrown-away draft opened nothing."""
+    context, pg = _open(browser, app_url, 390, 844)
+    try:
+        run_race(pg, "def add(a, b):\n    return", max_new=48, temperature=1.0)
+        wait_finished(pg)
+        mark = pg.locator("#spec-pane [data-kind=rejected]").first
+        mark.scroll_into_view_if_needed()
+        mark.tap()
+        pop = pg.locator("#tip-pop")
+        pop.wait_for(state="visible", timeout=5_000)
+        assert pop.locator(".pic-row").count() >= 2 and "rejected" in pop.inner_text()
+        pg.wait_for_timeout(1200)                           # still open once the tap's mouse events are past
+        assert pop.is_visible()
+    finally:
+        context.close()

@@ -283,6 +283,19 @@
     document.body.dataset.settingsFold = "done";
   }
 
+  // "use k = N" is hidden while the k slider already holds N (it offers nothing then), shown again
+  // when the visitor moves k away; the server sets its N once the pair is measured.
+  const syncUseK = () => {
+    const button = document.querySelector("#use-k");
+    const box = document.querySelector("#k input[type=number]");
+    if (!button || !box) return;
+    const m = button.textContent.match(/k = (\d+)/);
+    button.classList.toggle("same-k", !!m && Number(m[1]) === Number(box.value));
+  };
+  document.addEventListener("input", syncUseK, true);
+  document.addEventListener("change", syncUseK, true);
+  setInterval(syncUseK, 1000);          // also after the server changes k or the button's N
+
   // Step mode from the keyboard: the right arrow or the space bar is "Next round" (not while typing).
   document.addEventListener("keydown", (event) => {
     if (event.target.closest && event.target.closest("input, textarea, select, button, [contenteditable], [data-tip]")) return;

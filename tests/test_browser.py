@@ -291,6 +291,9 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
         assert pg.inner_text("#use-k") == f"use k = {offered}"
         pg.click("#use-k")
         pg.wait_for_function("(k) => document.querySelector('#k input[type=number]').value === k", arg=str(offered))
+        pg.wait_for_selector("#use-k", state="hidden", timeout=5_000)     # the slider holds it: nothing to offer
+        set_slider(pg, "k", 7)
+        pg.wait_for_selector("#use-k", state="visible", timeout=5_000)    # moved away: offered again
         # A page opened now, on the page built before the measurement, gets the line at load, and the
         # preset's k in the slider.
         fresh = context.new_page()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..engine.analysis.lossless import chi_square_pvalue
+from ..engine.analysis.lossless import ALPHA, chi_square_pvalue   # one significance level for every verdict
 from ..engine.analysis.stats import RunStats
 from ..engine.loop.events import from_dict
 from ..engine.loop.rules import REGISTRY, get_rule, output_distribution, simulate
@@ -24,7 +24,6 @@ from .state import AppState
 
 RULES = tuple(entry.shown for entry in REGISTRY.values())     # one row per registered rule
 DRAWS = 4000                   # Monte-Carlo draws of the first position per rule
-ALPHA = 0.01                   # the Monte-Carlo verdict's significance level
 COVER, SUPPORT_CAP = 0.9999, 1024   # the first position's tokens: this much of p and of q, at most this many
 
 

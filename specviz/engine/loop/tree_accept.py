@@ -57,31 +57,47 @@ class TreeVerdict:
 
 
 def verify_tree(tree: TreeProposal, logits: torch.Tensor, cfg: SpecConfig, gen: torch.Generator) -> TreeVerdict:
-    """logits (n + 1, V): row 0 the target at the root, row i + 1 at node i -> the round's TreeVerdict."""
+    """logits (n + 1, V): row 0 the target at the root, row i + 1 at node i -> the round's TreeVerdict.
+
+    What the walk needs is read from the device once per quantity, not once per node (on a GPU each
+    read waits for the device): every node's own p and q, the target's argmax at every row (greedy),
+    and one uniform per node, drawn up front (sampling: the i-th judgement takes the i-th, so each
+    is used once and is independent of everything judged before it). Only r(x) after a rejection,
+    which depends on the rejections before it, is read as the walk goes."""
     p = warp(logits, cfg)
+    n = tree.size
     tokens = tree.tokens.tolist()
+    if n:
+        rows = torch.tensor([parent + 1 for parent in tree.parents], device=p.device)
+        q_own = tree.q.gather(1, tree.tokens.view(-1, 1)).view(-1).tolist()      # q_j(x) of each node
+        p_own = p[rows, tree.tokens].tolist()                                  # p(x) at each node's parent
+    else:
+        q_own, p_own = [], []
+    argmax = logits.argmax(-1).tolist() if cfg.greedy else None
+    uniforms = torch.rand(n, generator=gen, device=p.device).tolist() if n and not cfg.greedy else []
     path, judged, node = [], [], -1
     while True:
         row = node + 1
         kids = tree.children(node)
         r = p[row]
+        fresh = True                      # r is still p at this node: r(x) = p(x), already read
         kept = None
-        target_max = int(logits[row].argmax()) if cfg.greedy else None
         for kid in kids:
-            x = tokens[kid]
-            q_x = float(tree.q[kid, x])
+            x, q_x = tokens[kid], q_own[kid]
             if cfg.greedy:
-                ok, a, u = x == target_max, float(x == target_max), None
+                ok = x == argmax[row]
+                a, u = float(ok), None
             else:
-                a = min(1.0, float(r[x]) / q_x)
-                u = float(torch.rand((), generator=gen, device=p.device))
+                r_x = p_own[kid] if fresh else float(r[x])
+                a = min(1.0, r_x / q_x)
+                u = uniforms[len(judged)]
                 ok = u < a
-            judged.append(Judged(kid, ok, float(p[row, x]), q_x, a, u))
+            judged.append(Judged(kid, ok, p_own[kid], q_x, a, u))
             if ok:
                 kept = kid
                 break
             if not cfg.greedy:
-                r = residual(r, tree.q[kid])
+                r, fresh = residual(r, tree.q[kid]), False
         if kept is None:
             break
         path.append(kept)

@@ -79,7 +79,7 @@ def test_step_mode_never_sleeps_and_keeps_only_plain_data(tiny_dirs, monkeypatch
     unwrap = lambda html: re.sub(r'<span class="new-round">|</span>$', "", html)     # noqa: E731
     assert "Round 2:" in explain2 and unwrap(pane2).startswith(unwrap(pane))
     assert pane2.count('class="new-round"') == 1                  # only the newest round is revealed anew
-    assert reset_steps()[2] is None
+    assert reset_steps()[2] == {}
 
 
 def test_stop_ends_a_race_on_the_record_path(tiny_dirs):

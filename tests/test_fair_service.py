@@ -25,6 +25,8 @@ def test_a_tiny_top_p_keeps_the_most_likely_token():
 
 
 # --- 1, 2: long jobs run in slices and yield the slot --------------------------------------
+import copy  # noqa: E402
+import re  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
@@ -140,6 +142,32 @@ def test_generate_and_step_end_when_the_visitor_is_gone(tiny_dirs):
     assert not app.decoders_busy()
     pane, explain, state = step_round(app, None, **{**FORM, "temperature": 0.0}, stop=lambda: True)
     assert state is None and "stopped" in explain.lower()
+
+
+def test_one_visitors_step_clicks_take_turns_and_others_run_beside_them(tiny_dirs, monkeypatch):
+    """Step mode runs without a Gradio concurrency limit, so two clicks of one visitor may come at once:
+    they share one state object and take its turn, so the run is decoded once and the two clicks show
+    rounds 1 and 2, never round 1 twice."""
+    from specviz.app import gpu_calls
+    app = tiny_app(tiny_dirs)
+    run_stream, decodes = gpu_calls.run_stream, []
+
+    def slow_stream(*args, **kwargs):
+        decodes.append(1)
+        for record in run_stream(*args, **kwargs):
+            time.sleep(0.01)
+            yield record
+    monkeypatch.setattr(gpu_calls, "run_stream", slow_stream)
+    state, shown = {}, []
+    form = {**FORM, "temperature": 0.0, "max_new_tokens": 24}
+    clicks = [threading.Thread(target=lambda: shown.append(step_round(app, state, **form)[1])) for _ in range(2)]
+    for t in clicks:
+        t.start()
+    for t in clicks:
+        t.join(60)
+    assert len(decodes) == 1 and len(shown) == 2
+    assert sorted(re.search(r"Round (\d+):", e).group(1) for e in shown) == ["1", "2"]
+    assert copy.deepcopy(state)["next"] == state["next"]        # the state (with its turn) still copies
 
 
 def test_workshop_runs_go_in_slices_and_end_when_the_visitor_is_gone(tiny_dirs):

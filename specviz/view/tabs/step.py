@@ -6,6 +6,7 @@ explains the decision with the round's real numbers (engine/analysis/explain.py)
 """
 from __future__ import annotations
 
+import threading
 from functools import partial
 
 import gradio as gr
@@ -37,12 +38,13 @@ def build(shared: Shared) -> gr.Tab:
         pane = gr.HTML(hint("step"), elem_id="step-pane", elem_classes=["token-pane"])
         explain = gr.HTML(START, elem_id="step-explain")
         gr.HTML(STEP_LEGEND, elem_id="step-legend")     # below the verdicts: they come first on a laptop
-        state = gr.State(None)      # inside the tab: a component directly in gr.Tabs confuses its tab bar
-    # Every click counts (trigger_mode "multiple"), handled one at a time in order: a click is a
-    # reveal of data already decoded, except the first, which decodes up to STEP_MAX_TOKENS tokens.
+        state = gr.State({})        # inside the tab: a component directly in gr.Tabs confuses its tab bar
+    # Every click counts (trigger_mode "multiple"): a click is a reveal of data already decoded, except
+    # the first, which decodes up to STEP_MAX_TOKENS tokens. Visitors' clicks run side by side (the
+    # decoding shares the app's fair slots), one visitor's in order (step_round takes the state's turn).
     step.click(partial(step_round, shared.app), [state, *shared.form.inputs], [pane, explain, state],
                api_name="step", show_progress="hidden", trigger_mode="multiple",
-               concurrency_id="step", concurrency_limit=1)
+               concurrency_id="step", concurrency_limit=None)
     reset.click(reset_steps, None, [pane, explain, state], api_name=False)
     return tab
 
@@ -61,7 +63,42 @@ def step_round(app: AppState, state, *form, stop=None, **named):
     clicks, the state is plain data (nothing to close on "Start over"), and on ZeroGPU the
     run happens on the GPU worker. The page reveals the verdicts one by one (CSS), not the server.
     The run goes in slices of the decoding slot and ends early when the visitor is gone (`stop`)."""
-    if not state or state.get("finished"):
+    if state is None:
+        state = {}
+    # Gradio hands every event of a session the same state object: a second click that comes while
+    # the first decodes waits for its turn here, then sees what the first stored, and reveals the next round.
+    with state.setdefault("turn", Turn()):
+        return _step(app, state, form, named, stop)
+
+
+class Turn:
+    """The lock one visitor's step-mode clicks take in turn. It copies and pickles as a new lock, so a
+    state that holds it is still plain data."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+
+    def __enter__(self):
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self._lock.release()
+
+    def __deepcopy__(self, memo):
+        return Turn()
+
+    def __reduce__(self):             # pickled (ZeroGPU, a saved session): a fresh lock on the other side
+        return (Turn, ())
+
+    def __eq__(self, other):          # as data, one turn is as good as another
+        return isinstance(other, Turn)
+
+    __hash__ = object.__hash__
+
+
+def _step(app: AppState, state: dict, form, named, stop):
+    if not state.get("records") or state.get("finished"):
         stop = stop or visitor_gone()
         try:
             req = RunRequest.from_form(*form, **named)
@@ -73,11 +110,13 @@ def step_round(app: AppState, state, *form, stop=None, **named):
             return gr.skip(), status_html("Stopped: click “Next round” to start again.", "done"), None
         except SpecvizError as err:
             return gr.skip(), status_html(str(err), "error"), None
-        state = {"records": records, "next": 0, "html": "", "finished": False,
+        turn = state["turn"]
+        state.clear()              # in place: a click waiting for its turn holds this same object
+        state.update({"turn": turn, "records": records, "next": 0, "html": "", "finished": False,
                  # what a round planned to draft, to say why one drafted fewer (_short_round)
                  "k": cfg.k, "stop": cfg.confidence_stop, "drafter": cfg.drafter,
                  # the lane's length rules: its token budget, and the context the pair can hold
-                 "max_new": min(run.config.max_new_tokens, run.pair.max_positions - len(run.ids)), "tokens": 0}
+                 "max_new": min(run.config.max_new_tokens, run.pair.max_positions - len(run.ids)), "tokens": 0})
     return _reveal_round(state)
 
 
@@ -138,5 +177,5 @@ def _reveal_round(state: dict):
 
 
 def reset_steps():
-    """Start over: the state is plain records, so dropping it frees everything."""
-    return "", START, None
+    """Start over: the state is plain records (and its turn), so dropping it frees everything."""
+    return "", START, {}

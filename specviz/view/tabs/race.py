@@ -58,8 +58,8 @@ def build(shared: Shared) -> gr.Tab:
             plot_pos = gr.Plot(elem_id="plot-position", show_label=False, min_width=PLOT_MIN_WIDTH)
         plot_kinds = gr.Plot(elem_id="plot-kinds", show_label=False)
         with gr.Row(elem_id="trace-row"):
-            download = gr.HTML(download_html(), elem_id="trace-download")      # a link by token (trace_route.py)
-            gr.HTML(LOAD_TRACE, elem_id="trace-load")
+            download = gr.HTML(download_html(), elem_id="trace-download", min_width=280)   # by token (trace_route.py)
+            gr.HTML(LOAD_TRACE, elem_id="trace-load", min_width=280)      # side by side, stacked on a phone
         # Loading a trace: the page's own file input (assets/page.js presses this hidden trigger), whose
         # script reads the file in the browser and sends its text; the server takes no upload.
         trace_text = gr.Textbox(visible=False)

@@ -305,4 +305,14 @@
     event.preventDefault();
     step.click();
   });
+
+  // Load a trace (the race tab): the file input lives in the page (no Gradio upload, which the server
+  // refuses); picking a file presses the race tab's hidden trigger, whose own script reads the file
+  // (at most a byte past the server's limit, so an oversized file is refused there in one line) and
+  // sends its text for view/replay.py to replay.
+  document.addEventListener("change", (event) => {
+    if (!event.target || event.target.id !== "trace-file" || !event.target.files.length) return;
+    const go = document.querySelector("#trace-load-go");
+    if (go) go.click();
+  });
 }

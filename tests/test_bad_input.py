@@ -192,8 +192,9 @@ def test_one_click_settles_tokenizes_and_builds_the_ledger_once(app, monkeypatch
     """A race settles its request, tokenizes its prompt and builds its ledger once each; its kinds chart
     comes from the fold and shows the same kinds as the trace it saves."""
     import json
-    from pathlib import Path
+    import re
     from specviz.app import request, settings
+    from specviz.view import trace_files
     from specviz.view import handlers
     calls = {"settle": 0, "encode": 0, "ledger": 0}
 
@@ -207,8 +208,8 @@ def test_one_click_settles_tokenizes_and_builds_the_ledger_once(app, monkeypatch
     monkeypatch.setattr(handlers, "build_ledger", counted("ledger", handlers.build_ledger))
     last = list(run_race(app, **GOOD))[-1]
     assert "status-done" in last.status and calls == {"settle": 1, "encode": 1, "ledger": 1}
-    saved = last.download.value
-    trace = json.loads(Path(saved["path"] if isinstance(saved, dict) else saved).read_text(encoding="utf-8"))
+    token = re.search(r'href="specviz/trace/([0-9a-f]{32})"', last.download).group(1)
+    trace = json.loads(trace_files.find(token).read_text(encoding="utf-8"))
     shown = [x.replace("<br>", "_") for x in last.plot_kinds.data[0].x]
     assert shown and shown == [r["kind"] for r in trace["acceptance_by_kind"]]
 

@@ -153,6 +153,40 @@ def test_lossless_check_and_trace_download(page, tmp_path):
     assert str(tmp_path.parent.parent) not in path.read_text() and "/tmp" not in json.dumps(trace["models"])
 
 
+def test_a_downloaded_trace_loads_back_into_the_page(page, browser, app_url, tmp_path):
+    """The trace a race downloads, picked in "Load a trace" on a fresh page, fills both panes, the
+    strip and the ledger as the race did, with no model run; a file that is no trace gets one line."""
+    run_race(page, "def add(a, b):\n    return", max_new=32)
+    wait_finished(page)
+    assert page.get_attribute("#download-trace", "href").startswith("specviz/trace/")
+    with page.expect_download() as info:
+        page.click("#download-trace")
+    path = tmp_path / "specviz-trace.json"
+    info.value.save_as(path)
+    ours = lambda pg, pane: re.sub(r' id="html-\w+"', "", pg.inner_html(f"#{pane}"))   # noqa: E731 (Gradio's own ids)
+    shown = {pane: ours(page, pane) for pane in ("spec-pane", "base-pane", "stats", "ledger")}
+    before = TARGET_PASSES[0]
+    fresh = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
+    try:
+        fresh.goto(app_url)
+        fresh.wait_for_selector("#trace-file", state="attached")
+        bad = tmp_path / "notes.json"
+        bad.write_text('{"hello": "<b>world</b>"}')
+        fresh.set_input_files("#trace-file", str(bad))
+        fresh.wait_for_selector("#status .status-error", timeout=15_000)
+        assert "not a specviz trace" in fresh.inner_text("#status") and "\n" not in fresh.inner_text("#status")
+        fresh.set_input_files("#trace-file", str(path))
+        fresh.wait_for_selector("#status .status-done", timeout=15_000)
+        fresh.wait_for_selector("#race-ran[data-replayed='1']", timeout=5_000)
+        assert kinds(fresh, "base-pane") == ["target"] * 32 and kinds(fresh, "spec-pane")
+        for pane, html in shown.items():
+            assert ours(fresh, pane) == html, pane
+        fresh.wait_for_selector("#plot-kinds .js-plotly-plot .main-svg", timeout=20_000)
+        assert TARGET_PASSES[0] == before           # replayed: no model ran
+    finally:
+        fresh.context.close()
+
+
 def test_the_max_new_tokens_slider_shows_the_number_that_runs(page):
     """A typed 13 runs 13 tokens, and the slider's thumb says 13 (it snapped to 16 on a step of 8)."""
     run_race(page, "def add(a, b):\n    return", max_new=13)

@@ -29,6 +29,7 @@ from .kinds_plot import kinds_figure
 from .plots import RACE_PLOTS, all_figures
 from .race_view import RaceView
 from . import trace_files
+from .trace_route import download_html
 from ..app.machine_load import OtherLoad, disturbed
 from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line, verdict_class
 from .render import clean, status_html
@@ -75,7 +76,7 @@ def _refused(text: str) -> RaceUpdate:
     """A request refused before it ran: its message, and the last race's figures cleared, so no number
     on screen belongs to a run that is not the one the visitor just asked for."""
     return RaceUpdate(status=status_html(text, "error"), strip="", spec_meter="", spec_pane="", base_meter="",
-                      base_pane="", **NO_PLOTS, download=gr.DownloadButton(value=None, interactive=False),
+                      base_pane="", **NO_PLOTS, download=download_html(),
                       ledger="")
 
 
@@ -111,7 +112,7 @@ def _race(app: AppState, *form, **named):
     # (each lane's clock counts only its own compute); Stop while waiting, or the visitor gone, ends it.
     gone = visitor_gone()
     yield RaceUpdate(status=status_html("Racing …"), strip=view.strip(), spec_meter=view.meter("spec"), spec_pane="",
-                     base_meter=view.meter("base"), base_pane="", download=gr.DownloadButton(interactive=False),
+                     base_meter=view.meter("base"), base_pane="", download=download_html(),
                      cancel=cancel, ledger="")
     others, side_mark = OtherLoad(), app.side_work.mark()      # after the pair's own load (prepare, above)
     sharing = Sharing()            # another decoding job beside this one (concurrency_per_device > 1)
@@ -136,12 +137,17 @@ def _race(app: AppState, *form, **named):
     summary = (status_html("Stopped.", "done status-stopped") if stopped
                else _summary(view, led, others.share(), cfg.greedy, dtype, app.side_work.since(side_mark),
                              sharing.shared)) + ran
-    yield RaceUpdate(status=summary, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
-                     base_meter=view.meter("base"), base_pane=view.pane("base"), **all_figures(view.stats),
-                     plot_kinds=kinds_figure(view.kinds.table(), KINDS_TITLE),
-                     download=gr.DownloadButton(value=_save_trace(view, led, req.prompt, cfg, run.preset.key,
-                                                                  run.pair), interactive=True),
-                     cancel=None, ledger=ledger_html(led, stopped=stopped, path=path_line(view.stats)))
+    yield finished(view, led, summary, stopped,
+                   download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype)))
+
+
+def finished(view: RaceView, led, status: str, stopped: bool, download: str) -> RaceUpdate:
+    """A finished race's whole tab from its folded events: panes, meters, strip, plots, kinds chart and
+    ledger. A race that just ran and a replayed trace (view/replay.py) both end here, so they match."""
+    return RaceUpdate(status=status, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
+                      base_meter=view.meter("base"), base_pane=view.pane("base"), **all_figures(view.stats),
+                      plot_kinds=kinds_figure(view.kinds.table(), KINDS_TITLE), download=download,
+                      cancel=None, ledger=ledger_html(led, stopped=stopped, path=path_line(view.stats)))
 
 
 def _stream(view: RaceView, events: Iterator[Event]):
@@ -179,7 +185,7 @@ def _until_cancelled(records: Iterator[dict], cancel: threading.Event) -> Iterat
         records.close()
 
 
-def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str,
+def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str | None,
              side: list[str] = (), shared: bool = False) -> str:
     """The finished race's status (HTML), styled by the ledger's verdict (a loss is never shown as a
     success): the verdict with the race's headline (engine/analysis/headline.py: greedy, the same text
@@ -193,7 +199,7 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
     head = headline(spec, plain, greedy) if spec is not None and plain is not None else None
     text = f"{glyph} {label}: " + (head.line if head else "the race finished.")
     notes = []
-    if head and head.same_text is False and greedy:
+    if head and head.same_text is False and greedy and dtype:      # (a replayed version-1 trace has no dtype)
         notes.append(f"The greedy lanes parted: in {dtype.removeprefix('torch.')} the target's pass over k + 1 "
                      f"tokens and its one-token step round differently, so near-ties can flip. In float32 they "
                      f"are identical." if dtype != "torch.float32" else
@@ -253,10 +259,15 @@ def stop_run(cancel) -> None:
         cancel.set()
 
 
-def _save_trace(view: RaceView, led, prompt: str, cfg, preset: str, pair) -> str:
-    """The run as JSON: settings, model names (no paths), every event. Everything shown can be rebuilt from it."""
-    trace = {"specviz_trace": 1, "prompt": prompt, "preset": preset, "config": cfg.to_dict(),
+TRACE_VERSION = 2       # 2 added the pair's label and the target's dtype, which a replay's status reads
+
+
+def _save_trace(view: RaceView, led, prompt: str, cfg, preset, pair, dtype: str) -> str:
+    """The run as JSON: settings, model names (no paths), every event; returns its download token.
+    Everything shown can be rebuilt from it (view/replay.py does, when a visitor loads it back)."""
+    trace = {"specviz_trace": TRACE_VERSION, "prompt": prompt, "preset": preset.key, "pair": preset.label,
+             "dtype": dtype, "config": cfg.to_dict(),
              "models": {"target": pair.target_name, "draft": pair.draft_name}, "events": view.trace,
              "acceptance_by_kind": view.kinds.table(),
              "ledger": led.to_dict()}      # why faster or slower (engine/analysis/ledger.py)
-    return trace_files.save(trace)      # once, where Gradio serves it from; old traces pruned (trace_files.py)
+    return trace_files.save(trace)      # once, under an opaque token; old traces pruned (trace_files.py)

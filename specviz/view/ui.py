@@ -17,6 +17,7 @@ from ..app.state import AppState
 from ..paths import ASSETS
 from .api import generate_endpoint
 from .form import build_form
+from .trace_route import routes as trace_routes
 from .tabs import Shared, explain, lossless, race, rules, step, workshop
 
 # A phone shows the first sentence only (style.css), so the race stays on the first screen.
@@ -32,7 +33,8 @@ def launch_options() -> dict:
     Gradio 6 takes them in launch()."""
     return {"theme": gr.themes.Soft(primary_hue="emerald", neutral_hue="slate"),
             "css_paths": [str(ASSETS / "style.css")], "js": (ASSETS / "page.js").read_text(encoding="utf-8"),
-            "max_file_size": 1}      # the page has no upload component: /gradio_api/upload takes nothing
+            "max_file_size": 1,      # the page has no upload component: /gradio_api/upload takes nothing
+            "app_kwargs": {"routes": trace_routes()}}      # trace downloads by token (view/trace_route.py)
 
 
 def build_demo(app: AppState | None = None) -> gr.Blocks:

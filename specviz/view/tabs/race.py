@@ -1,8 +1,9 @@
 """The Race tab: two streaming panes (speculative and plain decoding of the same prompt), their
-meters, the stats strip, the ledger, the race's plots, acceptance by kind of token and the trace
-download. Run clears the last race and shows this tab at once, then view/handlers.py's `run_race`
-streams RaceUpdates into it; its outputs are wired by RaceUpdate's field names, so no handler
-matches a positional list. Stop sets the visitor's cancel flag.
+meters, the stats strip, the ledger, the race's plots, acceptance by kind of token, the trace
+download and "Load a trace" (view/replay.py replays a downloaded trace here, with no model run).
+Run clears the last race and shows this tab at once, then view/handlers.py's `run_race` streams
+RaceUpdates into it; its outputs are wired by RaceUpdate's field names, so no handler matches a
+positional list (a replay fills the same outputs). Stop sets the visitor's cancel flag.
 """
 from __future__ import annotations
 
@@ -13,11 +14,26 @@ import gradio as gr
 from ...app import zerogpu
 from ..handlers import RaceUpdate, run_race, starting, stop_run
 from ..render import LEGEND, hint
+from ..replay import replay_trace
+from ..trace_read import MAX_BYTES
+from ..trace_route import download_html
 from . import Shared
 
 # Two plots share a row where both get this width; on a phone each takes the full width, so
 # titles and axis labels are not cut.
 PLOT_MIN_WIDTH = 340
+LOAD_TRACE = ('<label class="trace-load">Load a trace<input type="file" id="trace-file" '
+              'accept=".json,application/json"></label><span class="trace-load-note">replays a downloaded '
+              'specviz-trace.json here; no model runs</span>')
+# The trigger's script: the picked file's text, read here in the browser (a byte past the limit at most).
+READ_TRACE = f"""async () => {{
+  const input = document.getElementById("trace-file");
+  const file = input && input.files && input.files[0];
+  if (!file) return "";
+  const text = await file.slice(0, {MAX_BYTES + 1}).text();
+  input.value = "";
+  return text;
+}}"""
 
 
 def build(shared: Shared) -> gr.Tab:
@@ -41,7 +57,13 @@ def build(shared: Shared) -> gr.Tab:
             plot_hist = gr.Plot(elem_id="plot-hist", show_label=False, min_width=PLOT_MIN_WIDTH)
             plot_pos = gr.Plot(elem_id="plot-position", show_label=False, min_width=PLOT_MIN_WIDTH)
         plot_kinds = gr.Plot(elem_id="plot-kinds", show_label=False)
-        download = gr.DownloadButton("Download trace (JSON)", interactive=False, elem_id="download-trace")
+        with gr.Row(elem_id="trace-row"):
+            download = gr.HTML(download_html(), elem_id="trace-download", min_width=280)   # by token (trace_route.py)
+            gr.HTML(LOAD_TRACE, elem_id="trace-load", min_width=280)      # side by side, stacked on a phone
+        # Loading a trace: the page's own file input (assets/page.js presses this hidden trigger), whose
+        # script reads the file in the browser and sends its text; the server takes no upload.
+        trace_text = gr.Textbox(visible=False)
+        trace_go = gr.Button("Replay the trace", visible="hidden", elem_id="trace-load-go")
     outputs = {"status": status, "strip": strip, "spec_meter": spec_meter, "spec_pane": spec_pane,
                "base_meter": base_meter, "base_pane": base_pane, "plot_acceptance": plot_acc,
                "plot_race": plot_race, "plot_hist": plot_hist, "plot_position": plot_pos,
@@ -54,6 +76,8 @@ def build(shared: Shared) -> gr.Tab:
                             show_progress="hidden").then(
         partial(run_race, shared.app), form.inputs, wired, api_name="race", show_progress="hidden", **shared.decode)
     form.refresh_k_after(racing)
+    trace_go.click(replay_trace, [trace_text], wired, js=READ_TRACE, api_name=False, concurrency_limit=None,
+                   concurrency_id="ui", show_progress="hidden")
     # Stop has its own unlimited group, so it is never queued behind the run it stops. On
     # ZeroGPU the run lives in another process: there Stop also cancels the event itself.
     form.stop.click(stop_run, [shared.cancel], None, api_name="stop", concurrency_limit=None, concurrency_id="stop",

@@ -1,0 +1,97 @@
+"""A downloaded race trace read back from its text: checked before anything is drawn from it.
+
+`read` takes the file's text as the browser sent it and returns the race it records (settings,
+pair, prompt, events), or raises TraceRefused with one line for the visitor: too large, not JSON,
+not a specviz trace, a version this code does not read, damaged settings or a damaged event. The
+events are rebuilt with the engine's own `from_dict`, so each checks its invariants as it does
+when the engine makes it. Nothing here renders: view/replay.py draws the race.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..engine.loop.config import SpecConfig
+from ..engine.loop.events import Event, from_dict
+
+MAX_BYTES = 4_000_000       # ~1.7 KB a token (each judged token carries its picture): some 2,400 tokens
+VERSIONS = (1, 2)           # 2 added the pair's label and the target's dtype
+NOT_A_TRACE = "This file is not a specviz trace (a race's “Download trace (JSON)” file)."
+
+
+class TraceRefused(ValueError):
+    """A file that cannot be replayed; its message is the one line the visitor reads."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    prompt: str
+    label: str              # the pair as the page names it
+    dtype: str | None       # the target's dtype (version 2 on), read by the status' greedy note
+    config: SpecConfig
+    events: list[Event]
+
+
+def read(text) -> Recorded:
+    if not isinstance(text, str) or not text.strip():
+        raise TraceRefused("Pick a specviz-trace.json file to replay.")
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise TraceRefused(f"This file is larger than any race's trace ({MAX_BYTES // 1_000_000} MB at most).")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise TraceRefused(NOT_A_TRACE + " It is not JSON.") from None
+    if not isinstance(data, dict) or "specviz_trace" not in data:
+        raise TraceRefused(NOT_A_TRACE)
+    version = data["specviz_trace"]
+    if isinstance(version, bool) or version not in VERSIONS:
+        raise TraceRefused(f"This trace's version ({_short(version)}) is not one this specviz reads "
+                           f"({' or '.join(map(str, VERSIONS))}).")
+    config = _config(data.get("config"))
+    events = _events(data.get("events"))
+    prompt = data.get("prompt")
+    return Recorded(prompt=prompt if isinstance(prompt, str) else "", label=_label(data), dtype=_dtype(data),
+                    config=config, events=events)
+
+
+def _config(raw) -> SpecConfig:
+    if not isinstance(raw, dict):
+        raise TraceRefused("This trace has no settings to replay.")
+    try:
+        return SpecConfig(**raw)
+    except Exception as err:         # noqa: BLE001 - unknown keys, values of the wrong kind or range
+        raise TraceRefused(f"This trace's settings cannot be read: {_short(err)}") from None
+
+
+def _events(raw) -> list[Event]:
+    if not isinstance(raw, list) or not raw:
+        raise TraceRefused("This trace holds no events to replay.")
+    events = []
+    for i, record in enumerate(raw):
+        try:
+            events.append(from_dict(dict(record)))
+        except Exception:             # noqa: BLE001 - a missing field, a wrong kind, a broken invariant
+            raise TraceRefused(f"This trace's event {i + 1} of {len(raw)} is damaged: it cannot be replayed.") from None
+    if {e.lane for e in events} != {"spec", "base"}:
+        raise TraceRefused("This trace does not hold both lanes of a race.")
+    return events
+
+
+def _label(data: dict) -> str:
+    if isinstance(data.get("pair"), str) and data["pair"]:
+        return data["pair"]
+    models = data.get("models")
+    if isinstance(models, dict) and all(isinstance(models.get(k), str) for k in ("target", "draft")):
+        return f"{models['target']} with {models['draft']}"
+    return str(data.get("preset") or "a model pair")
+
+
+def _dtype(data: dict) -> str | None:
+    dtype = data.get("dtype")
+    return dtype if isinstance(dtype, str) and dtype.startswith("torch.") else None
+
+
+def _short(value, limit: int = 120) -> str:
+    """A value or error as one short line (it is escaped where it is shown)."""
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"

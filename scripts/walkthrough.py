@@ -10,9 +10,9 @@ checks what a first-time visitor meets:
 - on the laptop, the headline and its why are on the first screen;
 - a token's details (a tap on the phone, Enter on the laptop) give a sentence and the p-and-q picture;
 - nothing on the page reports an error.
-It saves the first screen of each race and of the open popover (`<out>-<screen>-<pair>-<kind>-<T>.png`,
-and `...-tip.png`) to be looked at, prints one line per combination with what it found, and exits
-non-zero if any check failed.
+It saves the first screen of each race and of the open popover (`<out>-<screen>-<pair>-<kind>-<T>.jpg`
+and `...-tip.jpg`, JPEG to keep the set small) to be looked at, prints one line per combination with
+what it found, and exits non-zero if any check failed.
 """
 import argparse
 import os
@@ -137,11 +137,11 @@ def main() -> int:
                             time.sleep(1.5)          # the last round's reveal
                             name = f"{args.out}-{screen}-{pair}-{kind}-{temperature:g}"
                             page.evaluate("window.scrollTo(0, 0)")
-                            page.screenshot(path=f"{name}.png")
+                            page.screenshot(path=f"{name}.jpg", type="jpeg", quality=60)
                             found = check(page, screen, temperature)
                             if not any(f.startswith("error") for f in found):
                                 found += open_tip(page, screen)
-                                page.screenshot(path=f"{name}-tip.png")
+                                page.screenshot(path=f"{name}-tip.jpg", type="jpeg", quality=60)
                             failures += bool(found)
                             print(f"{screen:6} {pair:8} {kind:4} T={temperature:g}: "
                                   f"{time.monotonic() - start:5.1f} s; headline "

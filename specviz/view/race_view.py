@@ -11,6 +11,7 @@ from ..engine.analysis.ledger import k_label
 from ..engine.analysis.stats import RunStats
 from ..engine.analysis.token_kinds import KindTally
 from .render import clean, fragment
+from .tree_view import round_note
 
 STOP_WORDS = {"eos": "end of text", "max_tokens": "max tokens", "stop_string": "stop string",
               "cancelled": "stopped", "length_limit": "model length limit"}
@@ -23,6 +24,7 @@ class RaceView:
         self.trace: list[dict] = []
         self.kinds = KindTally()                      # ... and per kind of drafted token (engine/analysis/token_kinds.py)
         self.dones: dict = {}                         # lane -> its Done event (the headline reads both)
+        self.tree_round: list = []                    # a token tree round of the spec lane: Drafted, then its verdicts
 
     def add(self, event) -> None:
         self.trace.append(to_dict(event))
@@ -34,6 +36,18 @@ class RaceView:
         piece = fragment(event)
         if piece:
             self.parts[event.lane].append(piece)
+        if event.lane == "spec":
+            self._tree_note(event)
+
+    def _tree_note(self, event) -> None:
+        """A tree round's compact note (tree_view.round_note), appended after its tokens at its RoundEnd."""
+        if event.kind == "drafted":
+            self.tree_round = [event] if event.parents is not None else []
+        elif self.tree_round and event.kind == "round_end":
+            self.parts["spec"].append(round_note(self.tree_round[0], self.tree_round[1:]))
+            self.tree_round = []
+        elif self.tree_round:
+            self.tree_round.append(event)
 
     def pane(self, lane: str) -> str:
         return "".join(self.parts[lane])

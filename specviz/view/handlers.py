@@ -30,7 +30,9 @@ from .plots import RACE_PLOTS, all_figures
 from .race_view import RaceView
 from . import trace_files
 from ..app.machine_load import OtherLoad, disturbed
-from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line, verdict_class
+from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line, tallies, verdict_class
+from .tree_results import tree_box_html
+from ..engine.loop.config import planned_nodes
 from .render import clean, status_html
 from ..app.request import Prepared, RunRequest, load, settle
 from ..app.run_setup import ran_text, settings_text
@@ -141,7 +143,21 @@ def _race(app: AppState, *form, **named):
                      plot_kinds=kinds_figure(view.kinds.table(), KINDS_TITLE),
                      download=gr.DownloadButton(value=_save_trace(view, led, req.prompt, cfg, run.preset.key,
                                                                   run.pair), interactive=True),
-                     cancel=None, ledger=ledger_html(led, stopped=stopped, path=path_line(view.stats)))
+                     cancel=None, ledger=ledger_html(led, stopped=stopped, path=path_line(view.stats))
+                     + _tree_box(app, view, cfg, run.preset.key, stopped))
+
+
+def _tree_box(app: AppState, view: RaceView, cfg, key: str, stopped: bool) -> str:
+    """A tree race's box under the ledger (view/tree_results.py), priced with the costs this machine
+    measured for the pair when it loaded (app/k_advice.py); "" for a chain."""
+    if not cfg.tree:
+        return ""
+    spec, plain = tallies(view.stats)
+    done = view.dones.get("spec")
+    by_choice = getattr(getattr(done, "stats", None), "by_choice", None) or []
+    advice = app.advice.get(key)
+    return tree_box_html(spec, plain, cfg.tree, by_choice, advice.costs if advice else None, planned_nodes(cfg),
+                         stopped=stopped)
 
 
 def _stream(view: RaceView, events: Iterator[Event]):

@@ -172,6 +172,19 @@ def test_the_tree_box_prices_the_chain_with_this_machines_costs():
     assert re.search(r'data-verdict="(tree paid|about even|chain paid)"', html)
     html = tree_box_html(spec, plain, (2, 2, 1, 1), by_choice, replace(costs, pass_s={n: 0.04 for n in range(2, 16)}), 14)
     assert "Both passes were timed alone" in html
+    assert "Both passes were timed alone" in tree_box_html(spec, plain, (2, 2, 1, 1), by_choice, costs, 14, tree_v=1.2)
+
+
+def test_a_measured_pair_gets_its_tree_pass_timed_once():
+    app = _app()
+    _race_text(app)                          # loads the pair
+    preset = app.presets["bundled"]
+    from specviz.app.k_advice import advise
+    from specviz.engine.analysis.calibrate import measure_costs
+    app.advice["bundled"] = advise(measure_costs(app.pair(preset), 4, repeats=1), 0.7, (1, 4))
+    _, last = _race_text(app)
+    assert list(app.pass_v) == [("bundled", 15)] and app.pass_v[("bundled", 15)] > 0
+    assert "Both passes were timed alone" in last.ledger and "estimated chain" in last.ledger
 
 
 def test_step_mode_draws_each_tree_round():

@@ -144,20 +144,27 @@ def _race(app: AppState, *form, **named):
                      download=gr.DownloadButton(value=_save_trace(view, led, req.prompt, cfg, run.preset.key,
                                                                   run.pair), interactive=True),
                      cancel=None, ledger=ledger_html(led, stopped=stopped, path=path_line(view.stats))
-                     + _tree_box(app, view, cfg, run.preset.key, stopped))
+                     + _tree_box(app, view, run, stopped))
 
 
-def _tree_box(app: AppState, view: RaceView, cfg, key: str, stopped: bool) -> str:
+def _tree_box(app: AppState, view: RaceView, run: Prepared, stopped: bool) -> str:
     """A tree race's box under the ledger (view/tree_results.py), priced with the costs this machine
-    measured for the pair when it loaded (app/k_advice.py); "" for a chain."""
+    measured for the pair when it loaded (app/k_advice.py), and the tree's own pass timed alone once
+    where those costs lack its size (AppState.tree_pass_v); "" for a chain."""
+    cfg = run.config
     if not cfg.tree:
         return ""
     spec, plain = tallies(view.stats)
     done = view.dones.get("spec")
     by_choice = getattr(getattr(done, "stats", None), "by_choice", None) or []
-    advice = app.advice.get(key)
-    return tree_box_html(spec, plain, cfg.tree, by_choice, advice.costs if advice else None, planned_nodes(cfg),
-                         stopped=stopped)
+    advice = app.advice.get(run.preset.key)
+    nodes = planned_nodes(cfg)
+    tree_v = None
+    in_process = not (app.via_records or zerogpu.ON_ZEROGPU)       # the models are here to time
+    if advice is not None and nodes + 1 not in advice.costs.pass_s and not stopped and in_process:
+        tree_v = app.tree_pass_v(run.preset, run.pair, nodes + 1)
+    return tree_box_html(spec, plain, cfg.tree, by_choice, advice.costs if advice else None, nodes,
+                         stopped=stopped, tree_v=tree_v)
 
 
 def _stream(view: RaceView, events: Iterator[Event]):

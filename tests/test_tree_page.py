@@ -214,3 +214,16 @@ def test_the_race_view_notes_a_tree_round_and_not_a_chain_round():
     for e in (flat, replace(_verdict("accepted", 0, d), node=None, choice=None), _end(flat)):
         chain.add(e)
     assert "tree-note" not in chain.pane("spec")
+
+
+def test_the_workshop_races_a_tree_against_the_chain_of_its_depth():
+    from specviz.app.workshop import BY_KEY
+    ex = BY_KEY["tree"]
+    out = ex.run(_app())
+    assert out.value in ex.choices
+    tree, chain = (float(x) for x in re.findall(r"(\d+\.\d+)×", out.shown))
+    # The answer follows the two measured speedups (within tree_ledger's 3% band: about the same).
+    want = "the tree" if tree >= 1.03 * chain else "the chain" if tree <= 0.97 * chain else "about the same"
+    assert out.value == want or abs(tree / chain - 1) < 0.035        # rounding to two decimals at the band's edge
+    assert "same text as plain decoding" in out.why and "token tree 2,2,1,1" in out.ran
+    assert out.chart[0] == "race"

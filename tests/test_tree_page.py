@@ -104,6 +104,16 @@ def test_token_text_is_escaped_in_the_tree_and_the_note():
     assert all(set(n) <= {"class", "data-node", "data-depth", "data-choice", "level"} for n in nodes)
 
 
+def test_a_rejected_node_says_its_subtree_goes_not_later_drafts():
+    d = _drafted()
+    rejected = replace(_verdict("rejected", 0, d), discarded=3)
+    html = tree_html(d, [rejected])
+    assert "3 nodes under it discarded" in html and "later draft" not in html
+    from specviz.engine.analysis.explain import sentence
+    assert "the 3 nodes under it are discarded" in sentence(rejected)
+    assert "the 3 drafts after it are discarded" in sentence(replace(rejected, node=None, choice=None))
+
+
 def test_the_round_note_names_the_branches_and_the_later_choice_kept():
     d = _drafted()
     note = round_note(d, _second_choice_round(d))

@@ -237,3 +237,14 @@ def test_the_workshop_races_a_tree_against_the_chain_of_its_depth():
     assert out.value == want or abs(tree / chain - 1) < 0.035        # rounding to two decimals at the band's edge
     assert "same text as plain decoding" in out.why and "token tree 2,2,1,1" in out.ran
     assert out.chart[0] == "race"
+
+
+def test_the_rules_tab_asks_for_a_chain_and_the_lossless_check_takes_a_tree():
+    from specviz.app.request import FORM_FIELDS
+    from specviz.view.tabs.lossless import run_lossless
+    from specviz.view.tabs.rules import run_rules
+    values = [{**FORM, "temperature": 1.0}.get(name) for name in FORM_FIELDS]
+    last = list(run_rules(_app(), 1.0, *values))[-1]
+    assert "status-error" in last[0] and "set the draft shape to chain" in last[0]
+    last = list(run_lossless(_app(), 50, *values))[-1]
+    assert "Chi-square test against the target" in last[0] and "status-error" not in last[0]

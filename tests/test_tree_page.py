@@ -248,3 +248,22 @@ def test_the_rules_tab_asks_for_a_chain_and_the_lossless_check_takes_a_tree():
     assert "status-error" in last[0] and "set the draft shape to chain" in last[0]
     last = list(run_lossless(_app(), 50, *values))[-1]
     assert "Chi-square test against the target" in last[0] and "status-error" not in last[0]
+
+
+# --- the Explain calculator's tree ----------------------------------------------------------------
+def test_the_calculators_tree_is_the_chain_at_width_one_and_pays_only_when_its_guesses_do():
+    from specviz.engine.metrics import theory
+    from specviz.view.tabs.explain import what_if_plot
+    for a in (0.0, 0.3, 0.7, 0.99):
+        for k in (1, 4, 8):
+            assert theory.expected_tokens_first_width(a, 0.5, 1, k) == pytest.approx(theory.expected_tokens_per_round(a, k))
+            assert theory.expected_speedup_first_width(a, 0.5, 1, k, 0.1, 1.4) == pytest.approx(
+                theory.expected_speedup(a, k, 0.1, 1.4))
+    # A2 = 1 - (1 - a)(1 - a2): with a = 0.5, a2 = 0.5 and w = 2 the first depth is kept 3/4 of the time.
+    assert theory.expected_tokens_first_width(0.5, 0.5, 2, 1) == pytest.approx(1.75)
+    # On a GPU (v = 1) useful second guesses pay; with useless ones (a2 = 0) the wider pass on a CPU only costs.
+    assert theory.expected_speedup_first_width(0.6, 0.4, 2, 4, 0.05, 1.0) > theory.expected_speedup(0.6, 4, 0.05, 1.0)
+    assert theory.expected_speedup_first_width(0.6, 0.0, 2, 4, 0.05, 1.5) < theory.expected_speedup(0.6, 4, 0.05, 1.5)
+    chain, tree = what_if_plot(0.7, 0.1, 8, 1.2), what_if_plot(0.7, 0.1, 8, 1.2, 3, 0.4)
+    assert len(tree.data) == len(chain.data) + 1 and "3 guesses at depth 1" in tree.data[-1].name
+    assert len(what_if_plot(0.7, 0.1, 8, 1.2, 99, 0.4).data[-1].name) and "4 guesses" in what_if_plot(0.7, 0.1, 8, 1.2, 99, 0.4).data[-1].name

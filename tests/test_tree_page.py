@@ -168,6 +168,10 @@ def test_a_greedy_tree_race_writes_the_chains_and_plain_decodings_text():
     assert 'id="tree-box"' in last.ledger and 'id="tree-choices"' in last.ledger and "1st choice" in last.ledger
     assert "not priced here" in last.ledger          # no costs measured for this app: said, not invented
     assert 'class="tree-note' in last.spec_pane
+    # The chain's formula E(a, k) is not a tree's: no theory figures in the strip or the ledger for a tree.
+    assert "not for a tree: see the tree box" in last.strip and "does not describe a token tree" in last.ledger
+    assert "nodes a round" in last.ledger and "drafts a round" not in last.ledger
+    assert "draft passes, one a depth" in last.status and "speculation pays above" not in last.status
 
 
 def test_the_tree_box_prices_the_chain_with_this_machines_costs():

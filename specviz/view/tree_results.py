@@ -83,3 +83,17 @@ def tree_box_html(spec: LaneTally, plain: LaneTally, tree, by_choice, costs, pla
             f'data-verdict="{clean(verdict)}"><div class="verdict-line"><span class="verdict-badge">{clean(label)}'
             f'</span>The tree {clean(shape)} against a chain of the same depth</div>'
             f'<p class="cause" id="tree-why">{clean(sentence)}</p>{choice_table(by_choice, tree)}</div>')
+
+
+def tree_why(spec: LaneTally, plain: LaneTally, depth: int) -> str | None:
+    """The race's "Why:" for a token tree, from the lane's own figures (tree_ledger.side): tokens a pass
+    against what a round cost, drafting (one draft pass a depth, each over that depth's nodes) and the one
+    verify pass over every node. The chain's sentence priced "draft steps at c" one per draft, which a
+    tree does not take. None where too little was measured (the ledger's own sentence then stands)."""
+    t = tree_ledger.side(spec, plain)
+    if None in (t.tau, t.pass_tokens, t.v, t.draft, t.round_cost):
+        return None
+    return (f"each target pass gave {t.tau:.2f} tokens, and a round cost {t.round_cost:.2f} plain steps: drafting "
+            f"the tree took {t.draft:.2f} ({depth} draft passes, one a depth), then one verify pass over "
+            f"{t.pass_tokens:.3g} tokens cost v = {t.v:.2f}; so the tree wrote {t.tau / t.round_cost:.2f} tokens "
+            f"in the time plain decoding writes one.")

@@ -130,8 +130,9 @@ def _reveal_round(state: dict):
             judged.append(event)
             verdicts.append(f'<li style="--i: {len(verdicts)}">{sentence(event, quote=_tok)}{clean(tie)}</li>')
         elif event.kind == "round_end":
+            what = "nodes of the tree accepted (its path)" if tree is not None else "drafts accepted"
             note = (f'<p class="explain reveal" style="--i: {len(verdicts)}">Round {event.round}: {event.accepted} of '
-                    f"{event.drafted} drafts accepted, {plural(event.emitted, 'token')} added for one target pass. "
+                    f"{event.drafted} {what}, {plural(event.emitted, 'token')} added for one target pass. "
                     f"Tap or click “Next round” (on a keyboard: the right arrow).</p>")
             pane_new += fragment(event)
             if tree is not None:

@@ -331,6 +331,7 @@ def test_every_workshop_answer_names_the_pair_settings_and_prompt_it_ran(tiny_di
     assert "greedy, 64 new tokens at most; then k = 3, temperature 1, seed 1, 64" in ran["temperature"]
     assert "then k = 3, greedy, the draft sampling at temperature 2 (seed 3), 64" in ran["bad-draft"]
     assert "k = 1 to 8" in ran["best-k"] and "sampled 300 times" in ran["lossless"]
+    assert "k = 4, greedy, 64 new tokens at most; then token tree 2,2,1,1, greedy, 64" in ran["tree"]
 
 
 def test_the_ran_line_names_every_setting_that_changes_the_run():

@@ -38,7 +38,7 @@ def test_a_class_link_pins_pair_k_and_prompts_and_escapes_them(tiny_dirs):
     params = {"pair": "chatty", "class": "1", "prompts": ["<script>x</script>", "Name three planets."]}
     got = read_link(app, params)
     assert got.pinned and got.k == 6 and got.prompts == ("<script>x</script>", "Name three planets.")
-    (preset, prompt, k, temperature, seed, dataset, chat, stop, note, link) = _open_link(app, params)
+    (preset, prompt, k, temperature, seed, dataset, chat, stop, note, link, tree) = _open_link(app, params)
     assert preset == {"__type__": "update", "value": "chatty", "interactive": False}
     assert k["value"] == 6 and k["interactive"] is False
     assert prompt == "<script>x</script>" and dataset.raw_samples == [["<script>x</script>"], ["Name three planets."]]
@@ -51,8 +51,21 @@ def test_no_link_leaves_the_form_and_a_pair_brings_its_own_k_and_example(tiny_di
     app = _app(tiny_dirs)
     opened = _open_link(app, None)            # nothing named: nothing moved (the visitor may be typing)
     assert all(value == {"__type__": "update"} for value in opened[:8])       # gr.skip() each
-    assert opened[-2] == "" and opened[-1]["pinned"] is False
+    assert opened[-3] == "" and opened[-2]["pinned"] is False and opened[-1] == {"__type__": "update"}
     preset, prompt, k, *_ = _open_link(app, {"pair": "chatty"})        # another pair: its own k and example
     assert preset["value"] == "chatty" and k["value"] == 6 and prompt == "What is a star?"
-    *_, note, _ = _open_link(app, {"k": "x"})
+    *_, note, _, _ = _open_link(app, {"k": "x"})
     assert "Link: k must be a whole number" in note and "status-error" in note
+
+
+def test_a_tree_shape_travels_in_the_link_and_a_bad_one_is_named(tiny_dirs):
+    app = _app(tiny_dirs)
+    query = link_query("code", "def f():", 4, 0.0, 0, tree=" 2, 2,1 ")
+    assert "tree=2%2C2%2C1" in query
+    got = read_link(app, parse_qs(query))
+    assert got.tree == "2,2,1" and got.problems == []
+    assert _open_link(app, parse_qs(query))[-1] == "2,2,1"                 # into the draft shape box
+    assert "tree=" not in link_query("code", "x", 4, 0.0, 0, tree="chain")   # a chain is the default: left out
+    assert "tree=" not in link_query("code", "x", 4, 0.0, 0, tree="2,x")     # a shape the race refuses: left out
+    bad = read_link(app, {"tree": "9,9,9"})
+    assert bad.tree is None and "draft shape 9,9,9 has" in " ".join(bad.problems)

@@ -38,6 +38,7 @@ class RunRequest:
     stop_strings: object = ""      # one per line, as the page's box holds them
     chat: object = None          # None: the preset's default (on for instruct models)
     confidence_stop: object = None   # None: the preset's (SpecConfig.confidence_stop; 0 = off)
+    tree: object = ""            # the draft's shape: "" or "chain" = a chain of k; "2,2,1,1" = a token tree
 
     @classmethod
     def from_form(cls, *values, **named) -> "RunRequest":
@@ -79,11 +80,11 @@ def settle(app: AppState, req: RunRequest, max_new_tokens=None) -> Settled:
     prompt = check_prompt(req.prompt, app.max_prompt_chars)
     cfg = make_config(req.drafter, req.k, req.adaptive_k, req.temperature, req.top_k, req.top_p,
                       req.max_new_tokens if max_new_tokens is None else max_new_tokens, req.seed, app.limits,
-                      req.stop_strings, 0.0 if req.confidence_stop is None else req.confidence_stop)
+                      req.stop_strings, 0.0 if req.confidence_stop is None else req.confidence_stop, req.tree)
     # The pair after the settings: a bad setting is refused before a custom pair is registered.
     preset = app.choose(req.preset, req.custom_target, req.custom_draft)
     if req.confidence_stop is None:                 # the pair's own default
-        cfg = replace(cfg, confidence_stop=preset.confidence_stop)
+        cfg = replace(cfg, confidence_stop=0.0 if cfg.tree else preset.confidence_stop)
     chat = preset.chat if req.chat is None else req.chat
     if not isinstance(chat, bool):
         raise ConfigError("chat must be true or false")

@@ -16,8 +16,12 @@ PROMPT_SHOWN = 48          # characters of a prompt's first line quoted in the l
 def settings_text(cfg: SpecConfig) -> str:
     """'k = 3, greedy, 96 new tokens at most'; sampling adds its seed and filters, and so on."""
     parts = [f"{DRAFTERS[cfg.drafter].label} drafting"] if cfg.drafter != DEFAULT_DRAFTER else []
-    # Under adaptive k, cfg.k is only where k starts (engine/loop/config.py).
-    parts.append(f"adaptive k from {cfg.k} ({cfg.k_min}–{cfg.k_max})" if cfg.adaptive_k else f"k = {cfg.k}")
+    # Under adaptive k, cfg.k is only where k starts (engine/loop/config.py); a token tree leaves k unused.
+    if cfg.tree:
+        budget = f" (at most {cfg.tree_budget} nodes)" if cfg.tree_budget else ""
+        parts.append(f"token tree {','.join(map(str, cfg.tree))}{budget}")
+    else:
+        parts.append(f"adaptive k from {cfg.k} ({cfg.k_min}–{cfg.k_max})" if cfg.adaptive_k else f"k = {cfg.k}")
     if cfg.greedy:
         parts.append("greedy")
     else:

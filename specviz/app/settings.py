@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from ..engine.loop.config import CONFIDENCE_STOP_MAX, SpecConfig
-from ..engine.loop.drafters import DRAFTERS
+from ..engine.loop.config import CONFIDENCE_STOP_MAX, SpecConfig, parse_tree, tree_nodes
+from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS
 from ..engine.loop.output import EMPTY_PROMPT, encode_prompt
 from ..errors import ConfigError
 from .profile import Limits
@@ -17,6 +17,8 @@ from ..models.chat import chat_ids
 
 MAX_STOP_STRINGS, MAX_STOP_LEN = 4, 64
 MIN_SAMPLES, MAX_SAMPLES, SAMPLES_STEP = 50, 2000, 50    # the lossless check's samples: its range and step
+PAGE_TREE_NODES = 64      # a token tree's nodes at most from the page (step mode draws every one)
+CHAIN = "chain"           # the draft shape box's default: a chain of k
 MAX_SEED = 2**32 - 1      # the app's seeds (the lossless check derives sample seeds from it: seed x 1,000,003 + i)
 
 
@@ -81,8 +83,46 @@ def stop_strings(text) -> tuple[str, ...]:
     return lines
 
 
+def draft_shape(text) -> tuple[int, ...] | None:
+    """The form's "draft shape" box: "" or "chain" -> None (a chain of k); "2,2,1,1" -> (2, 2, 1, 1), the
+    candidates per depth of a token tree (spaces allowed). A bad shape is refused in one line."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ConfigError("draft shape must be text: chain, or candidates per depth such as 2,2,1,1")
+    text = text.strip().lower().replace(" ", "")
+    if text in ("", CHAIN):
+        return None
+    if len(text) > 80:
+        raise ConfigError("draft shape must be chain, or candidates per depth such as 2,2,1,1")
+    try:
+        shape = parse_tree(text)
+    except ConfigError:
+        raise ConfigError(f"draft shape must be chain, or candidates per depth such as 2,2,1,1, not {text[:40]!r}") from None
+    if any(w < 1 for w in shape) or not shape:
+        raise ConfigError(f"draft shape: every depth needs at least one candidate, not {text[:40]!r}")
+    if tree_nodes(shape) > PAGE_TREE_NODES:
+        raise ConfigError(f"draft shape {text[:40]} has {tree_nodes(shape)} nodes; this page draws at most "
+                          f"{PAGE_TREE_NODES}: narrow or shorten it")
+    return shape
+
+
+def _tree_refusal(tree, drafter, adaptive: bool, confidence_stop: float) -> str | None:
+    """Why the other settings cannot run with a token tree, in the page's words (None: they can)."""
+    if tree is None:
+        return None
+    if drafter != DEFAULT_DRAFTER:
+        return "a draft tree needs the draft model as drafter: pick it, or set the draft shape to chain"
+    if adaptive:
+        return "a draft tree keeps its shape every round: turn adaptive k off, or set the draft shape to chain"
+    if confidence_stop > 0:
+        return ("a draft tree drafts its whole shape every round: set “draft stops below p” to 0, "
+                "or the draft shape to chain")
+    return None
+
+
 def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens, seed,
-                limits: Limits = Limits(), stops=None, confidence_stop=0.0) -> SpecConfig:
+                limits: Limits = Limits(), stops=None, confidence_stop=0.0, tree=None) -> SpecConfig:
     max_new = as_int("max new tokens", max_new_tokens)
     if not 1 <= max_new <= limits.max_new_tokens:
         raise ConfigError(f"max new tokens must be between 1 and {limits.max_new_tokens}, not {max_new}")
@@ -99,7 +139,11 @@ def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens,
     stop_below = as_float("draft confidence stop", confidence_stop)
     if not 0 <= stop_below <= CONFIDENCE_STOP_MAX:
         raise ConfigError(f"draft confidence stop must be between 0 (off) and {CONFIDENCE_STOP_MAX}, not {stop_below:g}")
+    shape = draft_shape(tree)
+    refusal = _tree_refusal(shape, drafter, adaptive, stop_below)
+    if refusal:
+        raise ConfigError(refusal)
     return SpecConfig(k=k, temperature=as_float("temperature", temperature), top_k=as_int("top-k", top_k),
                       top_p=as_float("top-p", top_p), max_new_tokens=max_new, seed=seed,
                       drafter=drafter, adaptive_k=adaptive, k_min=limits.k_range[0], k_max=limits.k_range[1],
-                      stop_strings=stop_strings(stops), confidence_stop=stop_below)
+                      stop_strings=stop_strings(stops), confidence_stop=stop_below, tree=shape)

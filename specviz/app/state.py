@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from typing import Callable, Iterator, TypeVar
 
-from ..engine.analysis.calibrate import measure_costs
+from ..engine.analysis.calibrate import measure_costs, measure_pass_v
 from ..runtime.pair import ModelPair
 from ..errors import ConfigError, LoadError, SpecvizError
 from .k_advice import KAdvice, advise
@@ -59,6 +59,9 @@ class AppState:
     advise_k: bool = False
     advice: dict[str, KAdvice] = field(default_factory=dict)    # preset key -> the k measured for it here
     advising: set[str] = field(default_factory=set)              # preset keys being measured now
+    # A token tree's verify pass over n tokens timed alone (calibrate.measure_pass_v), for the tree box's
+    # sentence: (preset key, n) -> v(n) in plain steps. Measured once, after the first race of that size.
+    pass_v: dict[tuple[str, int], float] = field(default_factory=dict)
     # In-process work beside the races (a fetched model's conversion, a pair loading): a race that
     # overlapped it says so, as it does for other programs' load (app/side_work.py).
     side_work: SideWork = field(default_factory=SideWork, repr=False)
@@ -237,6 +240,21 @@ class AppState:
             log.warning("could not measure %s on this machine; offering its preset k", preset.key, exc_info=True)
         finally:
             self.advising.discard(preset.key)
+
+    def tree_pass_v(self, preset: Preset, pair: ModelPair, n: int) -> float | None:
+        """v(n) of a tree's pass over n tokens on this machine, for a pair that was measured at load (its
+        chain passes are in its advice): timed once in a decoding slot (a few passes), then remembered.
+        None where the pair was not measured (the tree box then says so) or the timing failed."""
+        if preset.key not in self.advice:
+            return None
+        if (preset.key, n) not in self.pass_v:
+            try:
+                with self.decoding():
+                    self.pass_v[(preset.key, n)] = measure_pass_v(pair, [n])[n]
+            except Exception:          # noqa: BLE001 - optional: the tree's pass is then priced from the race
+                log.warning("could not time a %d-token pass of %s", n, preset.key, exc_info=True)
+                return None
+        return self.pass_v[(preset.key, n)]
 
     def advice_pending(self, preset: Preset) -> bool:
         """Will this pair's k advice arrive without another visitor action (it is loading or being measured)?"""

@@ -246,6 +246,32 @@ def cost(app: AppState) -> Outcome:
                    ran=ran(app, key, run))
 
 
+TREE_SHAPE = (2, 2, 1, 1)     # the tree exercise's shape: as deep as a chain of k = 4, 14 nodes
+
+
+def tree_or_chain(app: AppState) -> Outcome:
+    """The tree 2,2,1,1 raced against the chain of its depth (k = 4), each against plain decoding, greedy:
+    which paid on this machine, and why (engine/analysis/tree_ledger.py, both lanes measured)."""
+    from ..engine.analysis import tree_ledger
+    key = pick(app, "fast")
+    depth = len(TREE_SHAPE)
+    chain_run, tree_run = {"k": depth, "max_new_tokens": 64}, {"tree": TREE_SHAPE, "max_new_tokens": 64}
+    chain, tree = race_stats(app, key, **chain_run), race_stats(app, key, **tree_run)
+    by_choice = getattr(tree.done.get("spec"), "by_choice", None) or []      # Done.stats (LaneStats)
+    cmp = tree_ledger.compare_sides(tree_ledger.side(tree.tallies["spec"], tree.tallies["base"]),
+                                    tree_ledger.side(chain.tallies["spec"], chain.tallies["base"]), depth,
+                                    tree_ledger.second_choice_rate(by_choice))
+    ran_line = ran(app, key, chain_run, tree_run)
+    if cmp.verdict == "unmeasured":
+        return Outcome("", "too little was measured", cmp.cause, ran=ran_line)
+    answer = {"tree paid": "the tree", "chain paid": "the chain"}.get(cmp.verdict, "about the same")
+    same = tree.texts["spec"] == chain.texts["spec"] == tree.texts["base"]
+    return Outcome(answer, f"tree {cmp.tree.speedup:.2f}×, chain {cmp.chain.speedup:.2f}×",
+                   f"{cmp.cause} Both wrote {'the same text as plain decoding' if same else 'their text'}: a tree "
+                   f"changes how many tokens a pass may keep, never which ones (greedy keeps the target's argmax).",
+                   ("race", tree), ran=ran_line)
+
+
 MIN_JUDGED = 5     # a kind counts for the kinds exercise once the target judged this many of its drafts
 
 
@@ -303,5 +329,9 @@ EXERCISES = (
              "which kind of token does the draft get right most often (the highest share kept, of kinds judged "
              f"{MIN_JUDGED} times or more)?",
              tuple(k.replace("_", " ") for k in KINDS), token_kinds),
+    Exercise("tree", "A token tree against a chain", "The draft now proposes a tree 2,2,1,1 (two guesses for "
+             "each of the first two tokens, 14 nodes, checked in one pass) instead of a chain of k = 4. On this "
+             "machine, which will be faster against plain decoding?", ("the tree", "the chain", "about the same"),
+             tree_or_chain),
 )
 BY_KEY = {e.key: e for e in EXERCISES}

@@ -18,6 +18,7 @@ from functools import partial
 import gradio as gr
 
 from ..app.request import FORM_FIELDS
+from ..app.settings import CHAIN
 from ..app.state import CUSTOM, AppState
 from ..engine.loop.config import CONFIDENCE_STOP_MAX
 from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS
@@ -80,6 +81,10 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
                 k = lenient.Slider(app.limits.k_range[0], app.limits.k_range[1], value=first.k, step=1,
                                    label="k (drafts per round)", elem_id="k")
                 adaptive = gr.Checkbox(False, label="adaptive k", elem_id="adaptive")
+            tree = gr.Textbox(CHAIN, label="Draft shape: chain, or a token tree's candidates per depth (2,2,1,1)",
+                              max_lines=1, elem_id="tree",
+                              info="a tree drafts several guesses a depth and the target checks every branch "
+                                   "in one pass; k is then unused")
             k_note = gr.HTML(_k_note_html(app, first), elem_id="k-note")     # the measured k, as a suggestion
             use_k = gr.Button("use the measured k", visible=False, size="sm", elem_id="use-k")
             k_watch = gr.Timer(K_WATCH_S, active=False)     # ticks while the pair's k is being measured
@@ -108,7 +113,7 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
     fields = {"prompt": prompt, "preset": preset, "custom_target": custom_target, "custom_draft": custom_draft,
               "drafter": drafter, "k": k, "adaptive_k": adaptive, "temperature": temperature, "top_k": top_k,
               "top_p": top_p, "max_new_tokens": max_new, "seed": seed, "stop_strings": stops, "chat": chat,
-              "confidence_stop": confidence_stop}
+              "confidence_stop": confidence_stop, "tree": tree}
     form = Form(fields, run, stop, k_note, k_watch, app, use_k, link)
 
     if app.fetches:      # a background fetch: its progress in the page until it ends
@@ -130,14 +135,14 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
         return _open_link(app, getattr(request, "query_params", None))
 
     demo.load(opening, None, [preset, prompt, k, temperature, seed, examples.dataset, chat, confidence_stop,
-                              link_note, link], api_name=False, show_progress="hidden").then(
+                              link_note, link, tree], api_name=False, show_progress="hidden").then(
         measured, [preset, link], k_outputs, api_name=False, show_progress="hidden")
     picked.then(measured, [preset, link], k_outputs, api_name=False, show_progress="hidden")
     k_watch.tick(measured, [preset, link], k_outputs, api_name=False, show_progress="hidden")
     use_k.click(partial(_use_k, app), [preset], [k], api_name=False, show_progress="hidden")
     # "Copy link": the query from the form's values (the pair's key, not its label), then the page's
     # own address before it, into the clipboard where the browser allows and into a box to copy from.
-    copy.click(_share_query, [preset, prompt, k, temperature, seed, link], [share], api_name=False,
+    copy.click(_share_query, [preset, prompt, k, temperature, seed, link, tree], [share], api_name=False,
                show_progress="hidden").then(None, [share], [share], api_name=False, js=COPY_JS)
     return form
 
@@ -157,7 +162,7 @@ def _open_link(app: AppState, params):
     preset = app.presets.get(got.pair) if got.pair else app.default_preset()
     skip = gr.skip()
     if preset is None:
-        return (skip,) * 10
+        return (skip,) * 11
     repaired = got.pair is not None and got.pair != app.default_preset().key    # the pair's own settings follow
     examples = got.prompts or preset.examples
     prompt = got.prompt if got.prompt is not None else (
@@ -175,13 +180,14 @@ def _open_link(app: AppState, params):
             gr.Dataset(samples=[[e] for e in examples]) if got.prompts or repaired else skip,
             gr.Checkbox(value=preset.chat, interactive=preset.chat) if repaired else skip,
             preset.confidence_stop if repaired else skip,
-            "".join(lines), {"pinned": got.pinned, "prompts": list(got.prompts)})
+            "".join(lines), {"pinned": got.pinned, "prompts": list(got.prompts)},
+            got.tree if got.tree is not None else skip)
 
 
-def _share_query(preset, prompt, k, temperature, seed, link):
+def _share_query(preset, prompt, k, temperature, seed, link, tree=None):
     link = link or {}
     return gr.Textbox(value=link_query(preset, prompt, k, temperature, seed, link.get("pinned", False),
-                                       link.get("prompts", ())), visible=True)
+                                       link.get("prompts", ()), tree), visible=True)
 
 
 def _use_k(app: AppState, key):

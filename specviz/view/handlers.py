@@ -31,7 +31,9 @@ from .race_view import RaceView
 from . import trace_files
 from .trace_route import download_html
 from ..app.machine_load import OtherLoad, disturbed
-from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line, verdict_class
+from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line, tallies, verdict_class
+from .tree_results import tree_box_html, tree_why
+from ..engine.loop.config import planned_nodes
 from .render import clean, status_html
 from ..app.request import Prepared, RunRequest, load, settle
 from ..app.run_setup import ran_text, settings_text
@@ -136,18 +138,42 @@ def _race(app: AppState, *form, **named):
     ran = ran_line(run.preset.label, cfg)
     summary = (status_html("Stopped.", "done status-stopped") if stopped
                else _summary(view, led, others.share(), cfg.greedy, dtype, app.side_work.since(side_mark),
-                             sharing.shared)) + ran
+                             sharing.shared, tree_why(*tallies(view.stats), len(cfg.tree)) if cfg.tree else None)) + ran
     yield finished(view, led, summary, stopped,
-                   download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype)))
+                   download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype)),
+                   tree=bool(cfg.tree), tree_box=_tree_box(app, view, run, stopped))
 
 
-def finished(view: RaceView, led, status: str, stopped: bool, download: str) -> RaceUpdate:
+def finished(view: RaceView, led, status: str, stopped: bool, download: str, tree: bool = False,
+             tree_box: str = "") -> RaceUpdate:
     """A finished race's whole tab from its folded events: panes, meters, strip, plots, kinds chart and
-    ledger. A race that just ran and a replayed trace (view/replay.py) both end here, so they match."""
+    ledger (with a tree race's box under it). A race that just ran and a replayed trace (view/replay.py)
+    both end here, so they match."""
     return RaceUpdate(status=status, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
                       base_meter=view.meter("base"), base_pane=view.pane("base"), **all_figures(view.stats),
                       plot_kinds=kinds_figure(view.kinds.table(), KINDS_TITLE), download=download,
-                      cancel=None, ledger=ledger_html(led, stopped=stopped, path=path_line(view.stats)))
+                      cancel=None, ledger=ledger_html(led, stopped=stopped, path=path_line(view.stats), tree=tree)
+                      + tree_box)
+
+
+def _tree_box(app: AppState, view: RaceView, run: Prepared, stopped: bool) -> str:
+    """A tree race's box under the ledger (view/tree_results.py), priced with the costs this machine
+    measured for the pair when it loaded (app/k_advice.py), and the tree's own pass timed alone once
+    where those costs lack its size (AppState.tree_pass_v); "" for a chain."""
+    cfg = run.config
+    if not cfg.tree:
+        return ""
+    spec, plain = tallies(view.stats)
+    done = view.dones.get("spec")
+    by_choice = getattr(getattr(done, "stats", None), "by_choice", None) or []
+    advice = app.advice.get(run.preset.key)
+    nodes = planned_nodes(cfg)
+    tree_v = None
+    in_process = not (app.via_records or zerogpu.ON_ZEROGPU)       # the models are here to time
+    if advice is not None and nodes + 1 not in advice.costs.pass_s and not stopped and in_process:
+        tree_v = app.tree_pass_v(run.preset, run.pair, nodes + 1)
+    return tree_box_html(spec, plain, cfg.tree, by_choice, advice.costs if advice else None, nodes,
+                         stopped=stopped, tree_v=tree_v)
 
 
 def _stream(view: RaceView, events: Iterator[Event]):
@@ -186,14 +212,15 @@ def _until_cancelled(records: Iterator[dict], cancel: threading.Event) -> Iterat
 
 
 def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str | None,
-             side: list[str] = (), shared: bool = False) -> str:
+             side: list[str] = (), shared: bool = False, because: str | None = None) -> str:
     """The finished race's status (HTML), styled by the ledger's verdict (a loss is never shown as a
     success): the verdict with the race's headline (engine/analysis/headline.py: greedy, the same text
     in fewer target passes; sampled, each lane's length and stop reason, compared per token), then
     why greedy lanes differ when they do (rounding in bf16/fp16, greedy being exact only in fp32), a
     repetitive text named, and whether other programs took the CPU meanwhile, this server's own work
     beside the race (`side`: app/side_work.py), or another decoding job computing at the same time
-    (`shared`: a host allowing more than one at once, app/slots.py). Under it, the ledger's why."""
+    (`shared`: a host allowing more than one at once, app/slots.py). Under it, the ledger's why (or
+    `because`: a token tree's, view/tree_results.tree_why, which the chain's ledger sentence cannot give)."""
     glyph, label = VERDICTS.get(led.verdict, VERDICTS["unmeasured"])
     spec, plain = view.dones.get("spec"), view.dones.get("base")
     head = headline(spec, plain, greedy) if spec is not None and plain is not None else None
@@ -226,7 +253,8 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
     note = f'<div class="race-note">{clean(" ".join(notes))}</div>' if notes else ""
     return (f'<div class="status status-done {verdict_class(led.verdict)}" id="race-summary" '
             f'data-verdict="{clean(led.verdict)}"{attrs}><div class="headline" id="race-headline">{clean(text)}</div>'
-            f'{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(why(led))}"><b>Why:</b> {clean(why(led))}</p></div>')
+            f'{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(because or why(led))}"><b>Why:</b> '
+            f'{clean(because or why(led))}</p></div>')
 
 
 def why(led) -> str:

@@ -110,9 +110,14 @@ def _bar(name: str, lane, scale: float) -> str:
             f'<div class="lane-words">{" ".join(words)}</div></div>')     # the space: for copied text
 
 
-def ledger_html(led, stopped: bool = False, path: str = "") -> str:
+TREE_THEORY_TIP = ("the chain's formula E(a, k) does not describe a token tree (several guesses a depth): the "
+                   "box below sets the tree against a chain of its depth instead")
+
+
+def ledger_html(led, stopped: bool = False, path: str = "", tree: bool = False) -> str:
     """The box; `stopped` labels a race the visitor stopped (its figures cover the part that ran);
-    `path`: how the lanes decoded (path_line), when not eagerly."""
+    `path`: how the lanes decoded (path_line), when not eagerly; `tree`: a token tree race, whose
+    break-even a and theory the chain's formula cannot give (shown as —, the tree box prices it)."""
     verdict = "stopped" if stopped else led.verdict
     glyph, label = VERDICTS.get(verdict, VERDICTS["unmeasured"])
     stop_note = (f'<p class="cause">{clean("Stopped before the end: the figures below cover the part that ran.")}</p>'
@@ -126,6 +131,9 @@ def ledger_html(led, stopped: bool = False, path: str = "") -> str:
                ("break-even a", even, f"speculation pays above this a on this machine at {ledger_mod.k_label(led.k)}: "
                                       f"where E(a, k) = k·c + v"),
                ("theory", "—" if led.theory is None else f"{led.theory:.2f}×", "E(a, k) / (k·c + v) with these a, c, v")]
+    if tree:
+        figures[3:] = [("break-even a", "—", TREE_THEORY_TIP), ("theory", "—", TREE_THEORY_TIP)]
+    k_text = f"{led.k:.3g} nodes a round" if tree and led.k is not None else ledger_mod.k_label(led.k)
     figs = "".join(f'<span class="fig" tabindex="0" data-tip="{clean(tip)}"><b>{clean(name)}</b> = {clean(value)}</span>'
                    for name, value, tip in figures)
     return (f'<div class="ledger {verdict_class(verdict)}" id="ledger-box" data-verdict="{clean(verdict)}">'
@@ -133,4 +141,4 @@ def ledger_html(led, stopped: bool = False, path: str = "") -> str:
             f'Where each lane\'s time went</div>{stop_note}'
             + (f'<p class="decode-path">{clean(path)}</p>' if path else "") +
             f'<div class="bars">{_bar("speculative", led.spec, scale)}{_bar("plain", led.plain, scale)}</div>'
-            f'<div class="figs">{figs}<span class="fig-k">{clean(ledger_mod.k_label(led.k))}</span></div></div>')
+            f'<div class="figs">{figs}<span class="fig-k">{clean(k_text)}</span></div></div>')

@@ -91,12 +91,13 @@ def all_figures(stats: RunStats) -> dict[str, go.Figure]:
     return {name: draw(stats) for name, draw in RACE_PLOTS.items()}
 
 
-def what_if(a: float, c: float, v: float, k_max: int = 12) -> go.Figure:
+def what_if(a: float, c: float, v: float, k_max: int = 12, width: int = 1, a2: float = 0.0) -> go.Figure:
     """Expected tokens per round and speedup against k, the best k marked (Explain tab).
-    v = theory.GPU_IDEAL_V is labelled as the GPU-ideal case in the title."""
+    v = theory.GPU_IDEAL_V is labelled as the GPU-ideal case in the title. width > 1 adds the speedup of
+    a token tree with `width` guesses at the first depth (a2: a later guess kept; theory.py), dashed."""
     ks = list(range(1, k_max + 1))
     priced = "GPU-ideal v = 1" if v == theory.GPU_IDEAL_V else f"v = {v:.2f}"
-    fig = _fig(f"What if: a = {a:.2f}, c = {c:.2f}, {priced}", "k (drafts per round)", "")
+    fig = _fig(f"What if: a = {a:.2f}, c = {c:.2f}, {priced}", "k (drafts per round, or tree depth)", "")
     fig.add_scatter(x=ks, y=[theory.expected_tokens_per_round(a, k) for k in ks], name="tokens per round",
                     mode="lines+markers", line=dict(color=BASE))
     speed = [theory.expected_speedup(a, k, c, v) for k in ks]
@@ -108,6 +109,10 @@ def what_if(a: float, c: float, v: float, k_max: int = 12) -> go.Figure:
     else:
         fig.add_annotation(x=0.5, y=0.98, xref="paper", yref="paper", showarrow=False,
                            text="no k pays here: every speedup is below 1, plain decoding wins")
+    if width > 1:
+        tree = [theory.expected_speedup_first_width(a, a2, width, k, c, v) for k in ks]
+        fig.add_scatter(x=ks, y=tree, name=f"tree speedup ({width} guesses at depth 1, a2 = {a2:.2f})",
+                        mode="lines+markers", line=dict(color=SPEC, width=2, dash="dash"))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#999")
     fig.update_layout(height=320)
     return fig

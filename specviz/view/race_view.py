@@ -11,6 +11,7 @@ from ..engine.analysis.ledger import k_label
 from ..engine.analysis.stats import RunStats
 from ..engine.analysis.token_kinds import KindTally
 from .render import clean, fragment
+from .tree_view import round_note
 
 STOP_WORDS = {"eos": "end of text", "max_tokens": "max tokens", "stop_string": "stop string",
               "cancelled": "stopped", "length_limit": "model length limit"}
@@ -23,6 +24,8 @@ class RaceView:
         self.trace: list[dict] = []
         self.kinds = KindTally()                      # ... and per kind of drafted token (engine/analysis/token_kinds.py)
         self.dones: dict = {}                         # lane -> its Done event (the headline reads both)
+        self.tree_round: list = []                    # a token tree round of the spec lane: Drafted, then its verdicts
+        self.tree = False                             # a token tree race (its Drafted events carry parents)
 
     def add(self, event) -> None:
         self.trace.append(to_dict(event))
@@ -34,6 +37,19 @@ class RaceView:
         piece = fragment(event)
         if piece:
             self.parts[event.lane].append(piece)
+        if event.lane == "spec":
+            self._tree_note(event)
+
+    def _tree_note(self, event) -> None:
+        """A tree round's compact note (tree_view.round_note), appended after its tokens at its RoundEnd."""
+        if event.kind == "drafted":
+            self.tree_round = [event] if event.parents is not None else []
+            self.tree = self.tree or event.parents is not None
+        elif self.tree_round and event.kind == "round_end":
+            self.parts["spec"].append(round_note(self.tree_round[0], self.tree_round[1:]))
+            self.tree_round = []
+        elif self.tree_round:
+            self.tree_round.append(event)
 
     def pane(self, lane: str) -> str:
         return "".join(self.parts[lane])
@@ -65,6 +81,8 @@ class RaceView:
         s, t = self.stats, self.stats.tallies["spec"]
         a, a_d, tau = measures.acceptance_rate(t), measures.draft_acceptance_rate(t), measures.mean_acceptance_length(t)
         th, c, v = s.theory(), s.cost_ratio(), s.verify_ratio()
+        if self.tree:        # the chain's formula E(a, k) does not describe a tree: no theory figures
+            th = {}
         speed = s.measured_speedup()
         cond = measures.conditional_acceptance(s.positions.judged, s.positions.accepted)
         by_pos = " ".join(f"{i + 1}:{x:.2f}" for i, x in list(cond.items())[:8]) or "—"
@@ -91,7 +109,8 @@ class RaceView:
              "speedup = speculative tokens/s over plain tokens/s, each lane timed on its own clock. "
              "docs/metrics.md: speedup."),
             ("theory speedup", f"{th['speedup']:.2f}×" if "speedup" in th else "—",
-             f"E / (k·c + v): {k_label(th['k'])}, c = {c:.3f}, v = {v:.2f}" if c and v and th else "from a, c and v",
+             f"E / (k·c + v): {k_label(th['k'])}, c = {c:.3f}, v = {v:.2f}" if c and v and th else
+             "not for a tree: see the tree box" if self.tree else "from a, c and v",
              "S = E / (k·c + v): c = one draft step and v = one verify pass, both in plain target steps, as "
              "measured in this race. docs/metrics.md: theory speedup."),
         ]

@@ -1,7 +1,7 @@
 """The share link: a race's settings in the page's address, read when the page opens.
 
-`?pair=KEY&prompt=TEXT&k=N&temperature=T&seed=S` opens the page with that pair (its key, not its
-label), prompt, k, temperature and seed in the form; `&class=1` pins the pair and k for everyone who
+`?pair=KEY&prompt=TEXT&k=N&temperature=T&seed=S&tree=2,2,1,1` opens the page with that pair (its key,
+not its label), prompt, k, temperature, seed and draft shape (a token tree; left out: a chain) in the form; `&class=1` pins the pair and k for everyone who
 opens the link (the pair menu and k slider are locked, the measured-k suggestion hidden), and each
 `&prompts=TEXT` (repeatable) replaces the pair's example prompts. `read_link` checks every value with
 the app's own checks (app/settings.py): a bad one is left at its default and named in one line.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from ..app.settings import MAX_SEED, as_float, as_int, check_prompt
+from ..app.settings import CHAIN, MAX_SEED, as_float, as_int, check_prompt, draft_shape
 from ..app.state import AppState
 from ..errors import SpecvizError
 
@@ -28,6 +28,7 @@ class Opening:
     k: int | None = None
     temperature: float | None = None
     seed: int | None = None
+    tree: str | None = None       # the draft shape box's text ("2,2,1,1"; "chain")
     pinned: bool = False          # class=1: pair and k locked for this page
     prompts: tuple[str, ...] = ()
     problems: list[str] = field(default_factory=list)
@@ -88,6 +89,13 @@ def read_link(app: AppState, params) -> Opening:
     out.k = _number(params, "k", as_int, low, high, out.problems)
     out.temperature = _number(params, "temperature", as_float, 0, TEMPERATURE_MAX, out.problems)
     out.seed = _number(params, "seed", as_int, 0, MAX_SEED, out.problems)
+    shape = _one(params, "tree")
+    if shape is not None:
+        try:
+            parsed = draft_shape(shape)
+            out.tree = CHAIN if parsed is None else ",".join(map(str, parsed))
+        except SpecvizError as err:
+            out.problems.append(str(err))
     out.pinned = _one(params, "class") in ("1", "true", "yes", "on")
     prompts = []
     for text in _values(params, "prompts")[:MAX_PROMPTS]:
@@ -101,9 +109,16 @@ def read_link(app: AppState, params) -> Opening:
     return out
 
 
-def link_query(preset, prompt, k, temperature, seed, pinned=False, prompts=()) -> str:
-    """The share link's query for these form values (URL-encoded; the page adds its own address)."""
+def link_query(preset, prompt, k, temperature, seed, pinned=False, prompts=(), tree=None) -> str:
+    """The share link's query for these form values (URL-encoded; the page adds its own address). The
+    draft shape is written only when it is a tree (a chain is the default)."""
     pairs = [("pair", preset), ("prompt", prompt or ""), ("k", k), ("temperature", temperature), ("seed", seed)]
+    try:
+        shape = draft_shape(tree)
+    except SpecvizError:
+        shape = None          # a shape the race would refuse is left out of the link
+    if shape is not None:
+        pairs.append(("tree", ",".join(map(str, shape))))
     query = [(name, _plain(value)) for name, value in pairs if value is not None]
     if pinned:
         query.append(("class", "1"))

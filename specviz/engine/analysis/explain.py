@@ -23,7 +23,10 @@ def shown(piece: str) -> str:
     return f"'{visible(piece)}'"
 
 
-def _after(discarded: int) -> str:
+def _after(discarded: int, tree: bool = False) -> str:
+    if tree:      # a token tree: what goes is the rejected node's subtree; its later siblings may still be judged
+        return ("no nodes grew under it" if discarded == 0 else "the node under it is discarded" if discarded == 1
+                else f"the {discarded} nodes under it are discarded")
     return ("the draft after it is discarded" if discarded == 1 else
             "no drafts came after it" if discarded == 0 else f"the {discarded} drafts after it are discarded")
 
@@ -59,7 +62,8 @@ def tooltip(event) -> str:
             op = "<" if kind == "accepted" else "≥"
             why = (f"min(1, p/q) = {_num(event.accept_prob)}   u = {_num(event.u)} {op} {_num(event.accept_prob)}\n"
                    + reason(event))
-        tail = f"\n{plural(event.discarded, 'later draft')} discarded" if kind == "rejected" else ""
+        under = ("node under it", "nodes under it") if getattr(event, "node", None) is not None else ("later draft",)
+        tail = f"\n{plural(event.discarded, *under)} discarded" if kind == "rejected" else ""
         return f"{kind} · {head}\n{nums}\n{why}{tail}"
     if kind == "resampled":
         top = ", ".join(f"{shown(piece)} {prob:.2f}" for _, piece, prob in event.top_residual)
@@ -99,7 +103,7 @@ def sentence(event, quote=shown) -> str:
             if k == "accepted":
                 return f"{who} is also the target's most likely next token (p = {event.p:.3f}): accepted."
             return (f"{who} is not the target's most likely next token (it gives it p = {event.p:.3f}): rejected, "
-                    f"and {_after(event.discarded)}.")
+                    f"and {_after(event.discarded, getattr(event, 'node', None) is not None)}.")
         if event.rule not in ("ratio", "forced"):
             base = (f"{who}: the target gives it p = {event.p:.3f}, the draft gave q = {event.q:.3f}, and the "
                     f"{event.rule} rule keeps it with probability {event.accept_prob:.3f}; a uniform random draw "
@@ -109,7 +113,7 @@ def sentence(event, quote=shown) -> str:
                     f"with probability min(1, p/q) = {event.accept_prob:.3f}; a uniform random draw u = {event.u:.3f} is ")
         if k == "accepted":
             return base + "below that: accepted."
-        return base + f"not below that: rejected, and {_after(event.discarded)}."
+        return base + f"not below that: rejected, and {_after(event.discarded, getattr(event, 'node', None) is not None)}."
     if k == "resampled":
         if _target_top_choice(event):
             return f"The target puts its own top choice {quote(event.piece)} (p = {event.p:.3f}) in its place."

@@ -14,6 +14,14 @@ below 1 is timing noise (a plain step's clock also holds sampling and bookkeepin
 there would promise more tokens per second than the rounds yield tokens per pass. So the formulas
 price a pass at `priced_v(v)` = max(v, 1), and S never exceeds E.
     accepted drafts per round   P(i) = a^i (1 - a) for i < k, and a^k for i = k.
+
+A token tree of width w at the first depth and a chain below each first token (shape w,1,...,1, depth k,
+w k nodes; docs/trees.md): the first depth keeps one of its w guesses with A1 = 1 - (1 - a)(1 - a2)^(w-1),
+a2 the chance a later guess is kept once the ones before it were rejected (the page's per-depth table
+measures it), and below it the chain goes on as before: E = 1 + A1 (1 - a^k) / (1 - a). Its pass feeds
+w k + 1 tokens: priced by stretching the chain's extra over one step, v(w) = 1 + (v - 1) w (a GPU's v = 1
+stays 1); its draft steps at c each (one draft pass per depth feeds a depth's nodes together), which is
+optimistic on a CPU, where a wider draft pass costs more.
 """
 from __future__ import annotations
 
@@ -35,6 +43,18 @@ def expected_tokens_per_round(a: float, k: int) -> float:
 def expected_speedup(a: float, k: int, c: float, v: float) -> float:
     """S = E / (k c + v): c and v in plain target steps (v priced at no less than one step)."""
     return expected_tokens_per_round(a, k) / (k * c + priced_v(v))
+
+
+def expected_tokens_first_width(a: float, a2: float, w: int, k: int) -> float:
+    """E of the tree w,1,...,1 (depth k) above: w = 1 is the chain's E."""
+    first = 1.0 - (1.0 - a) * (1.0 - a2) ** (w - 1)
+    below = float(k) if a >= 1.0 else (1.0 - a ** k) / (1.0 - a)
+    return 1.0 + first * below
+
+
+def expected_speedup_first_width(a: float, a2: float, w: int, k: int, c: float, v: float) -> float:
+    """S of the tree w,1,...,1 (depth k): E / (k c + v(w)), v(w) = 1 + (v - 1) w as above."""
+    return expected_tokens_first_width(a, a2, w, k) / (k * c + priced_v(1.0 + (priced_v(v) - 1.0) * w))
 
 
 def accepted_pmf(a: float, k: int) -> list[float]:

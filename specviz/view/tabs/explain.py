@@ -31,6 +31,7 @@ TOY_LEAD = ("#### See why the output stays the target's\n"
 MAX_ACCEPTANCE = 0.99
 MAX_COST_RATIO = 1.0
 V_RANGE = (theory.MIN_V, 3.0)    # a verify pass costs at least one plain step
+MAX_WIDTH = 4                    # the calculator's tree: guesses at the first depth
 
 
 def build(shared: Shared) -> gr.Tab:
@@ -50,23 +51,32 @@ def build(shared: Shared) -> gr.Tab:
             v = gr.Slider(*V_RANGE, value=1.0, step=0.05, label="verify ratio v",
                           info="a verify pass, in target steps (1 = GPU-ideal)", elem_id="whatif-v")
             k = gr.Slider(2, 32, value=12, step=1, label="largest k shown", elem_id="whatif-k")
+        with gr.Row():
+            # A token tree (docs/trees.md): w guesses at the first depth, a chain below each; 1 = no tree.
+            width = gr.Slider(1, MAX_WIDTH, value=1, step=1, label="tree width w at depth 1",
+                              info="1 = the chain only; more adds a dashed tree curve", elem_id="whatif-width")
+            a2 = gr.Slider(0, MAX_ACCEPTANCE, value=0.3, step=0.01, label="a later guess kept a2",
+                           info="once the guesses before it were rejected", elem_id="whatif-a2")
         here = gr.Button("Use this machine's figures for the selected pair", size="sm", elem_id="whatif-here")
         here_note = gr.HTML(elem_id="whatif-here-note")
         plot = gr.Plot(elem_id="plot-whatif", show_label=False)
-    for control in (a, c, v, k):
-        control.change(what_if_plot, [a, c, k, v], plot, api_name=False, show_progress="hidden")
-    shared.demo.load(what_if_plot, [a, c, k, v], plot, api_name=False)
+    for control in (a, c, v, k, width, a2):
+        control.change(what_if_plot, [a, c, k, v, width, a2], plot, api_name=False, show_progress="hidden")
+    shared.demo.load(what_if_plot, [a, c, k, v, width, a2], plot, api_name=False)
     here.click(partial(machine_figures, shared.app), [shared.form.fields["preset"], k], [a, c, v, here_note],
                api_name=False, show_progress="hidden")
     return tab
 
 
-def what_if_plot(acceptance, cost_ratio, k_max, verify_ratio=theory.GPU_IDEAL_V):
-    """The what-if calculator: a, c and v as set (v = 1 is the GPU-ideal case, and the title says so)."""
+def what_if_plot(acceptance, cost_ratio, k_max, verify_ratio=theory.GPU_IDEAL_V, width=1, second=0.3):
+    """The what-if calculator: a, c and v as set (v = 1 is the GPU-ideal case, and the title says so);
+    a tree width above 1 adds the tree w,1,...,1's curve with a2 = `second` (engine/metrics/theory.py)."""
     a = min(max(as_float("acceptance rate", acceptance), 0.0), MAX_ACCEPTANCE)
     c = min(max(as_float("cost ratio", cost_ratio), 0.0), MAX_COST_RATIO)
     v = min(max(as_float("verify ratio", verify_ratio), V_RANGE[0]), 10.0)     # never below one step
-    return what_if(a, c, v, _chart_k_max(k_max))
+    w = min(max(as_int("tree width", width), 1), MAX_WIDTH)
+    a2 = min(max(as_float("a later guess kept", second), 0.0), MAX_ACCEPTANCE)
+    return what_if(a, c, v, _chart_k_max(k_max), w, a2)
 
 
 def _chart_k_max(value) -> int:

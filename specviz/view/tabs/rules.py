@@ -22,7 +22,7 @@ from ...app import gpu_calls
 from ...app.request import RunRequest, prepare
 from ...app.rules_check import (ALPHA, DRAWS, FirstPosition, RuleRow, check_first_position, race_rule,
                                 rule_rows)
-from ...app.settings import as_float
+from ...app.settings import as_float, draft_shape
 from ...app.slots import Stopped
 from ...app.state import AppState
 from ...engine.loop.rules import REGISTRY, get_rule
@@ -68,6 +68,9 @@ def run_rules(app: AppState, rule_temperature, *form, stop=None, draws: int = DR
             raise SpecvizError(f"temperature must be between {T_MIN:g} and {T_MAX:g} here (the rules differ only "
                                f"when sampling), not {t:g}")
         req = replace(RunRequest.from_form(*form, **named), temperature=t)
+        if draft_shape(req.tree) is not None:
+            raise SpecvizError("The rules tab races the acceptance rules on a chain, and a token tree runs only the "
+                               "exact rule: set the draft shape to chain")
         run = prepare(app, req, max_new_tokens=min(RULE_TOKENS, app.max_new_tokens))
         yield status_html("Waiting for the device …" if app.decoders_busy() else "First position …"), gr.skip(), cancel
         first = list(app.sliced(gpu_calls.lossless_results(gpu_calls.handle(app), run.preset.key, run.ids,

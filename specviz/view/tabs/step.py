@@ -21,6 +21,7 @@ from ...engine.loop.drafters import PROMPT_LOOKUP
 from ...engine.loop.events import from_dict
 from ...errors import SpecvizError
 from ..render import STEP_LEGEND, clean, draft_chips, fragment, hint, status_html
+from ..tree_view import TREE_LEGEND, tree_html, tree_sentence
 from ..visitor import visitor_gone
 from . import Shared
 
@@ -37,7 +38,7 @@ def build(shared: Shared) -> gr.Tab:
             reset = gr.Button("Start over", elem_id="step-reset")
         pane = gr.HTML(hint("step"), elem_id="step-pane", elem_classes=["token-pane"])
         explain = gr.HTML(START, elem_id="step-explain")
-        gr.HTML(STEP_LEGEND, elem_id="step-legend")     # below the verdicts: they come first on a laptop
+        gr.HTML(STEP_LEGEND + TREE_LEGEND, elem_id="step-legend")     # below the verdicts: they come first on a laptop
         state = gr.State({})        # inside the tab: a component directly in gr.Tabs confuses its tab bar
     # Every click counts (trigger_mode "multiple"): a click is a reveal of data already decoded, except
     # the first, which decodes up to STEP_MAX_TOKENS tokens. Visitors' clicks run side by side (the
@@ -115,6 +116,7 @@ def _step(app: AppState, state: dict, form, named, stop):
         state.update({"turn": turn, "records": records, "next": 0, "html": "", "finished": False,
                  # what a round planned to draft, to say why one drafted fewer (_short_round)
                  "k": cfg.k, "stop": cfg.confidence_stop, "drafter": cfg.drafter,
+                 "tree": list(cfg.tree) if cfg.tree else None,
                  # the lane's length rules: its token budget, and the context the pair can hold
                  "max_new": min(run.config.max_new_tokens, run.pair.max_positions - len(run.ids)), "tokens": 0})
     return _reveal_round(state)
@@ -143,6 +145,7 @@ def _reveal_round(state: dict):
     records, i = state["records"], state["next"]
     chips, verdicts, pane_new = "", [], ""
     rejected = None          # the round's rejected draft, for its correction's tie note
+    tree, judged = None, []  # a token tree round: its Drafted event and its verdicts, drawn at its end
     while i < len(records):
         event = from_dict(records[i])
         i += 1
@@ -150,6 +153,12 @@ def _reveal_round(state: dict):
             chips = (f'<p class="explain">Round {event.round}: the draft proposes nothing (a draft that reads the '
                      f"target's hidden states has none before the target's first pass; or only one token is left "
                      f"to write), and the target runs one forward pass:</p>")
+        elif event.kind == "drafted" and event.parents is not None:
+            tree = event
+            shape = ",".join(str(w) for w in state.get("tree") or ())
+            chips = (f'<p class="explain">Round {event.round}: the draft proposes a tree of '
+                     f'{plural(len(event.token_ids), "node")}{f" (shape {clean(shape)})" if shape else ""}, and the '
+                     f"target checks every branch in one forward pass, then walks down it from the text so far:</p>")
         elif event.kind == "drafted":
             chips = (f'<p class="explain">Round {event.round}: the draft proposes {plural(len(event.token_ids), "token")} '
                      f'{draft_chips(event)}{_short_round(state, len(event.token_ids))} and the target checks them '
@@ -157,12 +166,17 @@ def _reveal_round(state: dict):
         elif event.kind in ("accepted", "rejected", "resampled", "bonus"):
             tie = tie_note(rejected, event) if event.kind == "resampled" else ""
             rejected = event if event.kind == "rejected" else None
+            judged.append(event)
             verdicts.append(f'<li style="--i: {len(verdicts)}">{sentence(event, quote=_tok)}{clean(tie)}</li>')
         elif event.kind == "round_end":
+            what = "nodes of the tree accepted (its path)" if tree is not None else "drafts accepted"
             note = (f'<p class="explain reveal" style="--i: {len(verdicts)}">Round {event.round}: {event.accepted} of '
-                    f"{event.drafted} drafts accepted, {plural(event.emitted, 'token')} added for one target pass. "
+                    f"{event.drafted} {what}, {plural(event.emitted, 'token')} added for one target pass. "
                     f"Tap or click “Next round” (on a keyboard: the right arrow).</p>")
             pane_new += fragment(event)
+            if tree is not None:
+                chips += (f'{tree_html(tree, judged)}<p class="explain tree-sum">'
+                          f'{clean(tree_sentence(tree, judged))}</p>')
             if "k" in state:
                 state.update(k=event.k_next, tokens=event.total_tokens)
             shown = state["html"] + f'<span class="new-round">{pane_new}</span>'    # only this round animates

@@ -7,7 +7,6 @@ import json
 import re
 from dataclasses import replace
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
@@ -20,6 +19,7 @@ from specviz.engine.metrics.measures import LaneTally
 from specviz.errors import ConfigError
 from specviz.models.presets import get_preset
 from specviz.view.handlers import run_race
+from specviz.view import trace_files
 from specviz.view.race_view import RaceView
 from specviz.view.tabs.step import step_round
 from specviz.view.tree_results import tree_box_html
@@ -154,8 +154,8 @@ def test_a_tree_the_page_cannot_run_is_refused_in_one_line(change, message):
 
 def _race_text(app: AppState, **changes) -> tuple[dict, object]:
     last = list(run_race(app, **{**FORM, **changes}))[-1]
-    saved = last.download.value
-    trace = json.loads(Path(saved["path"] if isinstance(saved, dict) else saved).read_text(encoding="utf-8"))
+    token = re.search(r"specviz/trace/([0-9a-f]{32})", last.download).group(1)     # the download link's token
+    trace = json.loads(trace_files.find(token).read_text(encoding="utf-8"))
     texts = {e["lane"]: e["text"] for e in trace["events"] if e["kind"] == "done"}
     return texts, last
 

@@ -39,6 +39,7 @@ def main() -> int:
     parser.add_argument("--pairs", default="bundled", help="preset keys taken in turn, e.g. bundled,smollm2")
     args = parser.parse_args()
 
+    import gc
     import threading
     import time
     from concurrent.futures import ThreadPoolExecutor
@@ -60,13 +61,21 @@ def main() -> int:
         app.pair(app.preset(key))
     demo, url = serve(app)
     prompts = {key: list(get_preset(key).examples) for key in pairs}
-    clients = [Client(url, verbose=False, download_files=False, headers={"X-Forwarded-For": client_address(i)})
-               for i in range(args.clients)]
+    # One client (one session, one address) per worker thread: a client never has two requests at once.
+    local, made = threading.local(), iter(range(args.clients))
     counter, lock, failures = iter(range(args.requests)), threading.Lock(), []
     done = [0]
 
+    def own_client() -> Client:
+        if not hasattr(local, "client"):
+            with lock:
+                i = next(made)
+            local.client = Client(url, verbose=False, download_files=False,
+                                  headers={"X-Forwarded-For": client_address(i)})
+        return local.client
+
     def one(n: int) -> None:
-        client, kind = clients[n % len(clients)], KINDS[n % len(KINDS)]
+        client, kind = own_client(), KINDS[n % len(KINDS)]
         key = pairs[n // len(KINDS) % len(pairs)]
         prompt = prompts[key][n % len(prompts[key])]
         form = _form(prompt, args.max_new_tokens, seed=n, preset=key)
@@ -91,20 +100,22 @@ def main() -> int:
 
     readings = [(0, rss_mb())]
     start = time.monotonic()
+    pool = ThreadPoolExecutor(max_workers=args.clients)
     try:
         while True:
             batch = [n for _, n in zip(range(args.every), counter)]
             if not batch:
                 break
-            with ThreadPoolExecutor(max_workers=args.clients) as pool:
-                list(pool.map(one, batch))
+            list(pool.map(one, batch))
             seconds_to_idle()
             time.sleep(heap.MIN_GAP_S + 0.5)      # the next job's end may trim the heap; wait out its gap
             heap.trim()
+            gc.collect()
             readings.append((done[0], rss_mb()))
-            print(f"after {done[0]:4d} requests ({time.monotonic() - start:6.0f} s): resident {readings[-1][1]:7.0f} MB",
-                  flush=True)
+            print(f"after {done[0]:4d} requests ({time.monotonic() - start:6.0f} s): resident {readings[-1][1]:7.0f} MB, "
+                  f"{len(gc.get_objects())} Python objects", flush=True)
     finally:
+        pool.shutdown()
         demo.close()
     for line in failures[:10]:
         print(line)

@@ -569,6 +569,25 @@ def test_requests_nobody_reads_do_not_fill_the_server(tiny_dirs, monkeypatch):
         demo.close()
 
 
+def test_a_refused_join_builds_no_session_and_sessions_kept_are_bounded(tiny_dirs, monkeypatch):
+    """Gradio builds a session's state (every block's config, ~0.2 MB) for each session id it meets, and
+    keeps 10,000 by default: a client inventing one per request grew the server by gigabytes. A join the
+    caps refuse builds none, and the app keeps at most SESSIONS_KEPT."""
+    from specviz.view.serve import serve
+    from specviz.view.ui import SESSIONS_KEPT
+    monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")
+    demo, url = serve(tiny_app(tiny_dirs, queue_size=20, jobs_per_address=2))
+    try:
+        assert demo.state_session_capacity == SESSIONS_KEPT < 10_000
+        fn = generate_fn(demo)
+        codes = [join_from(url, fn, f"invented-{i}", LONG_GENERATE, "198.51.100.9") for i in range(12)]
+        assert [r.status_code for r in codes[:2]] == [200] * 2 and all(r.status_code != 200 for r in codes[2:])
+        held = demo.state_holder.session_data
+        assert not any(f"invented-{i}" in held for i in range(2, 12))        # the refused ones: no state built
+    finally:
+        demo.close()
+
+
 def test_the_queue_limit_counts_decoding_work_already_running(tiny_dirs, monkeypatch):
     from specviz.view.serve import serve
     monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")

@@ -96,6 +96,11 @@ def run_race(app: AppState, *form, **named):
 
 def _race(app: AppState, *form, **named):
     cancel = threading.Event()
+    # A client that joined and never opened its result stream gets nothing, not even the first update:
+    # the check waits (up to view/visitor.OPEN_WITHIN_S) for the stream, which a browser opens at once.
+    gone = visitor_gone()
+    if gone():
+        return
     try:
         req = RunRequest.from_form(*form, **named)
         settled = settle(app, req)
@@ -112,7 +117,6 @@ def _race(app: AppState, *form, **named):
         yield _only("Waiting for the device: another race is running …", cancel=cancel)
     # The race runs in slices of the decoding slot (app/slots.py): other visitors' jobs interleave
     # (each lane's clock counts only its own compute); Stop while waiting, or the visitor gone, ends it.
-    gone = visitor_gone()
     yield RaceUpdate(status=status_html("Racing …"), strip=view.strip(), spec_meter=view.meter("spec"), spec_pane="",
                      base_meter=view.meter("base"), base_pane="", download=download_html(),
                      cancel=cancel, ledger="")

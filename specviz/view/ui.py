@@ -28,12 +28,19 @@ INTRO = ("<h1>specviz</h1><p><span class=\"lead\">A small draft model guesses to
 TABS = (race, step, lossless, workshop, explain, rules)
 
 
+SESSIONS_KEPT = 2000         # ~400 MB of session state at most; far more tabs than the queue serves at once
+
+
 def launch_options() -> dict:
     """Theme, stylesheet and the page's script (panes that follow the newest token, step keys);
     Gradio 6 takes them in launch()."""
     return {"theme": gr.themes.Soft(primary_hue="emerald", neutral_hue="slate"),
             "css_paths": [str(ASSETS / "style.css")], "js": (ASSETS / "page.js").read_text(encoding="utf-8"),
             "max_file_size": 1,      # the page has no upload component: /gradio_api/upload takes nothing
+            # Sessions whose state Gradio keeps (least recently used dropped first): each holds a copy of
+            # every block's config, ~0.2 MB for this page, so Gradio's 10,000 could grow to ~2 GB as new
+            # session ids come (a client can invent one per request).
+            "state_session_capacity": SESSIONS_KEPT,
             "app_kwargs": {"routes": trace_routes()}}      # trace downloads by token (view/trace_route.py)
 
 

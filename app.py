@@ -18,6 +18,7 @@ import os  # noqa: E402
 import sys  # noqa: E402
 
 from specviz.app import zerogpu  # noqa: E402
+from specviz.app.heap import limit_arenas  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="CPU threads for decoding (default: all cores, less one when the browser may be on "
                              "this machine, i.e. a loopback --host)")
     args = parser.parse_args(argv)
+    limit_arenas()           # before the server's threads start: resident memory stays flat (app/heap.py)
 
     import torch
 

@@ -6,7 +6,8 @@ The app is served in this process on localhost with the pairs named (`--pairs`, 
 `--clients` threads, each standing for its own address, send races, /generate calls (sampled and
 greedy), step-mode starts, lossless checks (50 samples) and Rules-tab runs in turn, each with its own
 seed and one of the pair's example prompts. After every `--every` requests the script waits until
-the server is idle, then reads the process's resident memory (VmRSS). Prints the table and the
+the server is idle, then reads the process's resident memory (VmRSS). glibc's arenas are capped as
+app.py caps them (app/heap.py) unless `--as-before`. Prints the table and the
 growth from the reading after the first `--every` requests to the last; exits non-zero if that
 growth exceeds 10% or a request failed. The reading follows the app's heap trimming (app/heap.py),
 which runs at most every MIN_GAP_S seconds when a job ends: each reading waits that long first.
@@ -37,8 +38,12 @@ def main() -> int:
     parser.add_argument("--every", type=int, default=30)
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--pairs", default="bundled", help="preset keys taken in turn, e.g. bundled,smollm2")
+    parser.add_argument("--as-before", action="store_true", help="leave glibc's arenas uncapped (app/heap.py)")
     args = parser.parse_args()
 
+    from specviz.app.heap import limit_arenas
+    if not args.as_before:
+        limit_arenas()        # as app.py does, before the server's threads start
     import gc
     import threading
     import time

@@ -656,6 +656,16 @@ def test_the_heap_is_trimmed_at_most_once_in_its_gap(monkeypatch):
     assert heap.trim(lambda: now[0]) and calls == [0, 0]
 
 
+def test_the_arena_cap_is_set_unless_the_environment_says(monkeypatch):
+    from specviz.app import heap
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert heap.limit_arenas() is False                  # the environment's own setting stands
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    import ctypes.util
+    if ctypes.util.find_library("c") and "glibc" in " ".join(__import__("platform").libc_ver()):
+        assert heap.limit_arenas() is True               # glibc: mallopt(M_ARENA_MAX, 2) accepted
+
+
 def test_a_finished_sliced_job_trims_the_heap(monkeypatch):
     from specviz.app import heap
     trims = []

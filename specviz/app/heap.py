@@ -6,6 +6,12 @@ climbs with the requests it has served while the objects alive stay the same; `m
 returns it. `trim()` calls it when a decoding job ends (app/slots.py), at most once every
 MIN_GAP_S seconds, so resident memory follows the work in hand instead of its high-water mark.
 Elsewhere (macOS, musl) it does nothing.
+
+glibc also gives each thread that meets a busy heap an arena of its own (up to 8 per core), and a
+freed block can be reused only within its arena: a server whose worker threads take turns at the
+requests spreads its peaks over many arenas and keeps growing, trimmed or not. `limit_arenas()`, called
+by app.py before any thread starts, caps them at ARENAS (what MALLOC_ARENA_MAX=2 does): resident memory
+then stays flat over hundreds of mixed requests (benchmarks/README.md, Soak).
 """
 from __future__ import annotations
 
@@ -15,6 +21,8 @@ import threading
 import time
 
 MIN_GAP_S = 10.0
+ARENAS = 2
+M_ARENA_MAX = -8          # mallopt's parameter number (glibc malloc.h)
 _lock = threading.Lock()
 _last = [0.0]
 _libc: list = []
@@ -42,3 +50,18 @@ def trim(now=time.monotonic) -> bool:
         return False
     fn(0)
     return True
+
+
+def limit_arenas(n: int = ARENAS) -> bool:
+    """Cap glibc's malloc arenas at `n` for the arenas made from now on (call before threads start);
+    True if set. Does nothing where the C library has no mallopt (macOS, musl) or the environment
+    already says (MALLOC_ARENA_MAX)."""
+    import os
+    if os.environ.get("MALLOC_ARENA_MAX"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = getattr(libc, "mallopt", None)
+    except OSError:
+        return False
+    return bool(mallopt is not None and mallopt(M_ARENA_MAX, int(n)) == 1)

@@ -133,18 +133,16 @@
     const el = n && n.closest ? n.closest("[data-tip]") : null;
     return el && el.classList.contains("why") && !document.body.classList.contains("narrow") ? null : el;
   };
-  // A tap also sends mouseover: opening there put the popover under the finger and the tap's click
-  // never came, so the details closed again. Touch opens and closes by the click alone.
-  let touchedAt = -1e9;
-  document.addEventListener("touchstart", () => { touchedAt = Date.now(); }, { capture: true, passive: true });
-  const fromTouch = () => Date.now() - touchedAt < 1000;
-  document.addEventListener("mouseover", (event) => {
-    if (fromTouch()) return;
+  // Hover opens and closes by a mouse or pen only: a tap also sends pointerover/mouseover, and opening
+  // there put the popover under the finger, the tap's click never came and the details closed again.
+  // A tap opens and closes by its click alone.
+  document.addEventListener("pointerover", (event) => {
+    if (event.pointerType === "touch") return;
     const el = tipOf(event.target);
     if (el && !pinned) open(el, false);
   });
-  document.addEventListener("mouseout", (event) => {
-    if (fromTouch()) return;
+  document.addEventListener("pointerout", (event) => {
+    if (event.pointerType === "touch") return;
     const el = tipOf(event.target);
     if (el && el === owner && !pinned && !el.contains(event.relatedTarget)) close();
   });

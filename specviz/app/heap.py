@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
+import os
 import threading
 import time
 
@@ -25,17 +27,19 @@ ARENAS = 2
 M_ARENA_MAX = -8          # mallopt's parameter number (glibc malloc.h)
 _lock = threading.Lock()
 _last = [0.0]
-_libc: list = []
+
+
+@functools.lru_cache(maxsize=None)
+def _libc_function(name: str):
+    """The C library's function `name`, or None where it has none (macOS, musl) or cannot be loaded."""
+    try:
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name, None)
+    except OSError:
+        return None
 
 
 def _malloc_trim():
-    if not _libc:
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            _libc.append(getattr(libc, "malloc_trim", None))
-        except OSError:
-            _libc.append(None)
-    return _libc[0]
+    return _libc_function("malloc_trim")
 
 
 def trim(now=time.monotonic) -> bool:
@@ -56,12 +60,7 @@ def limit_arenas(n: int = ARENAS) -> bool:
     """Cap glibc's malloc arenas at `n` for the arenas made from now on (call before threads start);
     True if set. Does nothing where the C library has no mallopt (macOS, musl) or the environment
     already says (MALLOC_ARENA_MAX)."""
-    import os
     if os.environ.get("MALLOC_ARENA_MAX"):
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = getattr(libc, "mallopt", None)
-    except OSError:
-        return False
+    mallopt = _libc_function("mallopt")
     return bool(mallopt is not None and mallopt(M_ARENA_MAX, int(n)) == 1)

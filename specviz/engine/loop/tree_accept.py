@@ -54,6 +54,8 @@ class TreeVerdict:
     next_p: float                       # its target probability p there
     corrected: bool                     # True: a correction after rejections; False: a bonus
     top: list[tuple[int, float]] = field(default_factory=list)   # that distribution's most likely entries
+    tokens: list[int] = field(default_factory=list)     # every node's token, as read for the walk
+    q_own: list[float] = field(default_factory=list)    # every node's q_j(x), as read for the walk
 
 
 def verify_tree(tree: TreeProposal, logits: torch.Tensor, cfg: SpecConfig, gen: torch.Generator) -> TreeVerdict:
@@ -108,4 +110,4 @@ def verify_tree(tree: TreeProposal, logits: torch.Tensor, cfg: SpecConfig, gen: 
     top_probs, top_ids = torch.topk(r, min(TOP_RESIDUAL, r.numel()))
     return TreeVerdict(path=path, judged=judged, parent=node, next_token=token, next_prob=float(r[token]),
                        next_p=float(p[row, token]), corrected=bool(kids),
-                       top=list(zip(top_ids.tolist(), top_probs.tolist())))
+                       top=list(zip(top_ids.tolist(), top_probs.tolist())), tokens=tokens, q_own=q_own)

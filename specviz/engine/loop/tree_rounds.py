@@ -123,9 +123,8 @@ def commit_tree_round(out: Output, tree: TreeProposal, v: TreeVerdict, r: int, r
     per judged node in the order judged, then Resampled (every child of the last node rejected) or
     Bonus (it has none). A stop rule firing on a token ends the round there."""
     tok = out.detok
-    ids = tree.tokens.tolist()
-    q_own = tree.q.gather(1, tree.tokens.view(-1, 1)).view(-1).tolist() if ids else []
-    events: list[Event] = [Drafted(round=r, token_ids=ids, pieces=[tok.piece_of(t) for t in ids], q=q_own,
+    ids = v.tokens                          # read from the device once, by verify_tree
+    events: list[Event] = [Drafted(round=r, token_ids=ids, pieces=[tok.piece_of(t) for t in ids], q=v.q_own,
                                    parents=list(tree.parents), depths=list(tree.depths),
                                    choices=list(tree.choices), lane=lane, t=at)]
     for j in v.judged:

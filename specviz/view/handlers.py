@@ -142,7 +142,7 @@ def _race(app: AppState, *form, **named):
     ran = ran_line(run.preset.label, cfg)
     summary = (status_html("Stopped.", "done status-stopped") if stopped
                else _summary(view, led, others.share(), cfg.greedy, dtype, app.side_work.since(side_mark),
-                             sharing.shared, tree_why(*tallies(view.stats), len(cfg.tree)) if cfg.tree else None)) + ran
+                             sharing.shared, cfg.tree)) + ran
     yield finished(view, led, summary, stopped,
                    download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype)),
                    tree=bool(cfg.tree), tree_box=_tree_box(app, view, run, stopped))
@@ -216,16 +216,18 @@ def _until_cancelled(records: Iterator[dict], cancel: threading.Event) -> Iterat
 
 
 def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str | None,
-             side: list[str] = (), shared: bool = False, because: str | None = None) -> str:
+             side: list[str] = (), shared: bool = False, tree: tuple[int, ...] | None = None) -> str:
     """The finished race's status (HTML), styled by the ledger's verdict (a loss is never shown as a
     success): the verdict with the race's headline (engine/analysis/headline.py: greedy, the same text
     in fewer target passes; sampled, each lane's length and stop reason, compared per token), then
     why greedy lanes differ when they do (rounding in bf16/fp16, greedy being exact only in fp32), a
     repetitive text named, and whether other programs took the CPU meanwhile, this server's own work
     beside the race (`side`: app/side_work.py), or another decoding job computing at the same time
-    (`shared`: a host allowing more than one at once, app/slots.py). Under it, the ledger's why (or
-    `because`: a token tree's, view/tree_results.tree_why, which the chain's ledger sentence cannot give)."""
+    (`shared`: a host allowing more than one at once, app/slots.py). Under it, the ledger's why, or for a
+    token tree (`tree`: its shape) the tree's own (view/tree_results.tree_why), which the chain's ledger
+    sentence cannot give."""
     glyph, label = VERDICTS.get(led.verdict, VERDICTS["unmeasured"])
+    because = tree_why(*tallies(view.stats), len(tree)) if tree else None
     spec, plain = view.dones.get("spec"), view.dones.get("base")
     head = headline(spec, plain, greedy) if spec is not None and plain is not None else None
     text = f"{glyph} {label}: " + (head.line if head else "the race finished.")

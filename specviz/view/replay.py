@@ -15,12 +15,11 @@ import gradio as gr
 
 from ..app.run_setup import ran_text, settings_text
 from .handlers import RaceUpdate, _refused, _summary, finished
-from .ledger_view import build as build_ledger, tallies
+from .ledger_view import build as build_ledger
 from .race_view import RaceView
 from .render import clean, status_html
 from .trace_read import Recorded, TraceRefused, read
 from .trace_route import download_html
-from .tree_results import tree_why
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +33,7 @@ def replay(recorded: Recorded) -> RaceUpdate:
     led = build_ledger(view.stats)
     stopped = "cancelled" in view.stats.stop_reasons.values()
     status = (status_html("Stopped.", "done status-stopped") if stopped
-              else _summary(view, led, None, cfg.greedy, recorded.dtype,
-                            because=tree_why(*tallies(view.stats), len(cfg.tree)) if cfg.tree else None))
+              else _summary(view, led, None, cfg.greedy, recorded.dtype, tree=cfg.tree))
     said = ran_text(recorded.label, settings_text(cfg), recorded.prompt)
     status += (f'<div class="run-setup" id="race-ran" data-replayed="1">Replayed from a trace, no model ran: '
                f'{clean(said)}</div>')

@@ -6,6 +6,13 @@ exactly as a live race folds the engine's: the same panes, meters, strip, ledger
 chart (handlers.finished), and the same headline and why (handlers._summary). Only what the trace
 cannot know is left out: how busy the server was while it ran. A file that cannot be replayed is
 refused in one line in the race's status, with the last race cleared from view.
+
+A replay costs CPU as a decode does (reading, checking and folding the events, drawing the plots),
+so it is bounded like one: its own Gradio group with a limit (view/tabs/race.py), counted in the
+per-client and server caps (view/fair_queue.py), and computed only while holding one of the device's
+fair slots (app/slots.py: turns round robin by client), so a client looping replays gets one turn
+in each round, as everyone else does. The trace's text, sent as the hidden box's value, is emptied
+in the session once the race is drawn (Gradio keeps an input's last value there).
 """
 from __future__ import annotations
 
@@ -14,6 +21,7 @@ import logging
 import gradio as gr
 
 from ..app.run_setup import ran_text, settings_text
+from ..app.slots import Stopped
 from .handlers import RaceUpdate, _refused, _summary, finished
 from .ledger_view import build as build_ledger
 from .race_view import RaceView
@@ -43,11 +51,26 @@ def replay(recorded: Recorded) -> RaceUpdate:
 
 
 def replay_trace(text) -> RaceUpdate:
-    """The hidden trigger's handler: the file's text -> the replayed race, or a one-line refusal."""
+    """The file's text -> the replayed race, or a one-line refusal."""
     try:
         return replay(read(text))
     except TraceRefused as err:
         return _refused(str(err))
-    except Exception:          # noqa: BLE001 - events that pass their own checks but make no race
-        log.exception("trace replay failed")
+    except Exception as err:   # noqa: BLE001 - events that pass their own checks but make no race
+        log.warning("trace replay failed: %s", type(err).__name__)
         return _refused("This trace could not be replayed: its events do not make up a race.")
+
+
+def replay_in_turn(app, text) -> tuple:
+    """The hidden trigger's handler: the replayed race (or its refusal) computed in one of the device's
+    slots, taken in the client's turn, then an empty value for the trace's box (nothing of the file
+    stays in the session)."""
+    def work():
+        yield replay_trace(text)
+    update = None
+    try:
+        for update in app.sliced(work()):
+            pass
+    except Stopped:            # the visitor left, or never came to read it: nothing to draw
+        update = _refused("Stopped.")
+    return (*update, "")

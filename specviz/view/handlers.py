@@ -39,7 +39,7 @@ from ..app.request import Prepared, RunRequest, load, settle
 from ..app.run_setup import ran_text, settings_text
 from ..app.slots import Sharing, Stopped
 from ..app.visitor_text import without_paths
-from .visitor import visitor_gone
+from .visitor import current_client, visitor_gone
 
 log = logging.getLogger(__name__)
 PANE_EVERY_S, PLOTS_EVERY_S = 0.08, 1.0
@@ -296,7 +296,7 @@ def stop_run(cancel) -> None:
 TRACE_VERSION = 2       # 2 added the pair's label and the target's dtype, which a replay's status reads
 
 
-def _save_trace(view: RaceView, led, prompt: str, cfg, preset, pair, dtype: str) -> str:
+def _save_trace(view: RaceView, led, prompt: str, cfg, preset, pair, dtype: str) -> str | None:
     """The run as JSON: settings, model names (no paths), every event; returns its download token.
     Everything shown can be rebuilt from it (view/replay.py does, when a visitor loads it back)."""
     trace = {"specviz_trace": TRACE_VERSION, "prompt": prompt, "preset": preset.key, "pair": preset.label,
@@ -304,4 +304,5 @@ def _save_trace(view: RaceView, led, prompt: str, cfg, preset, pair, dtype: str)
              "models": {"target": pair.target_name, "draft": pair.draft_name}, "events": view.trace,
              "acceptance_by_kind": view.kinds.table(),
              "ledger": led.to_dict()}      # why faster or slower (engine/analysis/ledger.py)
-    return trace_files.save(trace)      # once, under an opaque token; old traces pruned (trace_files.py)
+    # once, under an opaque token, within this client's quota (trace_files.py); None: no link this time
+    return trace_files.save(trace, owner=current_client())

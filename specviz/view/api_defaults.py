@@ -22,6 +22,9 @@ import gradio as gr
 from gradio.components.api_component import Api
 
 
+MAX_CHOICE_CHARS = 200     # longer than any menu choice of the page
+
+
 def complete(body, fn) -> str | None:
     """Fill `body.data` up with `fn`'s defaults; the refusal when a parameter without one is missing, else None."""
     if fn is None or not fn.inputs or not all(isinstance(c, Api) for c in fn.inputs):
@@ -58,6 +61,10 @@ def refuse(body, fn) -> str | None:
             return f"{_label(component)} must be text, not {type(value).__name__}"
         if isinstance(component, gr.Checkbox) and not isinstance(value, bool):
             return f"{_label(component)} must be true or false, not {str(value)[:40]!r}"
+        # Gradio's own refusal of a value not among a menu's choices quotes the value whole, in the
+        # answer and the log: a long one is refused here, cut (no choice on the page is this long).
+        if isinstance(component, (gr.Radio, gr.Dropdown)) and len(str(value)) > MAX_CHOICE_CHARS:
+            return f"{_label(component)} must be one of its choices, not {str(value)[:40]!r}…"
     return None
 
 

@@ -175,20 +175,19 @@ def test_an_unknown_event_is_refused_in_one_line(tiny_dirs, caplog):
 # --- sessions: a newer session never pushes an active one out -------------------------------
 def test_session_churn_does_not_evict_an_active_sessions_queue():
     from specviz.view.fair_queue import KeepActive
-    queue = SimpleNamespace(pending_event_ids_session={"streaming": {"e1"}})
+    queue = SimpleNamespace(event_ids_to_events={"e1": SimpleNamespace(session_hash="streaming")})
     table = KeepActive(queue, 3)
     table["streaming"] = "its messages"
     table["idle-1"] = "x"
     for i in range(50):                     # a churn of new session ids
         table[f"new-{i}"] = "x"
-        queue.pending_event_ids_session.setdefault(f"new-{i}", set())
     assert table["streaming"] == "its messages" and len(table) == 3
     assert "idle-1" not in table
 
 
 def test_a_read_keeps_a_session_recent():
     from specviz.view.fair_queue import KeepActive
-    table = KeepActive(SimpleNamespace(pending_event_ids_session={}), 2)
+    table = KeepActive(SimpleNamespace(event_ids_to_events={}), 2)
     table["a"], table["b"] = 1, 2
     assert table.get("a") == 1               # used: now the most recent
     table["c"] = 3
@@ -319,3 +318,25 @@ def test_numbers_are_ascii_digits_and_refusals_quote_them_short(tiny_dirs, field
     from tests.helpers import FORM
     last = list(run_race(app, **{**FORM, "tree": "chain", field: value}))[-1]
     assert words in last.status and len(last.status) < 1000, last.status
+
+
+def test_a_client_inventing_sessions_keeps_the_state_of_a_few_only(tiny_dirs, monkeypatch):
+    """Gradio keeps each session's last outputs (some MB after a race or a replay) for 2000 sessions:
+    one client's new session per request held them all. Past SESSIONS_PER_CLIENT, its own least
+    recently used idle sessions lose theirs; another client's session keeps its own."""
+    from specviz.view import fair_queue
+    from specviz.view.serve import serve
+    monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")
+    monkeypatch.setattr(fair_queue, "SESSIONS_PER_CLIENT", 3)
+    demo, url = serve(tiny_app(tiny_dirs, joins_per_second=1000))
+    try:
+        stop = next(i for i, f in demo.fns.items() if f.api_name == "stop")
+        assert join_from(url, stop, "someone", [None], "203.0.113.7").status_code == 200
+        for i in range(12):
+            assert join_from(url, stop, f"invented-{i}", [None], "203.0.113.8").status_code == 200
+            _until(lambda: not demo._queue.event_ids_to_events)          # that Stop has run
+        held = demo.state_holder.session_data
+        assert sum(f"invented-{i}" in held for i in range(12)) <= 3
+        assert "invented-11" in held and "someone" in held
+    finally:
+        demo.close()

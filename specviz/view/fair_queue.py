@@ -22,7 +22,8 @@ client has gone (Gradio marks them not alive; view/visitor.py sees a departure w
 An event the page does not have (an unknown `fn_index`) is refused in one line. Each joining
 request's session gets a message queue that notes whether a stream reads it, and Gradio's table of
 those queues keeps every session with an event in hand (KeepActive: a newer session never pushes an
-active one out). An API call that left out arguments gets the endpoint's defaults or one line naming
+active one out); the state Gradio keeps per session (the last outputs: some MB after a race) is kept
+for at most SESSIONS_PER_CLIENT sessions of one client (SessionQuota). An API call that left out arguments gets the endpoint's defaults or one line naming
 the missing one; one with the wrong number of values, or a text or checkbox value of the wrong kind,
 is refused in one line (view/api_defaults.py), before Gradio's own generic refusal. The wrap reads
 Gradio 6 internals (`Queue.push`, `event_ids_to_events`, `pending_messages_per_session`,
@@ -47,6 +48,10 @@ REPLAY_GROUP = "replay"
 DECODE_GROUPS = (DECODE_GROUP, STEP_GROUP)
 WORK_GROUPS = (DECODE_GROUP, STEP_GROUP, REPLAY_GROUP)     # events that hold the device's slots
 JOIN_BURST_S = 3.0         # a client may spend this many seconds' worth of joins at once
+# Sessions whose state Gradio keeps for one client: each holds its last outputs (a race's panes and
+# plots, some MB), so a client inventing a session per request grew the server by gigabytes within the
+# 2000 kept. 32 keeps a classroom of 30 behind one school address whole; a script holds 32 at most.
+SESSIONS_PER_CLIENT = 32
 CLIENTS_TRACKED = 10_000   # join counters kept; full ones (a client quiet for a while) are dropped first
 # A job whose results no stream has read this long after it joined is not counted in the server's total
 # (a browser or gradio_client reads within milliseconds; a second leaves room for a loaded server).
@@ -68,6 +73,11 @@ def admitted(queue) -> list:
 def held(queue) -> list:
     """Every event Gradio holds now, waiting or running, whose client has not gone."""
     return [e for e in list(queue.event_ids_to_events.values()) if getattr(e, "alive", True)]
+
+
+def in_hand(queue) -> set:
+    """The sessions with an event Gradio holds now, waiting or running."""
+    return {getattr(e, "session_hash", None) for e in list(queue.event_ids_to_events.values())}
 
 
 def client_of(request, session: str | None) -> str:
@@ -102,6 +112,47 @@ class JoinRate:
             return True
 
 
+class SessionQuota:
+    """Each client's sessions, newest last: past SESSIONS_PER_CLIENT, the client's least recently used
+    session with no event in hand loses the state Gradio keeps for it (a later event of that session
+    starts from the page's defaults)."""
+
+    def __init__(self, per_client: int | None = None):
+        self.per_client = per_client
+        self._by_client: dict[str, dict[str, None]] = {}
+        self._lock = threading.Lock()
+
+    def note(self, client: str, session: str | None, queue) -> list[str]:
+        """`client` used `session` now; returns the sessions whose state was dropped."""
+        if not client or not session:
+            return []
+        dropped = []
+        with self._lock:
+            sessions = self._by_client.pop(client, {})
+            sessions.pop(session, None)
+            sessions[session] = None
+            self._by_client[client] = sessions            # the most recent client last
+            busy = in_hand(queue)
+            most = self.per_client or SESSIONS_PER_CLIENT
+            for old in list(sessions):
+                if len(sessions) <= most:
+                    break
+                if old != session and old not in busy:
+                    del sessions[old]
+                    dropped.append(old)
+            while len(self._by_client) > CLIENTS_TRACKED:
+                self._by_client.pop(next(iter(self._by_client)))
+        holder = getattr(queue.blocks, "state_holder", None)
+        for old in dropped:
+            try:
+                with holder.lock:
+                    holder.session_data.pop(old, None)
+                    holder.time_last_used.pop(old, None)
+            except Exception:       # noqa: BLE001 (another Gradio: its own bound, 2000 sessions, holds)
+                pass
+        return dropped
+
+
 class KeepActive(dict):
     """Gradio's per-session message queues, bounded without ever dropping an active session.
 
@@ -109,7 +160,8 @@ class KeepActive(dict):
     script sending a new session id with every Stop) pushed out sessions whose results were still
     streaming, and those visitors lost their results. Here a read refreshes a session, and a new one,
     past `max_size`, removes the least recently used session that has no event in hand and no stream
-    reading it; when every session kept is active, none is removed (the per-client caps bound them)."""
+    reading it (a session whose client never reads is idle once its events end); when every session kept
+    is active, none is removed (the per-client caps bound them)."""
 
     def __init__(self, queue, max_size: int, old=None):
         super().__init__(old or {})
@@ -132,11 +184,11 @@ class KeepActive(dict):
         if dict.__contains__(self, key):
             dict.pop(self, key)
         elif len(self) >= self.max_size:
-            busy = self.queue.pending_event_ids_session
+            busy = in_hand(self.queue)
             for old in list(self):
                 messages = dict.get(self, old)
                 reading = isinstance(messages, Listened) and messages.readers > 0
-                if not busy.get(old) and not reading:
+                if old not in busy and not reading:
                     dict.pop(self, old)
                     break
         dict.__setitem__(self, key, value)
@@ -145,6 +197,7 @@ class KeepActive(dict):
 def _guard(queue, limits: Limits) -> None:
     push = queue.push
     rate = JoinRate(limits.joins_per_second)
+    quota = SessionQuota()
     old = queue.pending_messages_per_session
     queue.pending_messages_per_session = KeepActive(queue, getattr(old, "max_size", 2000), old)
 
@@ -167,6 +220,7 @@ def _guard(queue, limits: Limits) -> None:
                          unread=lambda event: unread(queue, event, UNREAD_AFTER_S))
         if full:
             return False, full if "{eta}" not in full else full.format(eta=_eta(queue, fn)), "queue_full"
+        quota.note(client, body.session_hash, queue)     # a client's sessions kept at most SESSIONS_PER_CLIENT
         listen_for(queue, body.session_hash)      # its stream's reads are noted (view/visitor.py)
         return await push(body, request, username)
 

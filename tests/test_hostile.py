@@ -340,3 +340,44 @@ def test_a_client_inventing_sessions_keeps_the_state_of_a_few_only(tiny_dirs, mo
         assert "invented-11" in held and "someone" in held
     finally:
         demo.close()
+
+
+def _join_and_read(url, fn_index, data, session):
+    """Join an event and read its stream to the end: the completion message."""
+    import httpx
+    r = join_from(url, fn_index, session, data, "x")
+    if r.status_code != 200:
+        return {"refused": r.json()["detail"]}
+    with httpx.stream("GET", f"{url}/gradio_api/queue/data", params={"session_hash": session}, timeout=60) as s:
+        for line in s.iter_lines():
+            if line.startswith("data:") and json.loads(line[5:]).get("msg") == "process_completed":
+                return json.loads(line[5:])
+    return {}
+
+
+def test_a_value_no_check_foresaw_is_one_line_and_no_traceback(tiny_dirs, capfd):
+    """Raw joins to the page's own events with values of the wrong kind in every place: each is refused
+    at the join, or answered in one line; none prints a traceback."""
+    from specviz.view.serve import serve
+    demo, url = serve(tiny_app(tiny_dirs, joins_per_second=1000, jobs_per_address=1000))
+    try:
+        n = 0
+        for fn_index, fn in demo.fns.items():
+            if fn.fn is None or fn.api_name in ("race", "step", "lossless", "rules", "workshop", "generate"):
+                continue               # the decoding endpoints have tests of their own
+            width = len(fn.inputs or [])
+            for place in range(width):
+                for bad in ([], {"a": 1}, None, "x"):
+                    data = [None] * width
+                    data[place] = bad
+                    out = _join_and_read(url, fn_index, data, f"odd-{n}")
+                    n += 1
+                    if "refused" in out:
+                        assert "\n" not in out["refused"] and len(out["refused"]) < 300
+                    elif out.get("success") is False:
+                        error = str(out["output"].get("error"))
+                        assert error != "None" and "\n" not in error and len(error) < 300, error
+        assert n > 20
+        assert "Traceback" not in capfd.readouterr().err
+    finally:
+        demo.close()

@@ -150,8 +150,9 @@ def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens,
         raise ConfigError(f"k must be between {limits.k_range[0]} and {limits.k_range[1]}, not {k}")
     if not isinstance(adaptive, bool):
         raise ConfigError("adaptive k must be true or false")
-    if not isinstance(drafter, str):
-        raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}")
+    if not isinstance(drafter, str) or drafter not in DRAFTERS:
+        shown = f", not {drafter[:40]!r}" if isinstance(drafter, str) else ""      # a long value cut
+        raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}{shown}")
     seed = as_int("seed", seed)
     if not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"seed must be between 0 and {MAX_SEED}, not {seed}")

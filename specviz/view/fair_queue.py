@@ -40,6 +40,7 @@ import gradio as gr
 from ..app.profile import Limits
 from .api_defaults import complete, refuse
 from .client_address import client_key
+from .one_line import guard
 from .visitor import Listened, install, listen_for, unread
 
 DECODE_GROUP = "decode"
@@ -60,6 +61,7 @@ UNREAD_AFTER_S = 1.0
 
 def queue_demo(demo: gr.Blocks, limits: Limits) -> gr.Blocks:
     demo.queue(max_size=limits.queue_size, default_concurrency_limit=limits.concurrency_per_device)
+    guard(demo)           # an unexpected failure of any page function: one line, no traceback (view/one_line.py)
     _guard(demo._queue, limits)
     install()             # every decoding job ends once its visitor is gone or never came (view/visitor.py)
     return demo

@@ -53,6 +53,7 @@ def main() -> int:
                         help="run again beside one hostile client and compare the latencies")
     args = parser.parse_args()
 
+    import inspect
     import threading
     import time
 
@@ -75,8 +76,9 @@ def main() -> int:
     prompts = list(get_preset("bundled").examples)
     hostile_results, hostile_note, memory = None, "", None
     fns = {f.api_name: i for i, f in demo.fns.items() if isinstance(f.api_name, str)}
-    fns["replay"] = next(i for i, f in demo.fns.items() if getattr(f.fn, "func", None) is not None
-                         and f.fn.func.__name__ == "replay_in_turn")
+    fns["replay"] = next(i for i, f in demo.fns.items() if f.fn is not None
+                         and getattr(inspect.unwrap(f.fn), "func", None) is not None
+                         and inspect.unwrap(f.fn).func.__name__ == "replay_in_turn")
     try:
         results = run_clients(url, keys, prompts, args.clients, args.max_new_tokens, args.temperature,
                               addresses=True)

@@ -120,12 +120,16 @@ def test_graph_set_bookkeeping():
     def step():
         calls.append(1)
         return torch.tensor([[1.0, 2.0]])
-    first = graphs.run("a", step, rebuild=step).clone()
+    first = graphs.run("a", step, rebuild=step, at=5).clone()
     assert graphs.captures == 1 and len(calls) == 3        # captured (one run), then the eager check and a replay
-    assert graphs.checked == {"a"}
-    out = graphs.run("a", step, rebuild=step)
-    assert len(calls) == 4                                 # checked once: later replays run alone
-    assert out.data_ptr() == graphs.run("a", step, rebuild=step).data_ptr()   # a replay writes one static output
+    assert graphs.checked == set()                         # checked at its capture's state: not trusted yet
+    graphs.run("a", step, rebuild=step, at=5)
+    assert len(calls) == 5 and graphs.checked == set()
+    graphs.run("a", step, rebuild=step, at=6)              # checked at another state: trusted
+    assert len(calls) == 7 and graphs.checked == {"a"} and graphs.worst_delta == 0.0
+    out = graphs.run("a", step, rebuild=step, at=7)
+    assert len(calls) == 8                                 # trusted: later replays run alone
+    assert out.data_ptr() == graphs.run("a", step, rebuild=step, at=8).data_ptr()   # a replay writes one static output
     assert torch.equal(first, out)
     graphs.capture({"b": step, "c": step})
     assert graphs.captures == 3 and graphs.capture_s >= 0 and set(graphs.replays) == {"a", "b", "c"}
@@ -146,7 +150,7 @@ def test_a_failed_capture_decodes_on_eagerly_and_says_so(pair):
             assert torch.allclose(lm.feed(tokens, keep), eager.feed(tokens, keep), atol=1e-5)
         assert lm.decode_path.startswith("eager (graph capture failed: RuntimeError: operation not permitted")
         assert lm.captures == 0
-        # Closed for the whole process: a later run of any model decodes eagerly and says why.
+        # Closed for that model: a later run of it decodes eagerly and says why.
         later = last(decode_baseline(pair, PROMPTS[1], SpecConfig(**GRAPHS)))
         assert later.stats.decode_path.startswith("eager (graph capture failed: RuntimeError")
         assert later.token_ids == hf_generate(pair, ids_of(pair, PROMPTS[1]), SpecConfig(max_new_tokens=N))
@@ -154,7 +158,7 @@ def test_a_failed_capture_decodes_on_eagerly_and_says_so(pair):
         assert spec.stats.decode_path == later.stats.decode_path and spec.stats.capture_s == 0
     finally:
         lm.release()
-        graph_capture.clear_failure()
+        graph_model.POOL.clear_distrust(pair.target)
         graph_model.POOL.forget(pair.target)    # later tests capture with the eager capturer again
 
 

@@ -204,6 +204,7 @@ class LaneStats:
     draft_forwards: int = 0                       # draft model forward passes (0 for prompt lookup)
     decode_path: str = "eager"                    # "eager", "CUDA graphs", "torch.compile" or "eager replay"
     capture_s: float = 0.0                        # seconds this run spent capturing CUDA graphs
+    graph_check_delta: float | None = None        # largest |replay - eager step| this run's graph checks found
     draft_path: str = ""                          # how the draft model stepped ("" without one): "eager" (transformers'
                                                   # forward), "lean eager, fp32 weights" / "..., int8 weights" (lean_draft.py), ...
     draft_format_by: str = ""                     # how the lean step's weights' format was chosen: "chosen by timing on

@@ -180,12 +180,26 @@ class _Graph:
         return self.output
 
 
+_CAPTURE_STREAMS: dict[int, "torch.cuda.Stream"] = {}
+
+
+def capture_stream(device: torch.device) -> "torch.cuda.Stream":
+    """The one stream every capture on `device` runs on (captures take turns under the gate). One
+    per device, not one per cache: cuBLAS keeps a workspace for each stream it has run on (about
+    40 MB each on an H100, seen in gpu_check's part F) that no cache drop or empty_cache frees."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _CAPTURE_STREAMS:
+        with torch.cuda.device(index):
+            _CAPTURE_STREAMS[index] = torch.cuda.Stream(index)
+    return _CAPTURE_STREAMS[index]
+
+
 class CudaCapturer:
-    """torch.cuda.CUDAGraph over the step, on this capturer's own stream of the model's device;
-    the graphs of one cache share one memory pool (they never run at the same time, and each output
-    is copied out before the next replay) and are captured on that one stream, as PyTorch asks of a
-    shared pool. Capture mode "thread_local", and the gate (GraphSet.capture) keeps lanes' steps and
-    device synchronizes of every thread waiting while it captures."""
+    """torch.cuda.CUDAGraph over the step, on the device's capture stream; the graphs of one cache
+    share one memory pool (they never run at the same time, and each output is copied out before
+    the next replay), captured on that one stream, as PyTorch asks of a shared pool. Capture mode
+    "thread_local", and the gate (GraphSet.capture) keeps lanes' steps and device synchronizes of
+    every thread waiting while it captures."""
     name = "CUDA graphs"
     WARMUP = 2                          # eager runs on the capture stream first (lazy kernel and cuBLAS setup)
 
@@ -193,7 +207,7 @@ class CudaCapturer:
         self.device = device
         with torch.cuda.device(device):
             self.pool = torch.cuda.graph_pool_handle()
-            self.stream = torch.cuda.Stream(device)
+            self.stream = capture_stream(device)
 
     def capture(self, step: Step) -> Replay:
         with torch.cuda.device(self.device), _spare_generator(self.device):
@@ -455,9 +469,15 @@ class GraphSet:
         return self.capturer.name if why is None else f"eager ({why})"
 
     def invalidate(self) -> None:
+        """Give up the graphs (their memory pool is freed once its last graph is) and the buffers.
+        The caller holds the gate shared: on CUDA the freed pool's memory goes back to the device
+        (`empty_cache`, which synchronizes: never during a capture), or it would stay reserved."""
+        captured = bool(self.replays)
         self._give_up()
         self.buffers.clear()
         self.valid = False
+        if captured and self.device.type == "cuda":
+            torch.cuda.empty_cache()
 
 
 def _sync(device: torch.device) -> None:

@@ -208,11 +208,27 @@ def test_gpu_check_dry_run(tmp_path):
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--dry-run", "--out", str(out)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    for part in ("A fidelity", "B identity", "C chi-square", "D two threads", "E failed capture", "F leaks",
-                 "G relocated", "H forked worker", "tok/s", "capture"):
+    for part in ("A fidelity", "B identity", "C chi-square", "D two threads", "E a capture that fails", "F leaks",
+                 "G relocated", "H forked worker", "J draft with -inf", "K bf16 identity", "L stale graph via calibration",
+                 "M out of memory", "N drops and GC", "O ten app-level races", "P soak", "tok/s", "capture"):
         assert part in run.stdout
-    parts = json.loads(out.read_text())["parts"]
-    assert list(parts) == list("ABCDEFGHI") and all(part["ok"] for part in parts.values())
+    result = json.loads(out.read_text())
+    parts, budgets = result["parts"], result["budgets_s"]
+    assert list(parts) == list("ABDEFGHJKLMNOPCI") and all(part["ok"] for part in parts.values())
+    # every part within its limit (twice its H100 seconds plus 30), on this CPU with tiny models
+    assert all(part["seconds"] <= 2 * budgets[letter] + 30 for letter, part in parts.items()), \
+        {letter: round(part["seconds"]) for letter, part in parts.items()}
+
+
+def test_gpu_check_lists_its_parts_and_refuses_unknown_ones():
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    script = str(ROOT / "scripts" / "gpu_check.py")
+    shown = subprocess.run([sys.executable, script, "--help"], env=env, capture_output=True, text=True, timeout=120)
+    for letter in "ABCDEFGHIJKLMNOP":
+        assert f"\n  {letter}  ~" in shown.stdout
+    refused = subprocess.run([sys.executable, script, "--dry-run", "--parts", "AZ"], env=env, capture_output=True,
+                             text=True, timeout=120)
+    assert refused.returncode == 2 and "unknown parts Z" in refused.stdout
 
 
 def test_gpu_check_refuses_another_transformers(tmp_path):

@@ -227,6 +227,7 @@ def test_a_cache_is_allocated_when_its_bundle_is_made(pair):
 def test_a_cache_that_does_not_fit_drops_free_ones_first_then_decodes_eagerly(pair, monkeypatch):
     reference = hf_generate(pair, PROMPT, SpecConfig(max_new_tokens=N))
     size = graph_model.cache_bytes(pair.target, graph_model.capacity_for(len(PROMPT) + N + 1))
+    graph_model.POOL.clear()                              # only this test's caches in the pool
     small = graph_model.GraphCachedModel(pair.target, pair.vocab_size, positions=300)   # another capacity, pooled free
     small.release()
     assert len(graph_model.POOL.bundles(pair.target)) == 1
@@ -267,3 +268,15 @@ def test_clearing_the_pool_drops_free_caches_and_keeps_lent_ones_from_coming_bac
     assert graph_model.POOL.bundles(pair.target) == [] and not free.graphs.valid
     lent.release()
     assert graph_model.POOL.bundles(pair.target) == []
+
+
+def test_a_zerogpu_call_starts_with_an_empty_pool(tiny_dirs, monkeypatch):
+    from specviz.app import gpu_calls
+    from .helpers import tiny_app
+    app = tiny_app(tiny_dirs)
+    pair = app.pair(app.known("tiny"))
+    seed(pair.target, pair.vocab_size, EagerCapturer())
+    (free,) = graph_model.POOL.bundles(pair.target)
+    monkeypatch.setattr(gpu_calls, "ON_ZEROGPU", True)
+    gpu_calls._pair(gpu_calls.handle(app), "tiny")
+    assert graph_model.POOL.bundles(pair.target) == [] and not free.graphs.valid

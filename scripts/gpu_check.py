@@ -333,6 +333,7 @@ def part_f(args) -> dict:
     target = weakref.ref(pair.target)
     del pair, lm
     gc.collect()
+    graph_model.POOL.drain()          # a collected model's caches are given up by the pool's next caller
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.empty_cache()
@@ -393,7 +394,7 @@ def fork_worker(device: str) -> int:
 
 def part_h(args) -> dict:
     run = subprocess.run([sys.executable, __file__, "--fork-worker", args.device], capture_output=True, text=True,
-                         timeout=400)
+                         timeout=limit_of("H") - 20)
     try:
         result = json.loads(run.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -455,7 +456,8 @@ MARK = "@@part "
 
 
 def limit_of(letter: str) -> float:
-    return 2 * PARTS[letter][1] + 30
+    forced = os.environ.get("SPECVIZ_GPU_CHECK_LIMIT_S")        # tests: a short limit
+    return float(forced) if forced else 2 * PARTS[letter][1] + 30
 
 
 def parts_help() -> str:
@@ -469,6 +471,8 @@ def run_child(args) -> int:
     """Run the parts named by --child in this process, one JSON line each; stop after a failing one
     (the parent starts a fresh process for the rest: a failure may have left this one in a bad state)."""
     for letter in args.child:
+        if os.environ.get("SPECVIZ_GPU_CHECK_HANG") == letter:     # tests: a part that never returns
+            time.sleep(3600)
         start = time.perf_counter()
         args.part_limit = limit_of(letter) - 10       # threads a part joins give up before the parent does
         try:
@@ -490,39 +494,70 @@ def child_command(args, letters: str) -> list[str]:
     return cmd + (["--dry-run"] if args.dry_run else []) + (["--with-compile"] if args.with_compile else [])
 
 
+def _skip(result: dict, letters, left: float, budget: float) -> None:
+    for letter in letters:
+        result["parts"][letter] = {"ok": False, "skipped": f"over the run's budget ({budget:.0f} s)"}
+        print(f"{letter} skipped: its ~{PARTS[letter][1]} s do not fit the {left:.0f} s left")
+
+
+def _end(child: subprocess.Popen) -> None:
+    """End a child and everything it started (part H forks a worker of its own)."""
+    if child.poll() is None:
+        try:
+            os.killpg(child.pid, 9)
+        except ProcessLookupError:
+            pass
+    try:
+        child.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _report(line: str, letter: str) -> dict | None:
+    """The part's record from a child's line, or None for any other line (a stray or broken mark too)."""
+    if not line.startswith(MARK):
+        return None
+    try:
+        record = json.loads(line[len(MARK):])
+    except ValueError:
+        return None
+    return record["part"] if isinstance(record, dict) and record.get("letter") == letter else None
+
+
 def run_parts(args, result: dict) -> list[str]:
     """Each part in a child process under its limit, within the run's --budget; the JSON after each."""
     todo, failed, began = list(args.parts), [], time.perf_counter()
+
+    def left() -> float:
+        return args.budget - (time.perf_counter() - began)
     while todo:
-        left = args.budget - (time.perf_counter() - began)
-        if PARTS[todo[0]][1] > left and not args.dry_run:
-            for letter in todo:
-                result["parts"][letter] = {"ok": False, "skipped": f"over the run's budget ({args.budget:.0f} s)"}
-                print(f"{letter} skipped: its ~{PARTS[letter][1]} s do not fit the {left:.0f} s left")
+        if PARTS[todo[0]][1] > left() and not args.dry_run:
+            _skip(result, todo, left(), args.budget)
             failed += [t for t in todo if t not in REPORTS_ONLY]
             break
-        child = subprocess.Popen(child_command(args, "".join(todo)), stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        child = subprocess.Popen(child_command(args, "".join(todo)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=lambda: ([lines.put(line) for line in child.stdout], lines.put(None)),
                          daemon=True).start()
         while todo:
-            letter, deadline = todo[0], time.perf_counter() + limit_of(todo[0])
+            letter = todo[0]
+            if PARTS[letter][1] > left() and not args.dry_run:
+                break                         # the outer loop skips it and the rest
+            deadline = time.perf_counter() + limit_of(letter)
             part, tail = None, []
             while part is None:
                 try:
                     line = lines.get(timeout=max(0.1, deadline - time.perf_counter()))
                 except queue.Empty:
                     part = {"ok": False, "error": f"timed out after {limit_of(letter):.0f} s", "output": tail[-20:]}
-                    child.kill()
                     break
                 if line is None:              # the child ended without reporting this part
-                    part = {"ok": False, "error": f"the process ended (exit {child.wait()})", "output": tail[-20:]}
+                    _end(child)
+                    part = {"ok": False, "error": f"the process ended (exit {child.returncode})", "output": tail[-20:]}
                     break
-                if line.startswith(MARK):
-                    record = json.loads(line[len(MARK):])
-                    part = record["part"]
-                else:
+                part = _report(line, letter)
+                if part is None:
                     print(line, end="" if line.endswith("\n") else "\n", flush=True)
                     tail.append(line.rstrip()[:300])
             todo.pop(0)
@@ -532,10 +567,8 @@ def run_parts(args, result: dict) -> list[str]:
             if not part["ok"]:
                 if letter not in REPORTS_ONLY:
                     failed.append(letter)
-                if "seconds" not in part or child.poll() is not None or todo:
-                    child.kill()
-                    break                     # a fresh process for the parts left
-        child.wait()
+                break                         # a fresh process for the parts left
+        _end(child)
     return failed
 
 

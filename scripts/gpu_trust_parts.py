@@ -326,7 +326,7 @@ def part_n(args) -> dict:
                 gc.collect()
         except Exception:          # noqa: BLE001
             errors.append(traceback.format_exc(limit=3))
-    threads = [threading.Thread(target=capturing), threading.Thread(target=dropping)]
+    threads = [threading.Thread(target=capturing, daemon=True), threading.Thread(target=dropping, daemon=True)]
     for t in threads:
         t.start()
     finished = joined(threads, args.part_limit)
@@ -357,7 +357,7 @@ def part_o(args) -> dict:
             results[i] = tokens_of(app.sliced(race(pair, prompts[i], cfg)))
         except Exception:          # noqa: BLE001
             errors.append(traceback.format_exc(limit=3))
-    threads = [threading.Thread(target=visitor, args=(i,)) for i in range(len(prompts))]
+    threads = [threading.Thread(target=visitor, args=(i,), daemon=True) for i in range(len(prompts))]
     for t in threads:
         t.start()
     finished = joined(threads, args.part_limit)

@@ -168,6 +168,30 @@ def test_a_stale_graph_is_caught_in_step_mode_and_the_bench(pair):
     assert timing.stats.decode_path.startswith("eager (a replay differed")
 
 
+class WritesElsewhere(EagerCapturer):
+    """A stand-in whose replays give the right logits but also write a key at position 0, as a graph
+    that froze a write position would: only the K/V comparison can see it."""
+
+    def capture(self, step):
+        bundle = step.func.__self__
+        replay = super().capture(step)
+
+        def run():
+            out = replay.run()
+            layer = bundle.cache.layers[0]
+            layer.keys[:, :, 0] = layer.keys[:, :, 1]
+            return out
+        return type("Elsewhere", (), {"run": staticmethod(run), "output": replay.output})
+
+
+def test_a_replay_that_writes_at_another_position_is_caught_by_the_kv_comparison(pair):
+    reference = hf_generate(pair, PROMPT, SpecConfig(max_new_tokens=N))
+    seed(pair.target, pair.vocab_size, WritesElsewhere())
+    done = last(decode_baseline(pair, PROMPT, SpecConfig(**GRAPHS)))
+    assert done.stats.decode_path.startswith("eager (a replay differed from the eager step (K/V entries differ")
+    assert done.token_ids == reference                       # its cache rebuilt eagerly
+
+
 # Failures as narrow as their cause ------------------------------------------------------------------
 
 class OutOfMemory(EagerCapturer):
@@ -195,6 +219,18 @@ def test_out_of_memory_in_a_capture_runs_that_run_eagerly_and_leaves_graphs_on(p
     assert graph_model.POOL.bundles(pair.target) == []                  # that cache was dropped
     again = last(decode_baseline(pair, PROMPT, SpecConfig(**GRAPHS)))
     assert again.stats.decode_path == "eager replay" and again.token_ids == reference
+
+
+class OutOfMemoryAsCudaError(EagerCapturer):
+    def capture(self, step):
+        raise RuntimeError("CUDA error: out of memory (stand-in for cudaGraphInstantiate's report)")
+
+
+def test_out_of_memory_reported_as_a_cuda_error_is_still_out_of_memory(pair):
+    seed(pair.target, pair.vocab_size, OutOfMemoryAsCudaError())
+    done = last(decode_baseline(pair, PROMPT, SpecConfig(**GRAPHS)))
+    assert done.stats.decode_path.startswith("eager (out of device memory while capturing")
+    assert graph_model.POOL.distrusted(pair.target) is None
 
 
 def test_another_capture_error_distrusts_that_model_not_the_process(pair):

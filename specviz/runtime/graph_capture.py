@@ -140,10 +140,13 @@ class DeviceGate:
         try:
             yield
         finally:
-            later, self._after = self._after, []
             try:
-                for fn in later:            # still exclusive: nothing else touches the device meanwhile
-                    fn()
+                while self._after:          # still exclusive: nothing else touches the device meanwhile
+                    fn = self._after.pop(0)     # (one queued while draining runs too)
+                    try:
+                        fn()
+                    except Exception:       # noqa: BLE001 - one failed clean-up must not strand the rest
+                        pass
             finally:
                 with self._cond:
                     self._writer = None
@@ -181,6 +184,7 @@ class _Graph:
 
 
 _CAPTURE_STREAMS: dict[int, "torch.cuda.Stream"] = {}
+_STREAMS_LOCK = threading.Lock()
 
 
 def capture_stream(device: torch.device) -> "torch.cuda.Stream":
@@ -188,10 +192,11 @@ def capture_stream(device: torch.device) -> "torch.cuda.Stream":
     per device, not one per cache: cuBLAS keeps a workspace for each stream it has run on (about
     40 MB each on an H100, seen in gpu_check's part F) that no cache drop or empty_cache frees."""
     index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _CAPTURE_STREAMS:
-        with torch.cuda.device(index):
-            _CAPTURE_STREAMS[index] = torch.cuda.Stream(index)
-    return _CAPTURE_STREAMS[index]
+    with _STREAMS_LOCK:
+        if index not in _CAPTURE_STREAMS:
+            with torch.cuda.device(index):
+                _CAPTURE_STREAMS[index] = torch.cuda.Stream(index)
+        return _CAPTURE_STREAMS[index]
 
 
 class CudaCapturer:
@@ -413,11 +418,12 @@ class GraphSet:
                             self.captured_at[key] = at
                             self.captures += 1
                 _sync(self.device)              # still inside the gate: no capture is underway
-            except torch.OutOfMemoryError as exc:
+            except Exception as exc:            # noqa: BLE001 - out of memory: this run's; else this model's
                 self._give_up()
-                self.closed = f"out of device memory while capturing ({str(exc)[:80]})"
-            except Exception as exc:            # noqa: BLE001 - any other capture failure: this model's
-                self._give_up()
+                if out_of_memory(exc):
+                    self.closed = f"out of device memory while capturing ({str(exc)[:80]})"
+                    self.capture_s += time.perf_counter() - start
+                    return
                 self.distrusted = f"graph capture failed: {type(exc).__name__}: {str(exc)[:200]}"
                 if not _device_answers(self.device):
                     fail(exc)
@@ -446,7 +452,13 @@ class GraphSet:
         if key in self.checked:
             return replay.run()
         expected = step().clone()               # eager first: it writes the right cache entries
-        written = [t.clone() for t in state()] if state is not None else []
+        try:
+            written = [t.clone() for t in state()] if state is not None else []
+        except Exception as exc:                # noqa: BLE001 - no room to check: this run goes on eagerly
+            if not out_of_memory(exc):
+                raise
+            self.closed = "out of device memory for the replay check"
+            return expected                     # the eager step's output, its entries written
         replayed = replay.run()
         why, delta = check(expected, replayed, self.dtype)
         if why is None and state is not None:
@@ -478,6 +490,15 @@ class GraphSet:
         self.valid = False
         if captured and self.device.type == "cuda":
             torch.cuda.empty_cache()
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """An error that says the device ran out of memory, as torch's allocator raises it or as CUDA and
+    cuBLAS report it (a graph's instantiation, a workspace), not a fault of the model's step."""
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    text = str(exc)
+    return "out of memory" in text or "CUBLAS_STATUS_ALLOC_FAILED" in text
 
 
 def _sync(device: torch.device) -> None:

@@ -49,7 +49,7 @@ MAX_GRAPH_TOKENS = 33       # feeds of more tokens (k is at most 32, plus one) r
 ATTENTION = ("sdpa", "eager")   # implementations that take a 4-D additive mask as given
 MAX_POOLED = 6              # free bundles kept in all (a 7B-shaped bf16 bundle at 16k positions is ~0.94 GB)
 PER_SHAPE = 2               # ... and per (model, capacity, vocabulary): a race's two lanes of one model
-MEMORY_SHARE = 0.5          # caches lent and free together use at most this share of the device memory free for them
+MEMORY_SHARE = 0.5          # a new cache takes at most this share of the device memory free when it is made
 
 
 class NoRoom(RuntimeError):
@@ -160,7 +160,16 @@ class _Bundle:
     @property
     def nbytes(self) -> int:
         """Device memory of the cache's keys and values."""
-        return sum(t.numel() * t.element_size() for layer in self.cache.layers for t in (layer.keys, layer.values))
+        return sum(t.numel() * t.element_size() for layer in self.cache.layers for t in (layer.keys, layer.values)
+                   if t is not None)
+
+    def give_up(self) -> None:
+        """This cache is never used again: its graphs invalidated (their pool returned), its keys and
+        values and token history freed now rather than whenever the last reference goes."""
+        self.graphs.invalidate()
+        for layer in self.cache.layers:
+            layer.keys = layer.values = None
+        self.history = None
 
     def written(self, end: int) -> list[torch.Tensor]:
         """Every layer's keys and values over the first `end` positions (views): what a step may write."""
@@ -206,6 +215,7 @@ class BundlePool:
         self._free: list[tuple[tuple, _Bundle]] = []
         self._lent: dict[int, int] = {}           # id(bundle) -> bytes, for the bundles lent now
         self._generation = 0                      # bumped by clear(): bundles made before it never return
+        self._dropping: list[_Bundle] = []        # taken off the free list, to be given up by drain()
         self._epochs: dict[int, int] = {}
         self._distrust: dict[int, str] = {}
         self._watched: set[int] = set()
@@ -215,14 +225,12 @@ class BundlePool:
         """A free bundle of this model and shape whose weights are where the model's are now, the one
         that has the most of `plan`'s shapes captured (a lane gets back the bundle it captured into);
         else `make()`, once the caches lent and free leave room for its `nbytes` (free ones dropped,
-        oldest first): `NoRoom` when they cannot."""
+        oldest first, and their memory given back before `make` runs): `NoRoom` when they cannot."""
         key, weights = (id(model), shape), weights_of(model)
-        drop = []
         try:
             with self._lock:
                 self._watch(model)
-                drop += [e for e in self._free if e[0] == key and e[1].weights != weights]   # its graphs read old addresses
-                self._unlist(drop)
+                self._drop([e for e in self._free if e[0] == key and e[1].weights != weights])   # old addresses
                 mine = [e for e in self._free if e[0] == key]
                 if mine:
                     entry = max(reversed(mine), key=lambda e: sum(s in e[1].graphs.replays for s in plan))
@@ -233,15 +241,13 @@ class BundlePool:
                 room = self.room(device) if device is not None else None
                 if room is not None:
                     while self._free and nbytes > room:
-                        oldest = self._free[0]          # dropping it gives its cache's memory back
-                        room += oldest[1].nbytes
-                        self._unlist([oldest])
-                        drop.append(oldest)
+                        room += self._free[0][1].nbytes      # dropping it gives its cache's memory back
+                        self._drop([self._free[0]])
                     if nbytes > room:
                         raise NoRoom(f"no device memory for another graph cache ({nbytes / 2**20:.0f} MiB; "
                                      f"{self.lent_bytes() / 2**20:.0f} MiB lent to other runs)")
         finally:
-            self._give_up(drop)
+            self.drain()
         bundle = make()
         bundle.epoch, bundle.generation = epoch, generation
         with self._lock:
@@ -249,22 +255,19 @@ class BundlePool:
         return bundle
 
     def release(self, model, shape: tuple, bundle: _Bundle) -> None:
-        key, drop = (id(model), shape), []
+        key = (id(model), shape)
         with self._lock:
             self._lent.pop(id(bundle), None)
             if (not bundle.graphs.valid or bundle.epoch != self._epochs.get(id(model), 0) or bundle.model is None
                     or bundle.generation != self._generation
                     or id(model) in self._distrust or bundle.graphs.closed is not None):
-                drop.append((key, bundle))
+                self._dropping.append(bundle)
             else:
                 self._free.append((key, bundle))
                 same = [e for e in self._free if e[0] == key]
-                drop += same[: max(0, len(same) - self.per_shape)]
-                self._unlist(drop)
-                extra = self._free[: max(0, len(self._free) - self.cap)]
-                self._unlist(extra)
-                drop += extra
-        self._give_up(drop)
+                self._drop(same[: max(0, len(same) - self.per_shape)])
+                self._drop(self._free[: max(0, len(self._free) - self.cap)])
+        self.drain()
 
     def bundles(self, model) -> list[_Bundle]:
         """This model's free bundles, oldest first."""
@@ -279,23 +282,23 @@ class BundlePool:
         """Drop the model's free bundles; those lent now are dropped when they come back."""
         with self._lock:
             self._epochs[id(model)] = self._epochs.get(id(model), 0) + 1
-            drop = self._take_all(id(model))
-        self._give_up(drop)
+            self._drop([e for e in self._free if e[0][0] == id(model)])
+        self.drain()
 
     def clear(self) -> None:
         """Drop every free bundle and keep every lent one from coming back (a ZeroGPU call starts
         with nothing captured in an earlier call)."""
         with self._lock:
             self._generation += 1
-            drop, self._free = self._free, []
-        self._give_up(drop)
+            self._drop(list(self._free))
+        self.drain()
 
     def distrust(self, model, why: str) -> None:
         with self._lock:
             self._watch(model)
             self._distrust.setdefault(id(model), why)
-            drop = self._take_all(id(model))
-        self._give_up(drop)
+            self._drop([e for e in self._free if e[0][0] == id(model)])
+        self.drain()
 
     def distrusted(self, model) -> str | None:
         return self._distrust.get(id(model))
@@ -311,36 +314,36 @@ class BundlePool:
             weakref.finalize(model, self._collected, id(model))
 
     def _collected(self, model_id: int) -> None:
+        """The model's finalizer: its free bundles are queued to be given up by the next caller of the
+        pool (never here: a finalizer may run in a thread that holds the pool's lock, or waits at the
+        device gate, and giving up takes the gate)."""
         with self._lock:
-            drop = self._take_all(model_id)
+            self._drop([e for e in self._free if e[0][0] == model_id])
             self._epochs.pop(model_id, None)
             self._distrust.pop(model_id, None)
             self._watched.discard(model_id)
-        self._give_up(drop)
 
-    def _take_all(self, model_id: int) -> list:
-        drop = [e for e in self._free if e[0][0] == model_id]
-        self._unlist(drop)
-        return drop
-
-    def _unlist(self, entries) -> None:
-        for entry in entries:
+    def _drop(self, entries) -> None:
+        """Take entries off the free list and queue their bundles to be given up (the lock is held)."""
+        for entry in list(entries):
             if entry in self._free:     # a finalizer run meanwhile (same thread, the lock is reentrant) may have
                 self._free.remove(entry)
+                self._dropping.append(entry[1])
 
-    @staticmethod
-    def _give_up(entries) -> None:
-        """Invalidate dropped bundles' graphs outside the pool's lock, under the device gate: after the
-        capture underway in another thread, or once this thread's own capture ends."""
-        bundles = [entry[1] for entry in entries]
+    def drain(self) -> None:
+        """Give up the queued bundles, outside the pool's lock and under the device gate: after a capture
+        underway in another thread, or once this thread's own capture ends. Their graphs are invalidated
+        and their keys and values freed at once, so the memory is back before a new cache is made."""
+        with self._lock:
+            bundles, self._dropping = self._dropping, []
         if not bundles:
             return
 
-        def invalidate():
+        def give_up():
             with GATE.shared():
                 for bundle in bundles:
-                    bundle.graphs.invalidate()
-        GATE.after_capture(invalidate)
+                    bundle.give_up()
+        GATE.after_capture(give_up)
 
 
 def _device_room(device) -> int | None:
@@ -410,7 +413,15 @@ class GraphCachedModel:
         is not possible: the shapes would then run eagerly)."""
         if not self._planned:
             self._planned = True
-            self.graphs.capture({key: self._step_for(key) for key in self.shapes})
+            plan = {key: self._step_for(key) for key in self.shapes}
+            # Captured at positions 0..n-1 with nothing cached (what `at=None` stands for): no graph
+            # feed replays there (a first feed is an eager prefill), so every first replay is checked
+            # at another state than its capture's, whatever an earlier run left in these buffers.
+            for key in plan:
+                buf = self.graphs.buffers[key]
+                buf.positions.copy_(buf.offsets)
+            self.bundle.slot.length = 0
+            self.graphs.capture(plan)
             self._report()
 
     def _report(self) -> None:

@@ -1,6 +1,6 @@
 """CUDA-graph bookkeeping, apart from the model: which step shapes have a graph, their static
-input buffers, captures taken all at once under the device gate, a check of each shape's first
-replay against the eager step, and failure that closes the path.
+input buffers, captures taken all at once under the device gate, a check of each shape's
+replays against the eager step, and failures kept as narrow as their cause.
 
 A CUDA graph records a step's kernels once and replays them with one launch: what a small
 model's decode step costs is then its arithmetic and memory traffic, not hundreds of launches

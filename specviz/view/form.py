@@ -247,8 +247,8 @@ def _k_measured(app: AppState, key, link=None):
         return "", gr.Button(visible=False), gr.Timer(active=False)
     if p is None or p.key not in app.advice:
         return gr.skip(), gr.Button(visible=False), _watch_k(app, key)
-    k = app.suggested_k(p)
-    return _k_note_html(app, p), gr.Button(f"use k = {k}", visible=True), gr.Timer(active=False)
+    k = app.advice[p.key].k                  # None: the cost model cannot advise yet (the note says why)
+    return (_k_note_html(app, p), gr.Button(f"use k = {k}", visible=k is not None), gr.Timer(active=False))
 
 
 def _k_note_html(app: AppState, preset) -> str:

@@ -33,7 +33,6 @@ from .trace_route import download_html
 from ..app.machine_load import OtherLoad, disturbed
 from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line, tallies, verdict_class
 from .tree_results import tree_box_html, tree_why
-from ..engine.loop.config import planned_nodes
 from .render import clean, status_html
 from ..app.request import Prepared, RunRequest, load, settle
 from ..app.run_setup import ran_text, settings_text
@@ -138,14 +137,17 @@ def _race(app: AppState, *form, **named):
         events.close()
     stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
     dtype = str(next(run.pair.target.parameters()).dtype)
-    led = build_ledger(view.stats)      # once: the verdict, the ledger's HTML and the saved trace read it
+    share, side = others.share(), app.side_work.since(side_mark)
+    # This race's own c and v join the pair's cost model first; its why, ledger and tree box read the model.
+    model = None if stopped else app.fold_race(run.preset, run.pair, *tallies(view.stats),
+                                                getattr(view.dones.get("spec"), "stats", None), bool(cfg.tree))
+    led = build_ledger(view.stats, model, busy_reason(share, side, sharing.shared))   # once: verdict, HTML, trace
     ran = ran_line(run.preset.label, cfg)
     summary = (status_html("Stopped.", "done status-stopped") if stopped
-               else _summary(view, led, others.share(), cfg.greedy, dtype, app.side_work.since(side_mark),
-                             sharing.shared, cfg.tree)) + ran
+               else _summary(view, led, share, cfg.greedy, dtype, side, sharing.shared, cfg.tree)) + ran
     yield finished(view, led, summary, stopped,
                    download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype)),
-                   tree=bool(cfg.tree), tree_box=_tree_box(app, view, run, stopped))
+                   tree=bool(cfg.tree), tree_box=_tree_box(view, run, stopped, model))
 
 
 def finished(view: RaceView, led, status: str, stopped: bool, download: str, tree: bool = False,
@@ -160,24 +162,16 @@ def finished(view: RaceView, led, status: str, stopped: bool, download: str, tre
                       + tree_box)
 
 
-def _tree_box(app: AppState, view: RaceView, run: Prepared, stopped: bool) -> str:
-    """A tree race's box under the ledger (view/tree_results.py), priced with the costs this machine
-    measured for the pair when it loaded (app/k_advice.py), and the tree's own pass timed alone once
-    where those costs lack its size (AppState.tree_pass_v); "" for a chain."""
+def _tree_box(view: RaceView, run: Prepared, stopped: bool, model) -> str:
+    """A tree race's box under the ledger (view/tree_results.py): the tree as this race measured it, the
+    chain from the pair's cost model (`model`, None where it has none); "" for a chain."""
     cfg = run.config
     if not cfg.tree:
         return ""
     spec, plain = tallies(view.stats)
     done = view.dones.get("spec")
     by_choice = getattr(getattr(done, "stats", None), "by_choice", None) or []
-    advice = app.advice.get(run.preset.key)
-    nodes = planned_nodes(cfg)
-    tree_v = None
-    in_process = not (app.via_records or zerogpu.ON_ZEROGPU)       # the models are here to time
-    if advice is not None and nodes + 1 not in advice.costs.pass_s and not stopped and in_process:
-        tree_v = app.tree_pass_v(run.preset, run.pair, nodes + 1)
-    return tree_box_html(spec, plain, cfg.tree, by_choice, advice.costs if advice else None, nodes,
-                         stopped=stopped, tree_v=tree_v)
+    return tree_box_html(spec, plain, cfg.tree, by_choice, model, stopped=stopped)
 
 
 def _stream(view: RaceView, events: Iterator[Event]):
@@ -261,6 +255,15 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
             f'data-verdict="{clean(led.verdict)}"{attrs}><div class="headline" id="race-headline">{clean(text)}</div>'
             f'{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(because or why(led))}"><b>Why:</b> '
             f'{clean(because or why(led))}</p></div>')
+
+
+def busy_reason(others: float | None, side: list[str], shared: bool) -> str:
+    """"" for a quiet machine, else the few words the verdict gives for not trusting one race."""
+    if disturbed(others, torch.get_num_threads()):
+        return f"other programs used {others:.0%} of its CPU"
+    if side:
+        return "this server was " + "; ".join(side)
+    return "another decoding job ran beside it" if shared else ""
 
 
 def why(led) -> str:

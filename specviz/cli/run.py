@@ -16,6 +16,7 @@ import sys
 from ..engine.analysis import ledger
 from ..engine.analysis.cost_model import CostModel
 from ..engine.analysis.repeat import repeated
+from ..engine.analysis.stats import RunStats
 from ..engine.analysis.headline import headline
 from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS, uses_draft_model
 
@@ -139,14 +140,18 @@ def run(args) -> int:
     model = CostModel(("cli", str(pair.device), "", ""))
     speedups = []
     for _ in range(max(0, args.repeat - 1) if args.baseline else 0):   # the earlier races, quietly
-        ends = {e.lane: e for e in decode() if e.kind == "done"}
-        tallies = [ends[lane].stats.tally for lane in ("spec", "base")]
-        model.add_race(*tallies, tree=config.tree is not None)
-        speedups.append(ledger.build(*tallies).speedup)
+        quiet, ends = RunStats(config.k), {}
+        for event in decode():
+            quiet.add(event)
+            ends.update({event.lane: event} if event.kind == "done" else {})
+        model.add_race(*(ends[lane].stats.tally for lane in ("spec", "base")), tree=config.tree is not None)
+        speedups.append(quiet.compared()[0])
     events = decode()
     color = not args.no_color and not args.json
     done = {}
+    fold = RunStats(config.k)              # each token's time: the like-for-like speedup (measures.compared_speedup)
     for event in events:
+        fold.add(event)
         if args.json:
             print(json.dumps(to_dict(event), ensure_ascii=False), flush=True)
         elif event.lane == "spec":
@@ -169,15 +174,17 @@ def run(args) -> int:
             print(terminal.summary_line(done["base"].stats, "plain target"))
             spec, base = (done[lane].stats.tally for lane in ("spec", "base"))
             model.add_race(spec, base, tree=config.tree is not None)
-            led = ledger.build(spec, base, model)
-            head = headline(done["spec"], done["base"], config.greedy)    # the page's headline, word for word
+            speedup, over = fold.compared()
+            led = ledger.build(spec, base, model, speedup=speedup if over is not None else None)
+            head = headline(done["spec"], done["base"], config.greedy, fold.compared())   # the page's, word for word
             print(" ".join(x for x in (head.line, head.note) if x))
             rep = repeated(speedups + [led.speedup]) if args.repeat > 1 else None
             if rep is not None:
                 print(rep.line())
             speed = "-" if led.speedup is None else f"{led.speedup:.2f}x"
             print(f"measured speedup: {speed}, {led.verdict} (tokens/s ratio"
-                  f"{', per token: the texts differ' if head.per_token else ''})")
+                  f"{f', over the first {over} tokens of each: the lengths differ' if over is not None else ''}"
+                  f"{', per token: the texts differ' if head.per_token and over is None else ''})")
             lines = ledger.text_lines(led)
             if config.tree is not None:
                 # The chain's formula E(a, k) / (k c + v) does not describe a tree's round: keep where the
@@ -189,7 +196,7 @@ def run(args) -> int:
         spec, base = (done[lane].stats.tally for lane in ("spec", "base"))
         model.add_race(spec, base, tree=config.tree is not None)
         print(json.dumps({"kind": "ledger", **ledger.build(spec, base, model).to_dict()}), flush=True)
-        rep = repeated(speedups + [ledger.build(spec, base).speedup]) if args.repeat > 1 else None
+        rep = repeated(speedups + [fold.compared()[0]]) if args.repeat > 1 else None
         if rep is not None:
             print(json.dumps({"kind": "repeated", "median": rep.median, "low": rep.low, "high": rep.high,
                               "speedups": list(rep.speedups), "verdict": rep.verdict}), flush=True)

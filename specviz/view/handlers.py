@@ -223,7 +223,7 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
     glyph, label = VERDICTS.get(led.verdict, VERDICTS["unmeasured"])
     because = tree_why(*tallies(view.stats), len(tree)) if tree else None
     spec, plain = view.dones.get("spec"), view.dones.get("base")
-    head = headline(spec, plain, greedy) if spec is not None and plain is not None else None
+    head = headline(spec, plain, greedy, view.stats.compared()) if spec is not None and plain is not None else None
     text = f"{glyph} {label}: " + (head.line if head else "the race finished.")
     notes = []
     if head and head.same_text is False and greedy and dtype:      # (a replayed version-1 trace has no dtype)

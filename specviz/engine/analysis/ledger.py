@@ -81,9 +81,12 @@ def lane_ledger(t: m.LaneTally) -> LaneLedger:
                       target_passes=t.rounds if t.rounds else t.tokens)   # the plain lane: one pass a token
 
 
-def build(spec: m.LaneTally, plain: m.LaneTally, model=None, busy: str = "") -> Ledger:
+def build(spec: m.LaneTally, plain: m.LaneTally, model=None, busy: str = "",
+          speedup: float | None = None) -> Ledger:
     """The ledger of a finished race (or of a benchmark's pooled tallies). `model`: the pair's cost model
-    (cost_model.CostModel) with this race already in it; `busy`: "" or why the machine was not quiet."""
+    (cost_model.CostModel) with this race already in it; `busy`: "" or why the machine was not quiet;
+    `speedup`: the race's like-for-like figure where the lanes wrote different lengths
+    (measures.compared_speedup), instead of the whole lanes' rate ratio."""
     a, c, v = m.acceptance_rate(spec), m.cost_ratio(spec, plain), m.verify_ratio(spec, plain)
     k = m.drafts_per_round(spec) or 0.0
     c_fig = v_fig = None
@@ -92,7 +95,7 @@ def build(spec: m.LaneTally, plain: m.LaneTally, model=None, busy: str = "") -> 
         c = c_fig.value if c_fig.value is not None else c
         v = v_fig.value if v_fig.value is not None else v
     noise = [f for f in (c_fig, v_fig) if f is not None and f.noise] or ([] if v is None or v >= MIN_V else [None])
-    speedup = m.lane_speedup(spec, plain)
+    speedup = speedup if speedup is not None else m.lane_speedup(spec, plain)
     # No theory for a round that measured no time at all (a trace without phase timings), nor from noise.
     priced = None not in (a, c, v) and k > 0 and k * c + v > 0 and not noise
     theory = expected_speedup(a, k, c, v) if priced else None

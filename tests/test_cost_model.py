@@ -127,3 +127,23 @@ def test_cli_repeat_reports_the_median_and_range_of_its_races(tiny_dirs):
     text = cli("run", "--prompt", "def add(a, b):", "--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"],
                "--max-new-tokens", "12", "--baseline", "--repeat", "2", "--no-color")
     assert text.returncode == 0 and "Repeated 2x: median" in text.stdout
+
+
+def test_race_3x_on_the_page_reports_the_median_and_range_of_three_races(tiny_dirs):
+    """The race tab's "Race 3x": the first race in the panes, then two more; the status gives the median of
+    the three with their range, and every race joined the pair's cost model."""
+    import html
+    import re
+    from specviz.view.handlers import run_race
+    from .helpers import FORM, tiny_app
+    app = tiny_app(tiny_dirs)
+    updates = list(run_race(app, **{**FORM, "max_new_tokens": 12}, repeat=3))
+    statuses = [u.status for u in updates if isinstance(u.status, str)]
+    assert any("Race 2 of 3" in s for s in statuses) and any("Race 3 of 3" in s for s in statuses)
+    last = html.unescape(updates[-1].status)
+    found = re.search(r'id="race-repeat" data-median="([0-9.]+)" data-low="([0-9.]+)" data-high="([0-9.]+)"', last)
+    assert found and float(found[2]) <= float(found[1]) <= float(found[3])
+    assert "Repeated 3x: median" in last and "The panes show the first race." in last
+    assert app.costs.latest("tiny").runs == 3
+    single = html.unescape(list(run_race(app, **{**FORM, "max_new_tokens": 12}))[-1].status)
+    assert "race-repeat" not in single and app.costs.latest("tiny").runs == 4

@@ -40,6 +40,7 @@ class Form:
     app: AppState
     use_k: gr.Button          # "use k = N": the measured k, taken only by a click
     link: gr.State            # the share link's class setup: {"pinned": bool, "prompts": [...]}
+    run3: gr.Button | None = None   # "Race 3x": the median of three races (view/repeat_races.py)
 
     @property
     def inputs(self) -> list:
@@ -61,6 +62,7 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
                             lines=4, max_lines=14, elem_id="prompt", placeholder=prompt_placeholder(first.chat))
         with gr.Row(elem_id="run-row"):
             run = gr.Button("Run the race", variant="primary", elem_id="run", min_width=120)
+            run3 = gr.Button("Race 3x", elem_id="run3", min_width=80)     # the median of three (repeat_races.py)
             stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=80)
         link_note = gr.HTML(elem_id="link-note")       # what a share link set, or the values it could not
         with gr.Accordion("Settings: pair, drafter, k, sampling", open=True, elem_id="settings"):
@@ -114,7 +116,7 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
               "drafter": drafter, "k": k, "adaptive_k": adaptive, "temperature": temperature, "top_k": top_k,
               "top_p": top_p, "max_new_tokens": max_new, "seed": seed, "stop_strings": stops, "chat": chat,
               "confidence_stop": confidence_stop, "tree": tree}
-    form = Form(fields, run, stop, k_note, k_watch, app, use_k, link)
+    form = Form(fields, run, stop, k_note, k_watch, app, use_k, link, run3)
 
     if app.fetches:      # a background fetch: its progress in the page until it ends
         ticker = gr.Timer(2.0, active=app.fetching())

@@ -31,6 +31,7 @@ from .race_view import RaceView
 from . import trace_files
 from .trace_route import download_html
 from ..app.machine_load import OtherLoad, disturbed
+from .repeat_races import MAX_REPEAT, more_races, repeat_html
 from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line, tallies, verdict_class
 from .tree_results import tree_box_html, tree_why
 from .render import clean, status_html
@@ -81,19 +82,20 @@ def _refused(text: str) -> RaceUpdate:
                       ledger="")
 
 
-def run_race(app: AppState, *form, **named):
-    """The race tab: form values in FORM_FIELDS order (or by name) -> streamed page updates.
+def run_race(app: AppState, *form, repeat: int = 1, **named):
+    """The race tab: form values in FORM_FIELDS order (or by name) -> streamed page updates; `repeat` > 1
+    races the same request again that many times in all and reports the median (view/repeat_races.py).
 
     Whatever goes wrong ends in a one-line message in the status: never a bare toast that leaves
     "Starting …" or "Racing …" on screen."""
     try:
-        yield from _race(app, *form, **named)
+        yield from _race(app, *form, repeat=repeat, **named)
     except Exception as err:          # noqa: BLE001 - the page must say something, whatever failed
         log.exception("race failed")
         yield _only(f"The race failed: {err.__class__.__name__}: {without_paths(str(err))}", "error")
 
 
-def _race(app: AppState, *form, **named):
+def _race(app: AppState, *form, repeat: int = 1, **named):
     cancel = threading.Event()
     # A client that joined and never opened its result stream gets nothing, not even the first update:
     # the check waits (up to view/visitor.OPEN_WITHIN_S) for the stream, which a browser opens at once.
@@ -143,8 +145,22 @@ def _race(app: AppState, *form, **named):
                                                 getattr(view.dones.get("spec"), "stats", None), bool(cfg.tree))
     led = build_ledger(view.stats, model, busy_reason(share, side, sharing.shared))   # once: verdict, HTML, trace
     ran = ran_line(run.preset.label, cfg)
+    rep = None
+    if repeat > 1 and not stopped:
+        def again():
+            return app.sliced(event_stream(app, run, cancel), gone, lambda: gone() or cancel.is_set())
+        more = more_races(app, run, again, view.stats.measured_speedup(), min(repeat, MAX_REPEAT),
+                          lambda: gone() or cancel.is_set())
+        try:
+            while True:
+                yield RaceUpdate(status=next(more))
+        except StopIteration as end:
+            rep = end.value
+        except Stopped:
+            rep = None
     summary = (status_html("Stopped.", "done status-stopped") if stopped
-               else _summary(view, led, share, cfg.greedy, dtype, side, sharing.shared, cfg.tree)) + ran
+               else _summary(view, led, share, cfg.greedy, dtype, side, sharing.shared, cfg.tree)
+               + repeat_html(rep)) + ran
     yield finished(view, led, summary, stopped,
                    download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype)),
                    tree=bool(cfg.tree), tree_box=_tree_box(view, run, stopped, model))

@@ -4,7 +4,7 @@ Both lanes are priced in plain target steps (the plain lane's seconds per token,
 round at a time:
     round cost = draft seconds a round / plain step + v(n),   v(n) = a verify pass over n tokens
 where n is depth + 1 for the chain and nodes + 1 for the tree, each v(n) measured in its own lane
-(measures.verify_ratio; the CLI and the bench may also show calibrate.measure_pass_v). A round yields
+(measures.verify_ratio; the bench may also show calibrate.measure_pass_v). A round yields
 tau tokens (tokens per target pass), so a lane gains about tau / round cost over plain decoding, and
 the tree pays when its extra tokens a pass outweigh what the wider pass (and the wider draft steps)
 cost. On a GPU at batch 1 v(n) stays near 1 for small n, so the extra tokens come almost free; on a

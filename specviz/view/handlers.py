@@ -143,7 +143,8 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
     # This race's own c and v join the pair's cost model first; its why, ledger and tree box read the model.
     model = None if stopped else app.fold_race(run.preset, run.pair, *tallies(view.stats),
                                                 getattr(view.dones.get("spec"), "stats", None), bool(cfg.tree))
-    led = build_ledger(view.stats, model, busy_reason(share, side, sharing.shared))   # once: verdict, HTML, trace
+    busy = busy_reason(share, side, sharing.shared)
+    led = build_ledger(view.stats, model, busy)   # once: the verdict, the ledger's HTML and the saved trace read it
     ran = ran_line(run.preset.label, cfg)
     rep = None
     if repeat > 1 and not stopped:
@@ -162,7 +163,8 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
                else _summary(view, led, share, cfg.greedy, dtype, side, sharing.shared, cfg.tree)
                + repeat_html(rep)) + ran
     yield finished(view, led, summary, stopped,
-                   download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype)),
+                   download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype,
+                                             cost_record(model, led.k, busy))),
                    tree=bool(cfg.tree), tree_box=_tree_box(view, run, stopped, model))
 
 
@@ -315,12 +317,22 @@ def stop_run(cancel) -> None:
 TRACE_VERSION = 2       # 2 added the pair's label and the target's dtype, which a replay's status reads
 
 
-def _save_trace(view: RaceView, led, prompt: str, cfg, preset, pair, dtype: str) -> str:
+def cost_record(model, k: float, busy: str) -> dict | None:
+    """What the race's ledger read besides its events, for a replay to show the same: the cost model's
+    samples of c(k) and v(k + 1) at this race's k, and why the machine was not quiet ("" when it was)."""
+    if model is None or not k:
+        return {"busy": busy} if busy else None
+    n = round(k)
+    return {"k": n, "c": list(model.c_samples.get(n, [])), "v": list(model.v_samples.get(n + 1, [])), "busy": busy}
+
+
+def _save_trace(view: RaceView, led, prompt: str, cfg, preset, pair, dtype: str, cost: dict | None = None) -> str:
     """The run as JSON: settings, model names (no paths), every event; returns its download token.
     Everything shown can be rebuilt from it (view/replay.py does, when a visitor loads it back)."""
     trace = {"specviz_trace": TRACE_VERSION, "prompt": prompt, "preset": preset.key, "pair": preset.label,
              "dtype": dtype, "config": cfg.to_dict(),
              "models": {"target": pair.target_name, "draft": pair.draft_name}, "events": view.trace,
              "acceptance_by_kind": view.kinds.table(),
-             "ledger": led.to_dict()}      # why faster or slower (engine/analysis/ledger.py)
+             "ledger": led.to_dict(),      # why faster or slower (engine/analysis/ledger.py)
+             "cost": cost}                 # the cost model's samples the ledger read, and a busy machine
     return trace_files.save(trace)      # once, under an opaque token; old traces pruned (trace_files.py)

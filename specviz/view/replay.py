@@ -3,10 +3,10 @@
 The browser sends the file's text (assets/page.js and the race tab's hidden trigger; the server
 takes no upload), view/trace_read.py checks it, and its recorded events are folded into a RaceView
 exactly as a live race folds the engine's: the same panes, meters, strip, ledger, plots and kinds
-chart (handlers.finished), and the same headline and why (handlers._summary). Only what the trace
-cannot know is left out (a trace from before the cost model prices from the race's own figures); the
-cost model's samples the ledger read and whether the machine was busy travel in the trace's "cost". A file that cannot be replayed is
-refused in one line in the race's status, with the last race cleared from view.
+chart (handlers.finished), and the same headline and why (handlers._summary). The cost model's
+samples the race's ledger read, and whether the machine was busy, travel in the trace's "cost" (a
+trace from before it prices from the race's own figures). A file that cannot be replayed is refused
+in one line in the race's status, with the last race cleared from view.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ On a quiet machine, race one (pair, k, prompt) --races times: the verdict of the
 reference. Then, for each level in --levels (a share of one core that a burner process spins, on
 --burners processes), race it again --races times while the burners run, and measure the share of the
 machine other programs used during each race (app/machine_load.OtherLoad, as the page does). A race
-whose verdict (ledger._verdict, no spread) differs from the quiet median's is a flip. Reported per
+whose verdict (verdict.verdict, no spread) differs from the quiet median's is a flip. Reported per
 measured load: the races, the flips, and the lowest load at which flips exceed --max-flips: set the
 busy note's threshold (DISTURBED_CORES, in cores beyond those torch leaves free) below it.
 Run it on an otherwise quiet machine with no browser open.
@@ -31,7 +31,7 @@ import torch  # noqa: E402
 from specviz import SpecConfig, race  # noqa: E402
 from specviz.app.machine_load import DISTURBED_CORES, OtherLoad  # noqa: E402
 from specviz.bench.prompts import load_prompts, prompt_ids  # noqa: E402
-from specviz.engine.analysis.ledger import _verdict  # noqa: E402
+from specviz.engine.analysis.verdict import verdict as _verdict  # noqa: E402
 from specviz.engine.analysis.stats import RunStats  # noqa: E402
 from specviz.models.loading import load_pair  # noqa: E402
 from specviz.models.presets import get_preset  # noqa: E402

@@ -5,7 +5,7 @@ advice (app/k_advice.py, with the preset's held-out acceptance); then race every
 on each prompt, each race feeding the same cost model as the page's races do. Reported per pair:
   - the advice's k (and the ks it calls within noise) at load, and again after all races;
   - the best k by the median speedup of its races (per prompt, then the median over prompts);
-  - how often a single race's verdict (faster / about even / slower, ledger._verdict with no spread and a
+  - how often a single race's verdict (faster / about even / slower, verdict.verdict with no spread and a
     quiet machine) disagrees with the verdict of the median of its --races races.
 Run it on a quiet machine (nothing else running, no browser); the figures go into benchmarks/README.md.
 
@@ -28,7 +28,7 @@ from specviz.app.k_advice import from_model  # noqa: E402
 from specviz.bench.prompts import load_prompts, prompt_ids  # noqa: E402
 from specviz.engine.analysis.calibrate import measure_costs  # noqa: E402
 from specviz.engine.analysis.cost_model import CostModel  # noqa: E402
-from specviz.engine.analysis.ledger import _verdict  # noqa: E402
+from specviz.engine.analysis.verdict import verdict as _verdict  # noqa: E402
 from specviz.engine.analysis.stats import RunStats  # noqa: E402
 from specviz.models.presets import get_preset  # noqa: E402
 from specviz.models.loading import load_pair  # noqa: E402

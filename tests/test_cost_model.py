@@ -147,3 +147,11 @@ def test_race_3x_on_the_page_reports_the_median_and_range_of_three_races(tiny_di
     assert app.costs.latest("tiny").runs == 3
     single = html.unescape(list(run_race(app, **{**FORM, "max_new_tokens": 12}))[-1].status)
     assert "race-repeat" not in single and app.costs.latest("tiny").runs == 4
+
+
+def test_a_figure_keeps_the_latest_samples_only():
+    from specviz.engine.analysis.cost_model import KEEP
+    m = model({}, {})
+    for i in range(KEEP + 10):
+        m.add_run(0.05 + i, None, 3, None)
+    assert m.c(3).samples == KEEP and m.c(3).low == 0.05 + 10          # the oldest ten dropped

@@ -29,6 +29,7 @@ from ..metrics.theory import MIN_V, expected_speedup
 
 ROUND_SLACK = 0.5      # a race's mean drafts a round counts as the nearest k (a short race's last round is cut)
 MIN_SAMPLES = 3        # samples a figure needs before it advises or prices (one race is not a figure)
+KEEP = 64              # the latest samples kept per figure: a server's figures follow the machine as it is now
 WORDS = {1: "one", 2: "two", 3: "three"}
 
 
@@ -91,17 +92,17 @@ class CostModel:
         """The load-time calibration (calibrate.MachineCosts): each timed repeat is one sample, each in
         plain steps of the calibration's median plain step."""
         for k, times in getattr(costs, "round_samples", {}).items():
-            self.c_samples.setdefault(k, []).extend(s / (k * costs.plain_s) for s in times)
+            _keep(self.c_samples.setdefault(k, []), [s / (k * costs.plain_s) for s in times])
         for n, times in getattr(costs, "pass_samples", {}).items():
             if n > 1:
-                self.v_samples.setdefault(n, []).extend(s / costs.plain_s for s in times)
+                _keep(self.v_samples.setdefault(n, []), [s / costs.plain_s for s in times])
 
     def add_run(self, c: float | None, v: float | None, k: int | None, n: int | None) -> None:
         """One race's or step run's measured c (at k drafts a round) and v (a pass over n tokens)."""
         if c is not None and k:
-            self.c_samples.setdefault(k, []).append(c)
+            _keep(self.c_samples.setdefault(k, []), [c])
         if v is not None and n:
-            self.v_samples.setdefault(n, []).append(v)
+            _keep(self.v_samples.setdefault(n, []), [v])
         self.runs += 1
 
     def add_race(self, spec: m.LaneTally, plain: m.LaneTally, tree: bool = False) -> None:
@@ -156,6 +157,11 @@ def race_sample(spec: m.LaneTally, plain: m.LaneTally, tree: bool = False):
         return None, None, None, None
     k = round(per_round)
     return (None if tree else c), v, (None if tree else k), k + 1
+
+
+def _keep(samples: list[float], new: list[float]) -> None:
+    samples.extend(new)
+    del samples[:-KEEP]
 
 
 def _figure(name: str, size: int, samples: list[float], floor: float) -> Figure:

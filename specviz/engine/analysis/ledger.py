@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass
 from ..metrics import measures as m
 from ..metrics.theory import MIN_V, break_even_acceptance, expected_speedup, expected_tokens_per_round, priced_v
 from .cost_model import ROUND_SLACK
+from .verdict import EVEN_BAND, figure_range as _range, spread as _spread, verdict as _verdict
 
-EVEN_BAND = 0.03      # speedups within 3% of 1.0 are reported as "about even" (run-to-run noise)
 SLOW_DRAFT_C = 0.3    # a draft step above 0.3 plain steps is named as the cause when drafting outweighs verifying
 
 
@@ -113,35 +113,6 @@ def build(spec: m.LaneTally, plain: m.LaneTally, model=None, busy: str = "",
     return Ledger(spec=spec_l, plain=plain_l, k=k, a=a, tau=tau, c=c, v=v, speedup=speedup, theory=theory,
                   break_even_a=even, verdict=verdict, cause=cause, c_range=_range(c_fig), v_range=_range(v_fig),
                   uncertain=uncertain)
-
-
-def _range(fig) -> tuple | None:
-    return None if fig is None or fig.value is None else (fig.low, fig.high, fig.samples)
-
-
-def _spread(fig) -> float:
-    """Half the relative range of a pass's price: how far one race's timing may stray from another's."""
-    if fig is None or fig.value is None or fig.samples < 2 or fig.value <= 0:
-        return 0.0
-    return (fig.high - fig.low) / (2 * fig.value)
-
-
-def _verdict(speedup: float | None, spread: float = 0.0, busy: str = "") -> tuple[str, str]:
-    """The verdict, and "" or why it may not hold. Inside max(EVEN_BAND, spread) of 1.0 a race is about
-    even; on a busy machine a loss is not called one (other load slows the speculative lane more)."""
-    if speedup is None:
-        return "unmeasured", ""
-    band = max(EVEN_BAND, spread)
-    if speedup >= 1 + band:
-        return "faster", (f"But this machine was busy ({busy}): repeat to be sure." if busy else "")
-    if speedup > 1 - band:
-        within = (f"{speedup:.2f}x is inside this machine's timing spread (±{band:.0%}): repeat to be sure."
-                  if band > EVEN_BAND and abs(speedup - 1) >= EVEN_BAND else "")
-        return "about even", within
-    if busy:
-        return "about even", (f"{speedup:.2f}x, but this machine was busy ({busy}), which slows the speculative "
-                              f"lane's many small passes more than the plain lane's: repeat to be sure.")
-    return "slower", ""
 
 
 def _noise_cause(verdict, a, k, c, v, c_fig, v_fig) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from .ledger import EVEN_BAND, _verdict
+from .verdict import EVEN_BAND, verdict
 
 
 @dataclass(frozen=True)
@@ -41,4 +41,4 @@ def repeated(speedups) -> Repeated | None:
     if not xs:
         return None
     median = statistics.median(xs)
-    return Repeated(xs, median, min(xs), max(xs), _verdict(median)[0])
+    return Repeated(xs, median, min(xs), max(xs), verdict(median)[0])

@@ -4,7 +4,9 @@ One `CostModel` is kept per (pair, device, decode path, machine). It holds sampl
 figure: the load-time calibration (calibrate.py) gives one sample per timed repeat of each size, and
 every race or step-mode run adds its own measured c and v (measures.cost_ratio, measures.verify_ratio:
 the lanes' step and pass times, in plain steps of the same race). A figure is then the median of its
-samples with their range (lowest to highest) and their count:
+samples with their range and their count; the range is the middle half of the samples (first to third
+quartile) from QUARTILES_FROM samples on, so one stray timing among many does not make a figure noise,
+and lowest to highest below that:
 
     c(k)   one draft step in a round of k drafts, in plain steps
     v(n)   one verify pass over n tokens (n = k + 1 for a chain at k; nodes + 1 for a tree), in plain steps
@@ -29,6 +31,7 @@ from ..metrics.theory import MIN_V, expected_speedup
 
 ROUND_SLACK = 0.5      # a race's mean drafts a round counts as the nearest k (a short race's last round is cut)
 MIN_SAMPLES = 3        # samples a figure needs before it advises or prices (one race is not a figure)
+QUARTILES_FROM = 4     # from this many samples a figure's range is its middle half (quartiles), else all of them
 KEEP = 64              # the latest samples kept per figure: a server's figures follow the machine as it is now
 WORDS = {1: "one", 2: "two", 3: "three"}
 
@@ -60,7 +63,8 @@ class Figure:
         return max(0, MIN_SAMPLES - self.samples)
 
     def text(self, fmt: str = ".2f") -> str:
-        """"v = 1.48 (1.31-1.73, 5 runs)" or "v = 0.87 (0.52-1.90, 2 runs: timing noise)"."""
+        """"v = 1.48 (1.31-1.73, 5 runs)" or "v = 0.87 (0.52-1.90, 2 runs: timing noise)": the range is the
+        middle half of the runs from QUARTILES_FROM runs on."""
         if self.value is None:
             return f"{self.name} unmeasured"
         spread = "" if self.samples < 2 else f"{format(self.low, fmt)}-{format(self.high, fmt)}, "
@@ -167,4 +171,8 @@ def _keep(samples: list[float], new: list[float]) -> None:
 def _figure(name: str, size: int, samples: list[float], floor: float) -> Figure:
     if not samples:
         return Figure(name, size, None, None, None, 0, floor)
-    return Figure(name, size, statistics.median(samples), min(samples), max(samples), len(samples), floor)
+    if len(samples) < QUARTILES_FROM:
+        low, high = min(samples), max(samples)
+    else:                                     # the middle half: one stray timing does not make a figure noise
+        low, _, high = statistics.quantiles(samples, n=4, method="inclusive")
+    return Figure(name, size, statistics.median(samples), low, high, len(samples), floor)

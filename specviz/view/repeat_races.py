@@ -1,4 +1,4 @@
-"""The race tab's "Race 3x": the same prompt and settings raced again, quietly, for a verdict that holds still.
+"""The race tab's "Race 3x": the same prompt and settings raced again, quietly, for a verdict that holds.
 
 One race is one draw (engine/analysis/repeat.py): the panes show the first race; the others run after
 it through the same decoding slots (app/slots.py), each folded into its own RunStats for its

@@ -79,7 +79,34 @@ def race_stats(app: AppState, key: str, prompt: str | None = None, **settings) -
     stats = RunStats(cfg.k)
     for record in app.sliced(gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict())):
         stats.add(from_dict(record))
+    if set(stats.done) == {"spec", "base"}:              # a finished race joins the pair's cost model
+        preset = app.preset(key)
+        app.fold_race(preset, app.pair(preset), *(measures.LaneTally.from_stats(stats.done[lane]) for lane in ("spec", "base")),
+                      stats.done["spec"], bool(cfg.tree))
     return stats
+
+
+def _advice_words(app: AppState, key: str) -> str:
+    """The k the race tab's note offers for this pair (the cost model's advice), so the two never disagree
+    unsaid; "" where the host does not advise."""
+    advice = app.advice.get(key)
+    if advice is None:
+        return ""
+    if advice.k is None:
+        return f" The k note under the slider advises no k yet: {advice.advice.reason}."
+    lo, hi = advice.advice.within
+    return (f" The k note under the slider, from this machine's cost model, advises k = {advice.k}"
+            f"{'' if lo == hi else f' (k = {lo} to {hi} within its noise)'}.")
+
+
+def model_figures(app: AppState, key: str, stats: RunStats) -> tuple[float, float]:
+    """c and v of this race's k from the pair's cost model (this race already in it), the figures the race
+    tab's why and ledger give; the race's own where the model has none."""
+    model = app.costs.latest(key)
+    k = round(stats.drafts_per_round())
+    c, v = model.chain(k) if model is not None and k >= 1 else (None, None)
+    return (c.value if c is not None and c.value is not None else stats.cost_ratio() or 0.0,
+            v.value if v is not None and v.value is not None else stats.verify_ratio() or 1.0)
 
 
 def ran(app: AppState, key: str, *runs: dict, prompt: str | None = None, settings: str | None = None) -> str:
@@ -100,7 +127,7 @@ def race(app: AppState) -> Outcome:
     s, a = stats.measured_speedup(), stats.acceptance_rate
     spec, base = _passes(stats)
     tpr = measures.mean_acceptance_length(stats.tallies["spec"])     # tau: tokens / passes, as the strip's
-    c, v = stats.cost_ratio() or 0.0, stats.verify_ratio() or 1.0
+    c, v = model_figures(app, key, stats)          # the cost model's: the race tab's why gives the same
     k = stats.drafts_per_round()
     # A round costs k c + v plain steps (drafting, then one verify pass): each part with its own value,
     # then the bigger share of the extra over one step named.
@@ -195,7 +222,7 @@ def best_k(app: AppState) -> Outcome:
                    f"Larger k wins more tokens per target pass, but each extra draft step costs c = {sweep.c or 0:.2f} "
                    f"and is accepted only with probability a = {sweep.a or 0:.2f} given the ones before it. The theory "
                    f"drawn from those two numbers (and a verify pass costing {sweep.v or 0:.2f} plain steps) puts "
-                   f"its best k at {predicted}; the races measured {best}.", ("sweep", sweep),
+                   f"its best k at {predicted}; the races measured {best}.{_advice_words(app, key)}", ("sweep", sweep),
                    ran=ran(app, key, settings=f"k = {SWEEP_KS[0]} to {SWEEP_KS[-1]}, greedy, 48 new tokens at most each"))
 
 

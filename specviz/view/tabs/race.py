@@ -76,10 +76,16 @@ def build(shared: Shared) -> gr.Tab:
                             show_progress="hidden").then(
         partial(run_race, shared.app), form.inputs, wired, api_name="race", show_progress="hidden", **shared.decode)
     form.refresh_k_after(racing)
+    # "Race 3x": the same race, then two more quietly, for the median and range (view/repeat_races.py).
+    racing3 = form.run3.click(starting, None, wired, api_name=False, concurrency_limit=None, concurrency_id="ui",
+                              show_progress="hidden").then(
+        partial(run_race, shared.app, repeat=3), form.inputs, wired, api_name=False, show_progress="hidden",
+        **shared.decode)
+    form.refresh_k_after(racing3)
     trace_go.click(replay_trace, [trace_text], wired, js=READ_TRACE, api_name=False, concurrency_limit=None,
                    concurrency_id="ui", show_progress="hidden")
     # Stop has its own unlimited group, so it is never queued behind the run it stops. On
     # ZeroGPU the run lives in another process: there Stop also cancels the event itself.
     form.stop.click(stop_run, [shared.cancel], None, api_name="stop", concurrency_limit=None, concurrency_id="stop",
-                    cancels=[racing] if zerogpu.ON_ZEROGPU else None)
+                    cancels=[racing, racing3] if zerogpu.ON_ZEROGPU else None)
     return tab

@@ -165,3 +165,26 @@ def test_one_stray_timing_among_many_does_not_make_a_figure_noise():
     c = m.c(3)
     assert c.samples == 5 and c.high < 0.01 and not c.noise and c.settled
     assert model({3: [0.004, 0.22, 0.0041]}, {}).c(3).noise          # with three samples, all of them count
+
+
+def test_the_workshop_race_repeated_three_times_answers_with_the_median_and_range(tiny_dirs, monkeypatch):
+    """The workshop's "race 3x": three races, the answer their median, the range said, one race's passes shown."""
+    import statistics
+    from specviz.app import workshop
+    from .helpers import tiny_app
+    app = tiny_app(tiny_dirs)
+    app.presets["bundled"] = app.presets["tiny"]
+    seen = []
+    real = workshop.race_stats
+
+    def counted(*args, **kwargs):
+        stats = real(*args, **kwargs)
+        seen.append(stats.measured_speedup())
+        return stats
+    monkeypatch.setattr(workshop, "race_stats", counted)
+    outcome = workshop.race(app, repeat=3)
+    assert len(seen) == 3
+    assert outcome.value == round(statistics.median(seen), 2)
+    assert f"range {min(seen):.2f}-{max(seen):.2f}×" in outcome.shown and "median of 3" in outcome.shown
+    assert outcome.why.startswith("Repeated 3x: median")
+    assert workshop.BY_KEY["race"].repeatable and not workshop.BY_KEY["passes"].repeatable

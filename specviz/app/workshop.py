@@ -17,6 +17,7 @@ from ..engine.metrics import measures
 from ..engine.loop.events import from_dict
 from ..models.fetch import FETCHABLE, fetched
 from ..engine.analysis.lossless import draft_contrast, samples_to_separate, verdict_line
+from ..engine.analysis.repeat import repeated
 from ..engine.analysis.stats import RunStats
 from . import gpu_calls
 from .state import AppState
@@ -47,7 +48,8 @@ class Exercise:
     title: str
     question: str                # what the learner predicts
     choices: tuple[str, ...]     # () for a number
-    run: Callable[[AppState], Outcome]
+    run: Callable[..., Outcome]  # run(app), or run(app, repeat=n) where `repeatable`
+    repeatable: bool = False     # a measured speedup: "repeat 3x" gives the median of n races with the range
 
 
 # --- running ------------------------------------------------------------------------------
@@ -121,10 +123,12 @@ def _passes(stats: RunStats) -> tuple[int, int]:
 
 
 # --- the exercises --------------------------------------------------------------------------
-def race(app: AppState) -> Outcome:
+def race(app: AppState, repeat: int = 1) -> Outcome:
     key, run = pick(app, "fast"), {"max_new_tokens": 96}
-    stats = race_stats(app, key, **run)
-    s, a = stats.measured_speedup(), stats.acceptance_rate
+    runs = [race_stats(app, key, **run) for _ in range(max(1, repeat))]
+    stats = runs[0]                                # the first race's figures; the answer is the median's
+    rep = repeated([r.measured_speedup() for r in runs]) if len(runs) > 1 else None
+    s, a = (rep.median if rep else stats.measured_speedup()), stats.acceptance_rate
     spec, base = _passes(stats)
     tpr = measures.mean_acceptance_length(stats.tallies["spec"])     # tau: tokens / passes, as the strip's
     c, v = model_figures(app, key, stats)          # the cost model's: the race tab's why gives the same
@@ -134,12 +138,14 @@ def race(app: AppState) -> Outcome:
     most = (f"Most of the extra is the verify pass: checking up to {stats.k + 1} tokens at once costs more than one "
             f"plain step here." if v - 1 >= k * c else
             f"Most of the extra is drafting: {k:.3g} draft steps come before every pass.")
-    return Outcome(round(s, 2), f"{s:.2f}×",
-                   f"The target checked the drafts in {spec} passes where plain decoding needed {base}: it accepted "
-                   f"{a:.0%} of the drafts it judged, so each pass yielded {tpr:.2f} tokens. The speedup is smaller "
-                   f"than that because a round costs {k * c + v:.2f} plain steps, not 1: {k:.3g} draft steps at "
-                   f"c = {c:.3f} each ({k * c:.2f}), then a verify pass at v = {v:.2f}. {most}",
-                   ("race", stats), ran=ran(app, key, run))
+    repeated_line = f"{rep.line()} The passes and costs below are the first race's. " if rep else ""
+    return Outcome(round(s, 2), f"{s:.2f}×" + (f" (median of {len(runs)}, range {rep.low:.2f}-{rep.high:.2f}×)"
+                                              if rep else ""),
+                   f"{repeated_line}The target checked the drafts in {spec} passes where plain decoding needed {base}: "
+                   f"it accepted {a:.0%} of the drafts it judged, so each pass yielded {tpr:.2f} tokens. The speedup "
+                   f"is smaller than that because a round costs {k * c + v:.2f} plain steps, not 1: {k:.3g} draft "
+                   f"steps at c = {c:.3f} each ({k * c:.2f}), then a verify pass at v = {v:.2f}. {most}",
+                   ("race", stats), ran=ran(app, key, *([run] * len(runs))))
 
 
 def passes(app: AppState) -> Outcome:
@@ -331,7 +337,7 @@ def _first_difference(a: str, b: str) -> int:
 
 EXERCISES = (
     Exercise("race", "The race", "How many times faster than plain decoding will speculative decoding be "
-             "(96 new tokens, greedy)?", (), race),
+             "(96 new tokens, greedy)?", (), race, repeatable=True),
     Exercise("passes", "Target passes saved", "The speculative lane writes 96 tokens. How many forward passes of "
              "the target will it need?", (), passes),
     Exercise("identity", "Greedy identity", "Greedy speculative decoding against greedy plain decoding of the "

@@ -188,3 +188,32 @@ def test_the_workshop_race_repeated_three_times_answers_with_the_median_and_rang
     assert f"range {min(seen):.2f}-{max(seen):.2f}×" in outcome.shown and "median of 3" in outcome.shown
     assert outcome.why.startswith("Repeated 3x: median")
     assert workshop.BY_KEY["race"].repeatable and not workshop.BY_KEY["passes"].repeatable
+
+
+def test_a_step_mode_run_refines_c_and_v_in_the_models_plain_step():
+    """Step mode runs a speculative lane alone: its draft steps and passes are priced in the plain step
+    the model already timed (calibration and races), and counted like a race's."""
+    from specviz.engine.analysis.cost_model import CostModel
+    from specviz.engine.metrics.measures import LaneTally
+    model = CostModel(("p", "cpu", "eager", "here"))
+    spec = LaneTally(rounds=10, drafted=30, accepted=20, rejected=5, tokens=30, draft_s=0.6, verify_s=1.2,
+                     elapsed_s=2.0)
+    assert not model.add_step_run(spec) and model.runs == 0          # no plain step timed here yet
+    model.add_race(spec, LaneTally(tokens=40, elapsed_s=4.0))        # a race's plain lane: 0.1 s a step
+    before = len(model.c_samples[3])
+    assert model.add_step_run(spec)
+    assert model.c_samples[3][-1] == pytest.approx(0.6 / 30 / 0.1)   # c: a draft step in plain steps
+    assert model.v_samples[4][-1] == pytest.approx(1.2 / 10 / 0.1)   # v: a pass over k + 1 = 4 tokens
+    assert len(model.c_samples[3]) == before + 1 and model.runs == 2
+
+
+def test_step_mode_folds_its_run_into_the_pairs_cost_model(tiny_dirs):
+    from specviz.view.tabs.step import step_round
+    from .helpers import FORM, tiny_app
+    app = tiny_app(tiny_dirs)
+    preset = app.known("tiny")
+    model = app.costs.get(preset.key, app.pair(preset).device, "eager")
+    model.plain_samples.append(0.01)
+    runs = model.runs
+    step_round(app, None, **{**FORM, "temperature": 0.0, "k": 3, "max_new_tokens": 12})
+    assert model.runs == runs + 1

@@ -259,6 +259,14 @@ class AppState:
         self._readvise(preset, model)
         return model
 
+    def fold_step_run(self, preset: Preset, pair: ModelPair, spec_stats, tree: bool = False) -> CostModel:
+        """A finished step-mode run's draft steps and passes into its pair's cost model (priced in the
+        model's plain step: the run had no plain lane); the advice follows it."""
+        model = self.costs.get(preset.key, pair.device, path_of(spec_stats))
+        if model.add_step_run(spec_stats.tally, tree):
+            self._readvise(preset, model)
+        return model
+
     def advice_pending(self, preset: Preset) -> bool:
         """Will this pair's k advice arrive without another visitor action (it is loading or being measured)?"""
         if not self.advise_k or preset.acceptance is None or preset.key in self.advice:

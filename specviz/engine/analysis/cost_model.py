@@ -11,6 +11,9 @@ and lowest to highest below that:
     c(k)   one draft step in a round of k drafts, in plain steps
     v(n)   one verify pass over n tokens (n = k + 1 for a chain at k; nodes + 1 for a tree), in plain steps
 
+A step-mode run has no plain lane: its draft steps and passes are priced in the model's own plain step
+(the median of the calibration's and every race's plain lane), so it refines c and v like a race.
+
 A figure is *noise* when its own samples cannot tell it from nothing: a pass cheaper than one step
 (v < 1: a pass over n >= 2 tokens does at least a step's work), a range wider than the value, or a
 value at or below zero. It is *settled* when it is not noise and has at least MIN_SAMPLES samples.
@@ -90,6 +93,7 @@ class CostModel:
     key: tuple[str, str, str, str]                       # (pair, device, decode path, machine)
     c_samples: dict[int, list[float]] = field(default_factory=dict)    # k -> samples of c(k)
     v_samples: dict[int, list[float]] = field(default_factory=dict)    # n -> samples of v(n)
+    plain_samples: list[float] = field(default_factory=list)           # seconds of one plain target step
     runs: int = 0                                        # races and step-mode runs folded in
 
     def seed(self, costs) -> None:
@@ -100,6 +104,7 @@ class CostModel:
         for n, times in getattr(costs, "pass_samples", {}).items():
             if n > 1:
                 _keep(self.v_samples.setdefault(n, []), [s / costs.plain_s for s in times])
+        _keep(self.plain_samples, list(getattr(costs, "pass_samples", {}).get(1, ())) or [costs.plain_s])
 
     def add_run(self, c: float | None, v: float | None, k: int | None, n: int | None) -> None:
         """One race's or step run's measured c (at k drafts a round) and v (a pass over n tokens)."""
@@ -110,8 +115,29 @@ class CostModel:
         self.runs += 1
 
     def add_race(self, spec: m.LaneTally, plain: m.LaneTally, tree: bool = False) -> None:
-        """A finished race's own figures (`race_sample`)."""
+        """A finished race's own figures (`race_sample`), and its plain lane's seconds a step."""
+        if plain.tokens and plain.elapsed_s > 0:
+            _keep(self.plain_samples, [plain.elapsed_s / plain.tokens])
         self.add_run(*race_sample(spec, plain, tree))
+
+    def plain_step_s(self) -> float | None:
+        """Seconds of one plain target step here: the median of the calibration's and the races' plain lanes."""
+        return statistics.median(self.plain_samples) if self.plain_samples else None
+
+    def add_step_run(self, spec: m.LaneTally, tree: bool = False) -> bool:
+        """A step-mode run (a speculative lane alone): its draft steps and passes priced in this model's
+        plain step (`plain_step_s`), since it ran no plain lane of its own. False (nothing added) before
+        any plain step was timed here."""
+        plain = self.plain_step_s()
+        if plain is None or spec.rounds == 0:
+            return False
+        per_round = m.drafts_per_round(spec)
+        if per_round is None or round(per_round) < 1:
+            return False
+        k = round(per_round)
+        c = spec.draft_s / spec.drafted / plain if spec.drafted and not tree else None
+        self.add_run(c, spec.verify_s / spec.rounds / plain, None if tree else k, k + 1)
+        return True
 
     def c(self, k: int) -> Figure:
         return _figure("c", k, self.c_samples.get(k, []), 0.0)

@@ -319,8 +319,8 @@ def part_n(args) -> dict:
             while not done.is_set():
                 graph_model.POOL.clear()
                 spare = fresh(template)
-                speculate_once = list(speculate(spare, IDS[:8], SpecConfig(k=2, max_new_tokens=4, cuda_graphs=True)))
-                del spare, speculate_once
+                list(speculate(spare, IDS[:8], SpecConfig(k=2, max_new_tokens=4, cuda_graphs=True)))
+                del spare
                 for _ in range(20):
                     Finalized(args.device)
                 gc.collect()

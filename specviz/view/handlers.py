@@ -251,16 +251,8 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
                      "The greedy lanes differ, which float32 should never show: please report it with the trace.")
     if head and head.repetition:
         notes.append(head.repetition)
-    if disturbed(others, torch.get_num_threads()):
-        notes.append(f"Other programs used {others:.0%} of this machine's CPU during the race, so both lanes were "
-                     f"slowed unevenly: run it again on a quieter machine for a fair figure.")
-    if side:
-        notes.append(f"While it ran, this server was also {'; '.join(side)}, which took CPU from both lanes "
-                     f"unevenly: run it again once that has finished for a fair figure.")
-    if shared:
-        notes.append("Another decoding job ran on this server at the same time (this host runs more than one at "
-                     "once), so both lanes shared the device unevenly: run it again when it is quiet for a fair "
-                     "figure.")
+    # Other programs, this server's side work or another decoding job beside the race: the why says it
+    # once, in the verdict's own words (busy_reason, engine/analysis/verdict.py).
     attrs = "" if others is None else f' data-other-load="{others:.3f}"'
     attrs += f' data-side-work="{clean("; ".join(side))}"' if side else ""
     attrs += ' data-shared="1"' if shared else ""

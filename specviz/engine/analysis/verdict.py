@@ -35,6 +35,8 @@ def verdict(speedup: float | None, spread: float = 0.0, busy: str = "") -> tuple
     if speedup > 1 - band:
         within = (f"{speedup:.2f}x is inside this machine's timing spread (±{band:.0%}): repeat to be sure."
                   if band > EVEN_BAND and abs(speedup - 1) >= EVEN_BAND else "")
+        if busy and not within:
+            within = f"And this machine was busy ({busy}): repeat to be sure."
         return "about even", within
     if busy:
         return "about even", (f"{speedup:.2f}x, but this machine was busy ({busy}), which slows the speculative "

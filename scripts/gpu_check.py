@@ -2,22 +2,13 @@
 
     python scripts/gpu_check.py --out benchmarks/gpu-check.json
 
-It prints the versions, refuses a transformers other than requirements.txt's, and writes the JSON
-after every part (a run cut off keeps the parts it finished). docs/gpu.md says what each proves:
-(A) fidelity: a scripted feed (prefill, ten steps, verify passes k = 1..8, a rollback, a catch-up,
-    then the same on the pooled bundle) through the graphs and through eager, per-step max |delta|,
-    for the bundled pair in fp32 and a small grouped-query model in bf16;
-(B) identity: greedy output against generate() and against the eager path, the first differing
-    step and the top-2 logit margin there, the three lanes' paths (target, draft, plain) named;
-(C) chi-square of the first two sampled tokens against the target's exact joint, bf16 and fp32;
-(D) two threads: fresh captures in one, eager decoding and a model load in the other;
-(E) a capture forced to fail (the process decodes eagerly and says so), then D again;
-(F) leaks: memory reserved across capacities, and a dropped pair's model and bundles freed;
-(G) a relocated model (its weights at new addresses) captures afresh and decodes the same;
-(H) a worker forked after loading (as ZeroGPU's): two races, the second replays (capture_s = 0);
-(I) the speed table (specviz/bench/decode_paths.py) on a 7B-shaped pair, with the targets beside it.
-Exit status 1 if any of A-H fails; I only reports. `--dry-run` runs every part on the CPU with
-tiny models and the eager stand-in (tests/test_cuda_graphs.py runs it), to show it runs.
+It prints the versions, refuses a transformers other than requirements.txt's, and runs each part in
+a child process with its own time limit (a part that hangs, crashes or leaves the device in a bad
+state costs that part only: the next starts in a fresh process), writing the JSON after every part.
+`--help` lists the parts with the seconds each is expected to take on an H100; docs/gpu.md says what
+each proves. Exit status 1 if any of A-H or J-P fails; I only reports. `--dry-run` runs every part
+on the CPU with tiny models and the eager stand-in (tests/test_cuda_graphs.py runs it), to show that
+each runs within its budget.
 """
 from __future__ import annotations
 
@@ -26,6 +17,8 @@ import copy
 import gc
 import json
 import multiprocessing
+import os
+import queue
 import subprocess
 import sys
 import threading
@@ -36,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
@@ -51,6 +45,7 @@ from specviz.engine.analysis.lossless import chi_square_pvalue  # noqa: E402
 from specviz.runtime import graph_capture, graph_model  # noqa: E402
 from specviz.runtime.cached_model import CachedModel  # noqa: E402
 from specviz.models.loading import load_pair, make_pair  # noqa: E402
+import gpu_trust_parts as trust  # noqa: E402
 
 FIGURES = {"ratio": 2.2, "c": 0.12, "bandwidth_fraction": 0.75, "first_use_s": 20.0}   # the path's targets (docs/gpu.md)
 V = 8                                                        # the chi-square pair's vocabulary
@@ -248,48 +243,55 @@ def part_d(args) -> dict:
                 results["loads"] += 1
         except Exception:          # noqa: BLE001
             errors.append(traceback.format_exc(limit=3))
-    threads = [threading.Thread(target=capturing), threading.Thread(target=eager_and_load)]
+    threads = [threading.Thread(target=capturing, daemon=True), threading.Thread(target=eager_and_load, daemon=True)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    finished = trust.joined(threads, args.part_limit)
     want = "eager replay" if args.force else "CUDA graphs"
-    ok = (not errors and all(r["same"] and r["path"] == want and r["capture_s"] > 0 for r in results["captures"])
+    ok = finished and (not errors and all(r["same"] and r["path"] == want and r["capture_s"] > 0 for r in results["captures"])
           and all(results["eager"]) and len(results["captures"]) == args.rounds)
     print(f"D two threads: {len(results['captures'])} capturing runs, {len(results['eager'])} eager runs, "
-          f"{results['loads']} loads, {len(errors)} errors: {'ok' if ok else 'FAILED'}")
-    return {"ok": ok, "errors": errors, **results}
+          f"{results['loads']} loads, {len(errors)} errors, finished {finished}: {'ok' if ok else 'FAILED'}")
+    return {"ok": ok, "errors": errors, "finished": finished, **results}
 
 
 # (E) a failed capture, then D again -----------------------------------------------------------------
 
 def part_e(args) -> dict:
+    """A model whose step does what a capture forbids (a device synchronize; off CUDA the stand-in
+    raises): that model decodes eagerly and says why, the process keeps graphs, random draws and
+    model initialisation on the device still work, another model still captures; then D again."""
     device = torch.device(args.device)
-    graphs = graph_capture.GraphSet(graph_capture.capturer_for(device), device)
     stream_before = torch.cuda.current_stream(device) if device.type == "cuda" else None
-
-    def illegal():
-        x = torch.ones(4, device=device) * 2
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)           # not permitted while the stream is capturing
-        else:
-            raise RuntimeError("operation not permitted when stream is capturing (stand-in)")
-        return x[None]
-    graphs.capture({"ok": lambda: torch.ones(1, 4, device=device), "illegal": illegal})
-    why = graph_capture.failure()
-    stream_after = torch.cuda.current_stream(device) if device.type == "cuda" else None
     pair = random_pair("tiny", args.device)
+    forward = pair.target.forward
+
+    def illegal(*a, **kw):
+        if trust.capturing_now():
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)           # not permitted while the stream is capturing
+            raise RuntimeError("operation not permitted when stream is capturing (stand-in)")
+        return forward(*a, **kw)
+    pair.target.forward = illegal
     ids = list(range(5, 30))
     cfg = SpecConfig(k=3, max_new_tokens=16, cuda_graphs=True)
-    done = list(speculate(pair, ids, cfg))[-1]
     eager = list(speculate(pair, ids, SpecConfig(k=3, max_new_tokens=16, cuda_graphs=False)))[-1]
-    row = {"failure": why, "stream_restored": stream_before == stream_after, "later_path": done.stats.decode_path,
-           "later_same_as_eager": list(done.token_ids) == list(eager.token_ids)}
-    row["ok"] = (why is not None and row["stream_restored"] and row["later_same_as_eager"]
-                 and done.stats.decode_path.startswith("eager (graph capture failed:"))
-    print(f"E failed capture: {why}; stream restored: {row['stream_restored']}; a later run: {done.stats.decode_path}"
-          f": {'ok' if row['ok'] else 'FAILED'}")
-    graph_capture.clear_failure()
+    done = list(speculate(pair, ids, cfg))[-1]
+    pair.target.forward = forward
+    stream_after = torch.cuda.current_stream(device) if device.type == "cuda" else None
+    torch.rand(8, device=device).sum().item()              # the default generator left capture mode
+    other = random_pair("tiny", args.device)               # a model's initialisation draws on the device
+    later = list(speculate(other, ids, cfg))[-1]
+    want = "eager replay" if args.force else "CUDA graphs"
+    row = {"path": done.stats.decode_path, "draft_path": done.stats.draft_path,
+           "same_as_eager": list(done.token_ids) == list(eager.token_ids),
+           "distrusted": graph_model.POOL.distrusted(pair.target), "process_failure": graph_capture.failure(),
+           "stream_restored": stream_before == stream_after, "other_model_path": later.stats.decode_path}
+    row["ok"] = (row["path"].startswith("eager (graph capture failed:") and row["draft_path"] == want
+                 and row["same_as_eager"] and row["distrusted"] is not None and row["process_failure"] is None
+                 and row["stream_restored"] and row["other_model_path"] == want)
+    print(f"E a capture that fails: {row}: {'ok' if row['ok'] else 'FAILED'}")
+    trust.forget(pair, other)
     row["d_again"] = part_d(args)
     row["ok"] = row["ok"] and row["d_again"]["ok"]
     return row
@@ -302,11 +304,19 @@ def reserved(device: torch.device) -> int | None:
 
 
 def part_f(args) -> dict:
+    """Reserved memory across capacities, read after one capture and drop has paid what a process
+    pays once (cuBLAS keeps a workspace per stream it ran on: the default and the capture stream,
+    about 80 MB on an H100); then a dropped pair's model and caches freed and that memory returned."""
     device = torch.device(args.device)
+    once = random_pair("tiny", args.device)
+    list(speculate(once, list(range(5, 30)), SpecConfig(k=3, max_new_tokens=8, cuda_graphs=True)))
+    trust.forget(once)
+    del once
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
     start = reserved(device)
+    allocated_start = torch.cuda.memory_allocated(device) if device.type == "cuda" else None
     pair = random_pair("tiny", args.device)
     rows = []
     for capacity in args.capacities:          # a bundle per capacity: its static cache, one graph, pooled
@@ -323,16 +333,19 @@ def part_f(args) -> dict:
     target = weakref.ref(pair.target)
     del pair, lm
     gc.collect()
+    graph_model.POOL.drain()          # a collected model's caches are given up by the pool's next caller
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.empty_cache()
     end = reserved(device)
+    allocated = torch.cuda.memory_allocated(device) if device.type == "cuda" else None
     ok = (target() is None and all(not b.graphs.valid for b in bundles)
           and max(r["pooled"] for r in rows) <= graph_model.MAX_POOLED
           and (end is None or end <= start + 64 * 2**20))
     print(f"F leaks: model freed {target() is None}, {len(bundles)} bundles invalidated, reserved {start} -> {end}:"
           f" {'ok' if ok else 'FAILED'}")
-    return {"ok": ok, "reserved_start": start, "reserved_end": end, "capacities": rows}
+    return {"ok": ok, "reserved_start": start, "reserved_end": end, "allocated_start": allocated_start,
+            "allocated_end": allocated, "capacities": rows}
 
 
 # (G) a relocated model ------------------------------------------------------------------------------
@@ -381,7 +394,7 @@ def fork_worker(device: str) -> int:
 
 def part_h(args) -> dict:
     run = subprocess.run([sys.executable, __file__, "--fork-worker", args.device], capture_output=True, text=True,
-                         timeout=400)
+                         timeout=limit_of("H") - 20)
     try:
         result = json.loads(run.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -419,16 +432,155 @@ def _meets(name: str, value: float) -> bool:
     return value >= FIGURES[name] if name in ("ratio", "bandwidth_fraction") else value <= FIGURES[name]
 
 
-PARTS = {"A": part_a, "B": part_b, "C": part_c, "D": part_d, "E": part_e, "F": part_f, "G": part_g, "H": part_h,
-         "I": part_i}
+# letter: (part, seconds expected on an H100, what it checks). A part's limit is twice that plus 30 s.
+PARTS = {
+    "A": (part_a, 15, "fidelity: graphs against eager step by step, fp32 and bf16, first and pooled"),
+    "B": (part_b, 30, "greedy identity with generate() and the eager path, k = 1, 3, 5, 8, fp32"),
+    "D": (part_d, 15, "captures in one thread, eager decoding and model loads in another"),
+    "E": (part_e, 25, "a model whose capture fails: only it decodes eagerly; random draws still work; D again"),
+    "F": (part_f, 10, "leaks: reserved memory across capacities; a dropped pair's model and caches freed"),
+    "G": (part_g, 10, "weights at new addresses: captured afresh, the same tokens"),
+    "H": (part_h, 25, "a worker forked after loading (ZeroGPU): the second race replays"),
+    "J": (trust.part_j, 10, "a draft with -inf outside its head keeps both models on graphs"),
+    "K": (trust.part_k, 30, "bf16 identity on the bundled Llama pair, first difference and its top-2 margin"),
+    "L": (trust.part_l, 40, "a stale graph caught on every route: race, step, k advice, calibration, bench, warm-up"),
+    "M": (trust.part_m, 10, "out of memory inside a capture: that run eager and complete, graphs stay on"),
+    "N": (trust.part_n, 30, "caches dropped, pools cleared and garbage collected beside captures"),
+    "O": (trust.part_o, 40, "ten app-level races at once through the decoding slots, each equal to its solo run"),
+    "P": (trust.part_p, 30, "forty races over four capacities without empty_cache: reserved memory flat"),
+    "C": (part_c, 60, "chi-square of the first two sampled tokens against the exact joint, bf16 and fp32"),
+    "I": (part_i, 150, "the speed table on a Qwen2.5-0.5B/7B-shaped bf16 pair (reports only)"),
+}
+REPORTS_ONLY = {"I"}
+MARK = "@@part "
+
+
+def limit_of(letter: str) -> float:
+    forced = os.environ.get("SPECVIZ_GPU_CHECK_LIMIT_S")        # tests: a short limit
+    return float(forced) if forced else 2 * PARTS[letter][1] + 30
+
+
+def parts_help() -> str:
+    lines = [f"  {letter}  ~{budget:>3} s  {what}" for letter, (_, budget, what) in PARTS.items()]
+    total = sum(budget for _, budget, _ in PARTS.values())
+    return "parts (in the default order; seconds expected on an H100):\n" + "\n".join(lines) + \
+        f"\n  all: ~{total} s, plus a few seconds a child process"
+
+
+def run_child(args) -> int:
+    """Run the parts named by --child in this process, one JSON line each; stop after a failing one
+    (the parent starts a fresh process for the rest: a failure may have left this one in a bad state)."""
+    for letter in args.child:
+        if os.environ.get("SPECVIZ_GPU_CHECK_HANG") == letter:     # tests: a part that never returns
+            time.sleep(3600)
+        start = time.perf_counter()
+        args.part_limit = limit_of(letter) - 10       # threads a part joins give up before the parent does
+        try:
+            part = PARTS[letter][0](args)
+        except Exception:          # noqa: BLE001 - reported, then a fresh process for the rest
+            part = {"ok": False, "error": traceback.format_exc(limit=5)}
+            print(f"{letter} CRASHED:\n{part['error']}")
+        part["seconds"] = time.perf_counter() - start
+        print(MARK + json.dumps({"letter": letter, "part": part}, default=str), flush=True)
+        if not part["ok"]:
+            return 1
+    return 0
+
+
+def child_command(args, letters: str) -> list[str]:
+    cmd = [sys.executable, __file__, "--child", letters, "--device", args.device, "--samples", str(args.samples),
+           "--pair", args.pair, "--k", str(args.k), "--max-new-tokens", str(args.max_new_tokens),
+           "--repeats", str(args.repeats)]
+    return cmd + (["--dry-run"] if args.dry_run else []) + (["--with-compile"] if args.with_compile else [])
+
+
+def _skip(result: dict, letters, left: float, budget: float) -> None:
+    for letter in letters:
+        result["parts"][letter] = {"ok": False, "skipped": f"over the run's budget ({budget:.0f} s)"}
+        print(f"{letter} skipped: its ~{PARTS[letter][1]} s do not fit the {left:.0f} s left")
+
+
+def _end(child: subprocess.Popen) -> None:
+    """End a child and everything it started (part H forks a worker of its own)."""
+    if child.poll() is None:
+        try:
+            os.killpg(child.pid, 9)
+        except ProcessLookupError:
+            pass
+    try:
+        child.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _report(line: str, letter: str) -> dict | None:
+    """The part's record from a child's line, or None for any other line (a stray or broken mark too)."""
+    if not line.startswith(MARK):
+        return None
+    try:
+        record = json.loads(line[len(MARK):])
+    except ValueError:
+        return None
+    return record["part"] if isinstance(record, dict) and record.get("letter") == letter else None
+
+
+def run_parts(args, result: dict) -> list[str]:
+    """Each part in a child process under its limit, within the run's --budget; the JSON after each."""
+    todo, failed, began = list(args.parts), [], time.perf_counter()
+
+    def left() -> float:
+        return args.budget - (time.perf_counter() - began)
+    while todo:
+        if PARTS[todo[0]][1] > left() and not args.dry_run:
+            _skip(result, todo, left(), args.budget)
+            failed += [t for t in todo if t not in REPORTS_ONLY]
+            break
+        child = subprocess.Popen(child_command(args, "".join(todo)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: ([lines.put(line) for line in child.stdout], lines.put(None)),
+                         daemon=True).start()
+        while todo:
+            letter = todo[0]
+            if PARTS[letter][1] > left() and not args.dry_run:
+                break                         # the outer loop skips it and the rest
+            deadline = time.perf_counter() + limit_of(letter)
+            part, tail = None, []
+            while part is None:
+                try:
+                    line = lines.get(timeout=max(0.1, deadline - time.perf_counter()))
+                except queue.Empty:
+                    part = {"ok": False, "error": f"timed out after {limit_of(letter):.0f} s", "output": tail[-20:]}
+                    break
+                if line is None:              # the child ended without reporting this part
+                    _end(child)
+                    part = {"ok": False, "error": f"the process ended (exit {child.returncode})", "output": tail[-20:]}
+                    break
+                part = _report(line, letter)
+                if part is None:
+                    print(line, end="" if line.endswith("\n") else "\n", flush=True)
+                    tail.append(line.rstrip()[:300])
+            todo.pop(0)
+            result["parts"][letter] = part
+            if args.out:
+                Path(args.out).write_text(json.dumps(result, indent=1, default=str))
+            if not part["ok"]:
+                if letter not in REPORTS_ONLY:
+                    failed.append(letter)
+                break                         # a fresh process for the parts left
+        _end(child)
+    return failed
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=parts_help(),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dry-run", action="store_true", help="on the CPU, tiny models, few samples: checks that it runs")
     ap.add_argument("--device", default=None, help="default: cuda (cpu with --dry-run)")
-    ap.add_argument("--parts", default="ABCDEFGHI", help="letters of the parts to run, in order")
-    ap.add_argument("--samples", type=int, default=2000, help="chi-square runs per dtype and k")
+    ap.add_argument("--parts", default="".join(PARTS), help="letters of the parts to run, in order")
+    ap.add_argument("--budget", type=float, default=540, help="seconds for the whole run: parts that would not "
+                    "fit are skipped and reported (default 540)")
+    ap.add_argument("--samples", type=int, default=1000, help="chi-square runs per dtype and k")
     ap.add_argument("--pair", default="qwen2.5-0.5b:7b", help="random pair shapes for the speed table")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--max-new-tokens", type=int, default=128)
@@ -437,49 +589,50 @@ def main() -> int:
     ap.add_argument("--out", default=None, help="the JSON, rewritten after every part (default: gpu_check.json; "
                     "none with --dry-run)")
     ap.add_argument("--fork-worker", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.fork_worker:
         return fork_worker(args.fork_worker)
+    unknown = set(args.parts) - set(PARTS)
+    if unknown:
+        print(f"unknown parts {''.join(sorted(unknown))}: choose from {''.join(PARTS)} (see --help)")
+        return 2
     pinned = pinned_transformers()
     cuda = torch.version.cuda if torch.cuda.is_available() else None
-    print(f"python {sys.version.split()[0]}, torch {torch.__version__} (CUDA {cuda}), transformers "
-          f"{transformers.__version__} (pinned {pinned})")
+    if not args.child:
+        print(f"python {sys.version.split()[0]}, torch {torch.__version__} (CUDA {cuda}), transformers "
+              f"{transformers.__version__} (pinned {pinned})")
     if transformers.__version__ != pinned:
         print(f"refused: transformers {transformers.__version__} is not the pinned {pinned}; carry its wheel "
               f"(pip download --only-binary=:all: --no-deps transformers=={pinned}; on this machine pip install "
-              f"--no-index --no-deps --target DIR THE_WHEEL and PYTHONPATH=DIR)")
+              f"--no-index --no-deps --target DIR THE_WHEEL and PYTHONPATH=DIR; docs/gpu.md)")
         return 2
     args.identity_tokens, args.identity_ks, args.identity_prompts, args.rounds = 64, (1, 3, 5, 8), len(PROMPTS), 4
-    args.capacities = [256, 1024, 4096, 16384]
+    args.capacities, args.soak_runs, args.prompts = [256, 1024, 4096, 16384], 40, PROMPTS
     if args.dry_run:
         args.device = args.device or "cpu"
-        args.samples, args.pair, args.max_new_tokens, args.repeats = min(args.samples, 100), "tiny", 16, 1
+        args.samples, args.pair, args.max_new_tokens, args.repeats = min(args.samples, 60), "tiny", 16, 1
         args.identity_tokens, args.identity_ks, args.identity_prompts = 12, (1, 5), 2
-        args.samples, args.rounds, args.capacities = min(args.samples, 60), 2, [256, 512]
+        args.rounds, args.capacities, args.soak_runs = 2, [256, 512], 10
     args.device = args.device or "cuda"
     args.out = args.out or (None if args.dry_run else "gpu_check.json")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("no CUDA device here: run with --dry-run for the CPU check")
         return 2
     args.force = not args.device.startswith("cuda")    # off CUDA the graph path is asked for (the eager stand-in)
+    if args.child:
+        return run_child(args)
     result = {"device": args.device, "dry_run": args.dry_run, "versions": {
         "python": sys.version.split()[0], "torch": torch.__version__, "cuda": cuda,
         "transformers": transformers.__version__},
-        "gpu": torch.cuda.get_device_name(0) if args.device.startswith("cuda") else None, "parts": {}}
-    failed = []
-    for letter in args.parts:
-        start = time.perf_counter()
-        try:
-            part = PARTS[letter](args)
-        except Exception:          # noqa: BLE001 - one part's crash must not lose the others
-            part = {"ok": False, "error": traceback.format_exc(limit=5)}
-            print(f"{letter} CRASHED:\n{part['error']}")
-        part["seconds"] = time.perf_counter() - start
-        result["parts"][letter] = part
-        if not part["ok"]:
-            failed.append(letter)
-        if args.out:
-            Path(args.out).write_text(json.dumps(result, indent=1, default=str))
+        "gpu": torch.cuda.get_device_name(0) if args.device.startswith("cuda") else None,
+        "budgets_s": {letter: PARTS[letter][1] for letter in args.parts}, "parts": {}}
+    failed = run_parts(args, result)
+    over = [letter for letter, part in result["parts"].items()
+            if part.get("seconds") is not None and part["seconds"] > PARTS[letter][1]]
+    if over:
+        took = ", ".join(f"{x} {result['parts'][x]['seconds']:.0f} s" for x in over)
+        print(f"over their expected seconds: {took}")
     print(f"\n{'FAILED: ' + ', '.join(failed) if failed else 'ok'}: parts {args.parts}"
           + (f" (JSON in {args.out})" if args.out else ""))
     return 1 if failed else 0

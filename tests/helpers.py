@@ -132,3 +132,13 @@ def form_values(**changes) -> list:
     from specviz.app.request import FORM_FIELDS
     values = {**FORM, **changes}
     return [values.get(name) for name in FORM_FIELDS]
+
+
+def steady(costs, repeats: int = 3):
+    """A hand-made calibrate.MachineCosts as if each median had been timed `repeats` times alike (no
+    spread): the cost model (engine/analysis/cost_model.py) then holds settled figures at every size."""
+    from dataclasses import replace
+    ks = [n - 1 for n in costs.pass_s if n > 1]
+    rounds = {k: costs.round_draft_s.get(k, (costs.draft_s or 0.0) * k) for k in ks}
+    return replace(costs, pass_samples={n: (s,) * repeats for n, s in costs.pass_s.items() if n > 1},
+                   round_samples={k: (s,) * repeats for k, s in rounds.items()} if costs.draft_s is not None else {})

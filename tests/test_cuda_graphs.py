@@ -120,12 +120,16 @@ def test_graph_set_bookkeeping():
     def step():
         calls.append(1)
         return torch.tensor([[1.0, 2.0]])
-    first = graphs.run("a", step, rebuild=step).clone()
+    first = graphs.run("a", step, rebuild=step, at=5).clone()
     assert graphs.captures == 1 and len(calls) == 3        # captured (one run), then the eager check and a replay
-    assert graphs.checked == {"a"}
-    out = graphs.run("a", step, rebuild=step)
-    assert len(calls) == 4                                 # checked once: later replays run alone
-    assert out.data_ptr() == graphs.run("a", step, rebuild=step).data_ptr()   # a replay writes one static output
+    assert graphs.checked == set()                         # checked at its capture's state: not trusted yet
+    graphs.run("a", step, rebuild=step, at=5)
+    assert len(calls) == 5 and graphs.checked == set()
+    graphs.run("a", step, rebuild=step, at=6)              # checked at another state: trusted
+    assert len(calls) == 7 and graphs.checked == {"a"} and graphs.worst_delta == 0.0
+    out = graphs.run("a", step, rebuild=step, at=7)
+    assert len(calls) == 8                                 # trusted: later replays run alone
+    assert out.data_ptr() == graphs.run("a", step, rebuild=step, at=8).data_ptr()   # a replay writes one static output
     assert torch.equal(first, out)
     graphs.capture({"b": step, "c": step})
     assert graphs.captures == 3 and graphs.capture_s >= 0 and set(graphs.replays) == {"a", "b", "c"}
@@ -146,7 +150,7 @@ def test_a_failed_capture_decodes_on_eagerly_and_says_so(pair):
             assert torch.allclose(lm.feed(tokens, keep), eager.feed(tokens, keep), atol=1e-5)
         assert lm.decode_path.startswith("eager (graph capture failed: RuntimeError: operation not permitted")
         assert lm.captures == 0
-        # Closed for the whole process: a later run of any model decodes eagerly and says why.
+        # Closed for that model: a later run of it decodes eagerly and says why.
         later = last(decode_baseline(pair, PROMPTS[1], SpecConfig(**GRAPHS)))
         assert later.stats.decode_path.startswith("eager (graph capture failed: RuntimeError")
         assert later.token_ids == hf_generate(pair, ids_of(pair, PROMPTS[1]), SpecConfig(max_new_tokens=N))
@@ -154,7 +158,7 @@ def test_a_failed_capture_decodes_on_eagerly_and_says_so(pair):
         assert spec.stats.decode_path == later.stats.decode_path and spec.stats.capture_s == 0
     finally:
         lm.release()
-        graph_capture.clear_failure()
+        graph_model.POOL.clear_distrust(pair.target)
         graph_model.POOL.forget(pair.target)    # later tests capture with the eager capturer again
 
 
@@ -204,11 +208,39 @@ def test_gpu_check_dry_run(tmp_path):
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--dry-run", "--out", str(out)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    for part in ("A fidelity", "B identity", "C chi-square", "D two threads", "E failed capture", "F leaks",
-                 "G relocated", "H forked worker", "tok/s", "capture"):
+    for part in ("A fidelity", "B identity", "C chi-square", "D two threads", "E a capture that fails", "F leaks",
+                 "G relocated", "H forked worker", "J draft with -inf", "K bf16 identity", "L stale graph via calibration",
+                 "M out of memory", "N drops and GC", "O ten app-level races", "P soak", "tok/s", "capture"):
         assert part in run.stdout
+    result = json.loads(out.read_text())
+    parts, budgets = result["parts"], result["budgets_s"]
+    assert list(parts) == list("ABDEFGHJKLMNOPCI") and all(part["ok"] for part in parts.values())
+    # every part within its limit (twice its H100 seconds plus 30), on this CPU with tiny models
+    assert all(part["seconds"] <= 2 * budgets[letter] + 30 for letter, part in parts.items()), \
+        {letter: round(part["seconds"]) for letter, part in parts.items()}
+
+
+@pytest.mark.slow
+def test_gpu_check_cuts_a_hanging_part_at_its_limit_and_goes_on_in_a_fresh_process(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "SPECVIZ_GPU_CHECK_LIMIT_S": "40",
+           "SPECVIZ_GPU_CHECK_HANG": "G"}
+    out = tmp_path / "gpu_check.json"
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--dry-run", "--parts", "GF",
+                          "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     parts = json.loads(out.read_text())["parts"]
-    assert list(parts) == list("ABCDEFGHI") and all(part["ok"] for part in parts.values())
+    assert run.returncode == 1 and "timed out after 40 s" in parts["G"]["error"]
+    assert parts["F"]["ok"]
+
+
+def test_gpu_check_lists_its_parts_and_refuses_unknown_ones():
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    script = str(ROOT / "scripts" / "gpu_check.py")
+    shown = subprocess.run([sys.executable, script, "--help"], env=env, capture_output=True, text=True, timeout=120)
+    for letter in "ABCDEFGHIJKLMNOP":
+        assert f"\n  {letter}  ~" in shown.stdout
+    refused = subprocess.run([sys.executable, script, "--dry-run", "--parts", "AZ"], env=env, capture_output=True,
+                             text=True, timeout=120)
+    assert refused.returncode == 2 and "unknown parts Z" in refused.stdout
 
 
 def test_gpu_check_refuses_another_transformers(tmp_path):

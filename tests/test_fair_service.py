@@ -412,7 +412,7 @@ def test_a_race_that_shared_the_device_with_another_says_so(tiny_dirs):
     finally:
         done.set()
         other.join(5)
-    assert "Another decoding job ran on this server at the same time" in beside and 'data-shared="1"' in beside
+    assert "another decoding job ran beside it" in beside and 'data-shared="1"' in beside
 
 
 def test_a_release_without_its_note_still_frees_the_slot():

@@ -24,7 +24,7 @@ from specviz.bench.random_pair import random_pair
 from specviz.bench.runner import hf_generate
 from specviz.runtime import graph_capture, graph_model
 from specviz.runtime.cached_model import CachedModel, cached_model
-from specviz.runtime.graph_capture import GATE, EagerCapturer, GraphSet, check
+from specviz.runtime.graph_capture import GATE, EagerCapturer, GraphSet
 from specviz.runtime.timing import synchronize
 from specviz.paths import ROOT
 
@@ -96,18 +96,6 @@ def test_the_check_passes_on_a_correct_path():
     assert target.graphs.checked and target.graphs.checked <= set(target.graphs.replays)
     assert (1, 1) in target.graphs.checked or (4, 4) in target.graphs.checked
     assert graph_model.POOL.distrusted(pair.target) is None
-
-
-def test_check_tolerances():
-    logits = torch.tensor([[3.0, 1.0, -2.0], [0.5, 2.5, 0.0]])
-    assert check(logits, logits.clone(), torch.float32) is None
-    assert check(logits, logits + 1e-4, torch.float32) is None           # a reduction order's worth
-    assert "max |delta|" in check(logits, logits + 0.05, torch.float32)   # a stale value's worth
-    assert check(logits, logits + 0.05, torch.bfloat16) is None          # bf16 rounds coarser
-    swapped = logits.clone()
-    swapped[0, 1] = 3.5
-    assert "argmax" in check(logits, swapped, torch.bfloat16)
-    assert "non-finite" in check(logits, logits * float("nan"), torch.float32)
 
 
 def test_a_synchronize_waits_for_a_capture_underway():
@@ -193,21 +181,20 @@ def test_inside_a_step_an_unplanned_shape_runs_eagerly_instead_of_capturing():
         lm.release()
 
 
-def test_a_capture_that_raises_mid_step_closes_the_path_for_the_process():
+def test_a_capture_that_raises_mid_step_distrusts_its_set_and_ends_the_capture():
     graphs = GraphSet(EagerCapturer(), torch.device("cpu"))
 
     def broken():
         raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
-    try:
-        graphs.capture({"a": lambda: torch.zeros(1, 2), "b": broken})
-        assert graph_capture.failure().startswith("RuntimeError: CUDA error")
-        assert graphs.replays == {} and not GATE.capturing
-        other = GraphSet(EagerCapturer(), torch.device("cpu"))
-        assert other.path.startswith("eager (graph capture failed: RuntimeError")
-        assert torch.equal(other.run("c", lambda: torch.ones(1, 2), rebuild=None), torch.ones(1, 2))
-        assert other.captures == 0
-    finally:
-        graph_capture.clear_failure()
+    graphs.capture({"a": lambda: torch.zeros(1, 2), "b": broken})
+    assert graphs.path.startswith("eager (graph capture failed: RuntimeError: CUDA error")
+    assert graphs.replays == {} and not GATE.capturing
+    assert graph_capture.failure() is None              # the device still answers: not the whole process
+    assert torch.equal(graphs.run("c", lambda: torch.ones(1, 2), rebuild=None), torch.ones(1, 2))
+    other = GraphSet(EagerCapturer(), torch.device("cpu"))
+    assert other.path == "eager replay"
+    other.run("c", lambda: torch.ones(1, 2), rebuild=None)
+    assert other.captures == 1
 
 
 def test_dropping_a_pair_frees_its_model_and_its_bundles():
@@ -219,6 +206,8 @@ def test_dropping_a_pair_frees_its_model_and_its_bundles():
     del pair
     gc.collect()
     assert target() is None and draft() is None            # the pool held them weakly
+    assert not any(b in [e[1] for e in graph_model.POOL._free] for b in held)
+    graph_model.POOL.drain()          # a finalizer only queues them; the next caller of the pool gives them up
     assert all(not b.graphs.valid for b in held)
     assert not any(b in [e[1] for e in graph_model.POOL._free] for b in held)
 

@@ -63,3 +63,35 @@ def test_repetition_is_the_share_an_ngram_lookup_would_guess():
     assert h.repeated_share > 0.5 and "repeats" in h.note
     assert "repeats" not in headline(_done(list(range(50)), "spec", rounds=5), _done(list(range(50)), "base"),
                                      greedy=True).note
+
+
+def test_sampled_lanes_of_different_lengths_are_compared_over_the_same_tokens():
+    """87 tokens that ended against 128 at the budget: the rates over different lengths are not like for
+    like; the headline, the strip and the ledger compare each lane's time to the shorter lane's count."""
+    from specviz.engine.analysis.stats import RunStats
+    from specviz.engine.loop.events import TargetToken
+    from specviz.engine.metrics.measures import compared_speedup, equal_length_speedup
+    spec_times = [0.0] + [0.01 * i for i in range(1, 88)]             # 87 tokens, 0.87 s, then it ended
+    # 128 tokens at the budget: 0.02 s each for the first 87, then 0.005 s each (a cheap tail, 1.945 s in all)
+    base_times = [0.0] + [0.02 * i for i in range(1, 88)] + [1.74 + 0.005 * i for i in range(1, 42)]
+    assert equal_length_speedup(spec_times, base_times) == (base_times[87] / spec_times[87], 87)
+    spec_t, base_t = LaneTally(tokens=87, elapsed_s=0.87), LaneTally(tokens=128, elapsed_s=1.945)
+    whole = (87 / 0.87) / (128 / 1.945)
+    speedup, over = compared_speedup(spec_t, base_t, spec_times, base_times)
+    assert over == 87 and abs(speedup - 2.0) < 1e-9 and abs(speedup - whole) > 1e-6    # not the whole lanes'
+    stats = RunStats(k=3)
+    for i, t in enumerate(base_times[1:]):
+        stats.add(TargetToken(index=i, token_id=5, piece="a", p=0.5, t=t))
+    stats.times["spec"], stats.tallies["spec"] = spec_times, spec_t
+    assert stats.measured_speedup() == speedup                        # the strip's figure is the same one
+    spec, plain = _done([1] * 87, "spec", "eos", 0.87, rounds=40), _done([2] * 128, "base", "max_tokens", 1.945)
+    h = headline(spec, plain, greedy=False, compared=(speedup, over))
+    assert "first 87 tokens" in h.line and "2.00× the plain rate" in h.line and "per token" not in h.line
+    from specviz.engine.analysis.ledger import build
+    assert build(spec_t, base_t, speedup=speedup).speedup == speedup
+
+
+def test_equal_lengths_keep_the_whole_lanes_rate_ratio():
+    from specviz.engine.metrics.measures import compared_speedup, lane_speedup
+    spec_t, base_t = LaneTally(tokens=64, elapsed_s=1.0), LaneTally(tokens=64, elapsed_s=1.5)
+    assert compared_speedup(spec_t, base_t, [0.0, 0.5], [0.0, 0.1]) == (lane_speedup(spec_t, base_t), None)

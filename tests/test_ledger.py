@@ -13,6 +13,8 @@ from specviz.engine.analysis.ledger import Ledger, build, text_lines
 from specviz.engine.metrics.measures import LaneTally
 from specviz.engine.metrics.theory import break_even_acceptance, expected_speedup, expected_tokens_per_round
 
+from .helpers import steady
+
 
 @pytest.mark.parametrize("k,c,v", [(1, 0.1, 1.2), (2, 0.1, 1.8), (3, 0.09, 1.28), (5, 0.05, 1.1), (2.5, 0.2, 1.3)])
 def test_break_even_solves_the_formula(k, c, v):
@@ -121,9 +123,9 @@ def test_pick_k_prices_each_k_by_its_rounds_draft_steps():
     scores = {k: expected_speedup(0.7, k, in_round.c(k), in_round.v(k)) for k in range(1, 8)}
     assert max(scores, key=scores.get) == 4
     from specviz.app.k_advice import advise
-    advice = advise(in_round, 0.7, (1, 7))
-    assert advice.expected == pytest.approx(scores[4]) and advice.c == in_round.c(4)
-    assert f"c = {in_round.c(4):.2f}" in advice.line() and round(advice.expected, 2) == 1.86
+    advice = advise(steady(in_round), 0.7, (1, 7))
+    assert advice.expected == pytest.approx(scores[4]) and advice.c == pytest.approx(in_round.c(4))
+    assert f"c = {in_round.c(4):.3f}" in advice.line() and round(advice.expected, 2) == 1.86
     assert round(expected_speedup(0.7, 6, alone.c(6), alone.v(6)), 2) == 2.43
 
 
@@ -159,7 +161,7 @@ def test_a_rounds_draft_steps_are_timed_right_after_a_verify_pass(pair, monkeypa
     monkeypatch.setattr(calibrate, "cached_model", logged(cm.cached_model))
     monkeypatch.setattr(drafters, "cached_model", logged(cm.cached_model))
     ids = pair.tokenizer("The quick brown fox jumps over the lazy dog. " * 16)["input_ids"][:calibrate.CONTEXT]
-    passes, rounds = calibrate._median_rounds(pair, torch.tensor(ids), k_max=3, repeats=2)
+    passes, rounds = calibrate._timed_rounds(pair, torch.tensor(ids), k_max=3, repeats=2)
     assert set(rounds) == {1, 2, 3} and set(passes) == {2, 3, 4}
     assert log[:2] == [("target", len(ids), ids[0]), ("draft", len(ids) - 1, ids[0])]     # the contexts
     rest = log[2:]
@@ -253,12 +255,12 @@ def test_k_advice_says_what_it_measured():
     from specviz.app.k_advice import advise
     costs = MachineCosts(plain_s=0.03, draft_s=0.003, pass_s={1: 0.03, 2: 0.033, 3: 0.036, 4: 0.039, 5: 0.06},
                          threads=1)
-    advice = advise(costs, 0.55, (1, 4))
+    advice = advise(steady(costs), 0.55, (1, 4))
     assert advice.k == pick_k(0.55, costs, (1, 4))
     assert advice.expected == pytest.approx(expected_speedup(0.55, advice.k, 0.1, costs.v(advice.k)))
     line = advice.line()
-    assert f"k = {advice.k}" in line and "c = 0.10" in line and f"v = {costs.v(advice.k):.2f}" in line
-    assert "1 thread)" in line and "a = 0.55" in line
+    assert f"k = {advice.k}" in line and "c = 0.100" in line and f"v = {costs.v(advice.k):.2f}" in line
+    assert "3 runs" in line and "a = 0.55" in line
 
 
 def test_a_draft_too_slow_for_its_target_is_named():

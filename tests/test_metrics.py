@@ -48,7 +48,7 @@ def test_acceptance_three_ways_and_tau():
 TRACE_KEYS = ["rounds", "drafted", "accepted", "rejected", "tokens", "full_rounds", "full_round_tokens", "draft_s",
               "verify_s", "target_s", "accept_s", "elapsed_s", "acceptance_rate", "draft_acceptance_rate",
               "mean_acceptance_length", "tokens_per_round", "tokens_per_s", "target_forwards", "draft_forwards",
-              "decode_path", "capture_s", "draft_path", "draft_format_by"]
+              "decode_path", "capture_s", "graph_check_delta", "draft_path", "draft_format_by"]
 
 
 def test_done_stats_keep_their_record_keys_and_read_back():

@@ -76,3 +76,20 @@ def test_chat_reply_ends_at_the_templates_eos(real_pair):
         assert done.token_ids[-1] in real_pair.eos_token_ids
         assert tok.convert_ids_to_tokens(done.token_ids[-1]) == "<|im_end|>"
         assert "Paris" in done.text and "<|im_end|>" not in done.text
+
+
+def test_the_shipped_draft_stays_on_graphs_with_its_minus_inf_outside_its_head(real_pair):
+    """The shipped draft's head covers 8192 tokens and gives -inf elsewhere, by design: the graph
+    path's replay check (the eager stand-in here) must keep both models on graphs, tokens equal."""
+    from specviz.runtime import graph_model
+    ids = chat_ids(real_pair.tokenizer, PROMPTS[0][1])
+    try:
+        eager = speculate(real_pair, ids, SpecConfig(k=3, max_new_tokens=24, cuda_graphs=False))
+        graphs = speculate(real_pair, ids, SpecConfig(k=3, max_new_tokens=24, cuda_graphs=True))
+        eager, graphs = list(eager)[-1], list(graphs)[-1]
+        assert graphs.stats.decode_path == "eager replay" and graphs.stats.draft_path == "eager replay"
+        assert graphs.token_ids == eager.token_ids
+        assert graph_model.POOL.distrusted(real_pair.draft) is None
+    finally:
+        for model in (real_pair.target, real_pair.draft):
+            graph_model.POOL.forget(model)

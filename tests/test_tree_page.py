@@ -166,7 +166,7 @@ def test_a_greedy_tree_race_writes_the_chains_and_plain_decodings_text():
     chain, _ = _race_text(app, tree="chain")
     assert tree["spec"] == tree["base"] == chain["spec"] == chain["base"] and len(tree["spec"]) > 10
     assert 'id="tree-box"' in last.ledger and 'id="tree-choices"' in last.ledger and "1st choice" in last.ledger
-    assert "not priced here" in last.ledger          # no costs measured for this app: said, not invented
+    assert "No verdict against a chain" in last.ledger    # no chain timed for this app: said, not invented
     assert 'class="tree-note' in last.spec_pane
     # The chain's formula E(a, k) is not a tree's: no theory figures in the strip or the ledger for a tree.
     assert "not for a tree: see the tree box" in last.strip and "does not describe a token tree" in last.ledger
@@ -174,31 +174,43 @@ def test_a_greedy_tree_race_writes_the_chains_and_plain_decodings_text():
     assert "draft passes, one a depth" in last.status and "speculation pays above" not in last.status
 
 
-def test_the_tree_box_prices_the_chain_with_this_machines_costs():
+def test_the_tree_box_prices_the_chain_from_the_cost_model():
+    from specviz.engine.analysis.cost_model import CostModel
     spec = LaneTally(tokens=100, rounds=30, drafted=30 * 14, accepted=60, rejected=40, elapsed_s=2.0, draft_s=0.6,
                      verify_s=30 * 0.05)
     plain = LaneTally(tokens=100, rounds=0, elapsed_s=4.0)
     by_choice = [{"depth": d, "choice": c, "judged": 20, "accepted": 12 if c == 0 else 5, "rate": 0.6 if c == 0 else 0.25}
                  for d in (1, 2, 3, 4) for c in (0, 1)]
-    costs = MachineCosts(plain_s=0.04, draft_s=0.004, pass_s={n: 0.04 * (1 + 0.05 * n) for n in range(2, 14)})
-    html = tree_box_html(spec, plain, (2, 2, 1, 1), by_choice, costs, 14)
-    assert "estimated chain" in html and "priced at the v it cost in this race" in html   # 15 tokens not timed
+    model = CostModel(("bundled", "cpu", "eager", "here"))
+    model.seed(MachineCosts(plain_s=0.04, draft_s=0.004, pass_s={n: 0.04 * (1 + 0.05 * n) for n in range(2, 14)},
+                            pass_samples={n: (0.04 * (1 + 0.05 * n),) * 3 for n in range(2, 14)},
+                            round_samples={k: (0.004 * k,) * 3 for k in range(1, 13)}))
+    html = tree_box_html(spec, plain, (2, 2, 1, 1), by_choice, model)
+    assert "estimated chain" in html and "cost model at depth 4" in html
     assert re.search(r'data-verdict="(tree paid|about even|chain paid)"', html)
-    html = tree_box_html(spec, plain, (2, 2, 1, 1), by_choice, replace(costs, pass_s={n: 0.04 for n in range(2, 16)}), 14)
-    assert "Both passes were timed alone" in html
-    assert "Both passes were timed alone" in tree_box_html(spec, plain, (2, 2, 1, 1), by_choice, costs, 14, tree_v=1.2)
+    assert f"{spec.tokens / spec.elapsed_s / 25:.2f}x against" in html      # the tree's speed: the race's own
 
 
-def test_a_measured_pair_gets_its_tree_pass_timed_once():
+def test_one_source_the_why_the_ledger_and_the_tree_box_read_the_same_c_and_v():
+    """After a race the why, the ledger and the k note read the pair's cost model, and a tree race's why and
+    box read the same tree pass: no screen shows two values for one quantity (the box once said v = 0.87
+    under a why saying v = 1.73 for the same pass)."""
+    import html as html_mod
     app = _app()
-    _race_text(app)                          # loads the pair
-    preset = app.presets["bundled"]
-    from specviz.app.k_advice import advise
-    from specviz.engine.analysis.calibrate import measure_costs
-    app.advice["bundled"] = advise(measure_costs(app.pair(preset), 4, repeats=1), 0.7, (1, 4))
-    _, last = _race_text(app)
-    assert list(app.pass_v) == [("bundled", 15)] and app.pass_v[("bundled", 15)] > 0
-    assert "Both passes were timed alone" in last.ledger and "estimated chain" in last.ledger
+    _race_text(app, tree="chain")                                    # a chain race: the model's first samples
+    model = app.costs.latest("bundled")
+    k = FORM["k"]
+    c, v = model.chain(k)
+    _, last = _race_text(app, tree="chain")
+    c2, v2 = app.costs.latest("bundled").chain(k)
+    status, ledger = html_mod.unescape(last.status), html_mod.unescape(last.ledger)
+    assert c2.samples == c.samples + 1 and v2.samples == v.samples + 1         # each race joined the model
+    for shown in (status, ledger):
+        assert f"{c2.value:.3f}" in shown and f"{v2.value:.2f}" in shown             # the model's medians
+    _, tree_last = _race_text(app)
+    why = re.search(r"cost v = ([0-9.]+)", html_mod.unescape(tree_last.status)).group(1)
+    box = re.search(r'id="tree-box".*', html_mod.unescape(tree_last.ledger), re.S).group(0)
+    assert f"v = {why}" in box or "No verdict" in box
 
 
 def test_step_mode_draws_each_tree_round():

@@ -14,7 +14,8 @@ from typing import Iterator
 
 from ..engine import SpecConfig, race, speculate, to_dict
 from ..runtime.pair import ModelPair
-from .zerogpu import gpu
+from ..runtime.graph_model import POOL
+from .zerogpu import ON_ZEROGPU, gpu
 from ..engine.analysis.lossless import LosslessResult, lossless_check
 from .state import AppState, warm_up
 
@@ -39,6 +40,11 @@ def handle(app: AppState) -> str:
 
 
 def _pair(app: str, key: str) -> ModelPair:
+    if ON_ZEROGPU:
+        # Each GPU call starts with no graph or static cache from an earlier one: between calls
+        # ZeroGPU may move or release the worker's device memory, which a pooled cache's graphs
+        # would still read (the weights' addresses are checked; a cache's own are not).
+        POOL.clear()
     state = _APPS[app]
     pair = state.pair(state.known(key))
     if state.defer_warm_up and key not in _warm:      # ZeroGPU: warm up on the worker's GPU, not at start

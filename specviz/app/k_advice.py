@@ -1,48 +1,88 @@
-"""The k a loaded pair is offered with on this server: measured here, not copied from another machine.
+"""The k a loaded pair is offered with on this server: read from its cost model, not copied from another machine.
 
 When a pair is loaded, the app times a few passes of it in a decoding slot (engine/analysis/calibrate.py:
-plain steps, target passes of 2..k_max + 1 tokens, each k's draft steps in their place in a round) with the threads it serves with,
-and picks the k with the highest E(a, k) / (k c(k) + v(k)) for the acceptance rate a the preset's
-draft reached on held-out prompts (spaces.yaml `acceptance`, measured in benchmarks/). The page
-offers that k and says why in one line; a visitor can still set any k in range.
+plain steps, target passes of 2..k_max + 1 tokens, each k's draft steps in their place in a round) with
+the threads it serves with; every timed repeat seeds the pair's cost model (engine/analysis/cost_model.py),
+and every race with it adds its own c and v. The advice is the cost model's: the k with the highest
+E(a, k) / (k c(k) + v(k + 1)) for the acceptance rate a the preset's draft reached on held-out prompts
+(spaces.yaml `acceptance`, measured in benchmarks/), with the ks within noise of it. Where the figures
+are noise or too few, there is no advice: the line says what is still needed, and the preset's k stays.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.analysis.calibrate import MachineCosts, pick_k
-from ..engine.metrics.theory import expected_speedup, priced_v
+from ..engine.analysis.cost_model import Advice, CostModel
+from ..engine.metrics.theory import expected_speedup
 
 
 @dataclass(frozen=True)
 class KAdvice:
-    k: int
-    a: float                 # the draft's held-out acceptance rate the choice assumes
-    costs: MachineCosts
-    expected: float          # E(a, k) / (k c(k) + v(k)) at the chosen k
+    advice: Advice
+    model: CostModel
 
     @property
-    def c(self) -> float:
-        """A draft step at the chosen k, in plain steps (priced in its place in a round)."""
-        return self.costs.c(self.k)
+    def k(self) -> int | None:
+        """The k offered, or None where the figures cannot say (the preset's k stays)."""
+        return self.advice.k
 
     @property
-    def v(self) -> float:
-        """The verify pass at the chosen k (k + 1 tokens), in plain steps."""
-        return self.costs.v(self.k)
+    def a(self) -> float:
+        return self.advice.a
+
+    @property
+    def expected(self) -> float | None:
+        return self.advice.expected
+
+    @property
+    def c(self) -> float | None:
+        """A draft step at the advised k, in plain steps (the cost model's median)."""
+        return self.advice.c.value if self.advice.c else None
+
+    @property
+    def v(self) -> float | None:
+        """The verify pass at the advised k (k + 1 tokens), in plain steps (the cost model's median)."""
+        return self.advice.v.value if self.advice.v else None
+
+    def figures(self) -> str:
+        """'c = 0.05 (0.04-0.06, 7 runs) and v = 1.31 (...) for a pass of 4 tokens', or ''."""
+        c, v = self.advice.c, self.advice.v
+        if c is None or v is None:
+            return ""
+        return f"{c.text('.3f')} and {v.text()} for a verify pass of {v.size} tokens"
+
+    def flat_k(self, k_range: tuple[int, int]) -> int | None:
+        """The best k with the advised k's one c and v at every k (what the what-if chart draws)."""
+        if self.k is None:
+            return None
+        return max(range(k_range[0], k_range[1] + 1), key=lambda k: expected_speedup(self.a, k, self.c, self.v))
 
     def line(self) -> str:
-        c, v = self.c, self.v
-        threads = f"{self.costs.threads} thread{'s' if self.costs.threads != 1 else ''}"
-        return (f"k = {self.k} suits this machine: measured at load ({threads}), a draft step costs "
-                f"c = {c:.2f} plain steps and a verify pass of {self.k + 1} tokens v = {v:.2f}"
-                f"{'' if v == priced_v(v) else f' (below one step: timing noise, priced at {priced_v(v):.2f})'}; with the "
-                f"draft's held-out acceptance a = {self.a:.2f} the formula expects {self.expected:.2f}x.")
+        if self.k is None:
+            figures = self.figures()
+            return (f"No k advised for this machine yet: {self.advice.reason}"
+                    f"{f' ({figures})' if figures else ''}. The pair's own k stays offered.")
+        lo, hi = self.advice.within
+        near = "" if lo == hi else f"; k = {lo} to {hi} are within its timing noise of it"
+        return (f"k = {self.k} suits this machine{near}: from this pair's cost model here ({self.model.runs} "
+                f"race{'s' if self.model.runs != 1 else ''} and the timing at load), a draft step costs "
+                f"{self.figures()}; with the draft's held-out acceptance a = {self.a:.2f} the formula expects "
+                f"{self.expected:.2f}x.")
 
     def to_dict(self) -> dict:
-        return {"k": self.k, "a": self.a, "expected_speedup": self.expected, **self.costs.to_dict()}
+        c, v = self.advice.c, self.advice.v
+        return {"k": self.k, "a": self.a, "expected_speedup": self.expected, "within": self.advice.within,
+                "reason": self.advice.reason,
+                **{f.name: {"value": f.value, "low": f.low, "high": f.high, "samples": f.samples, "size": f.size}
+                   for f in (c, v) if f is not None}}
 
 
-def advise(costs: MachineCosts, a: float, k_range: tuple[int, int]) -> KAdvice:
-    k = pick_k(a, costs, k_range)
-    return KAdvice(k=k, a=a, costs=costs, expected=expected_speedup(a, k, costs.c(k), costs.v(k)))
+def from_model(model: CostModel, a: float, k_range: tuple[int, int]) -> KAdvice:
+    return KAdvice(model.advise(a, k_range), model)
+
+
+def advise(costs, a: float, k_range: tuple[int, int], key: tuple = ("", "", "", "")) -> KAdvice:
+    """The advice of a cost model seeded from one calibration alone (calibrate.MachineCosts)."""
+    model = CostModel(key)
+    model.seed(costs)
+    return from_model(model, a, k_range)

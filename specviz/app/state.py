@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 
 from typing import Callable, Iterator, TypeVar
 
-from ..engine.analysis.calibrate import measure_costs, measure_pass_v
+from ..engine.analysis.calibrate import measure_costs
+from ..engine.analysis.cost_model import CostModel
+from ..engine.metrics.measures import LaneTally
 from ..runtime.pair import ModelPair
 from ..errors import ConfigError, LoadError, SpecvizError
-from .k_advice import KAdvice, advise
+from .cost_models import CostModels, default_path, path_of
+from .k_advice import KAdvice, from_model
 from .side_work import SideWork
 from . import slots
 from .slots import SLICE_S, FairSlots, Sharing, sliced
@@ -59,9 +62,9 @@ class AppState:
     advise_k: bool = False
     advice: dict[str, KAdvice] = field(default_factory=dict)    # preset key -> the k measured for it here
     advising: set[str] = field(default_factory=set)              # preset keys being measured now
-    # A token tree's verify pass over n tokens timed alone (calibrate.measure_pass_v), for the tree box's
-    # sentence: (preset key, n) -> v(n) in plain steps. Measured once, after the first race of that size.
-    pass_v: dict[tuple[str, int], float] = field(default_factory=dict)
+    # One cost model per (pair, device, decode path, machine) (app/cost_models.py): the only source of c,
+    # v(n) and their spread for the advice, the why, the ledger, Explain and the tree box.
+    costs: CostModels = field(default_factory=CostModels, repr=False)
     # In-process work beside the races (a fetched model's conversion, a pair loading): a race that
     # overlapped it says so, as it does for other programs' load (app/side_work.py).
     side_work: SideWork = field(default_factory=SideWork, repr=False)
@@ -236,26 +239,34 @@ class AppState:
         try:
             with self.decoding():
                 costs = measure_costs(pair, self.limits.k_range[1])
-            self.advice[preset.key] = advise(costs, preset.acceptance, self.limits.k_range)
+            model = self.costs.get(preset.key, pair.device, default_path(pair.device))
+            model.seed(costs)
+            self._readvise(preset, model)
         except Exception:          # noqa: BLE001 - advice is optional: the preset's k stays offered
             log.warning("could not measure %s on this machine; offering its preset k", preset.key, exc_info=True)
         finally:
             self.advising.discard(preset.key)
 
-    def tree_pass_v(self, preset: Preset, pair: ModelPair, n: int) -> float | None:
-        """v(n) of a tree's pass over n tokens on this machine, for a pair that was measured at load (its
-        chain passes are in its advice): timed once in a decoding slot (a few passes), then remembered.
-        None where the pair was not measured (the tree box then says so) or the timing failed."""
-        if preset.key not in self.advice:
-            return None
-        if (preset.key, n) not in self.pass_v:
-            try:
-                with self.decoding():
-                    self.pass_v[(preset.key, n)] = measure_pass_v(pair, [n])[n]
-            except Exception:          # noqa: BLE001 - optional: the tree's pass is then priced from the race
-                log.warning("could not time a %d-token pass of %s", n, preset.key, exc_info=True)
-                return None
-        return self.pass_v[(preset.key, n)]
+    def _readvise(self, preset: Preset, model: CostModel) -> None:
+        if self.advise_k and preset.acceptance is not None:
+            self.advice[preset.key] = from_model(model, preset.acceptance, self.limits.k_range)
+
+    def fold_race(self, preset: Preset, pair: ModelPair, spec: LaneTally, plain: LaneTally, spec_stats,
+                  tree: bool = False) -> CostModel:
+        """A finished race's own c and v into its pair's cost model (the advice follows it); returns the
+        model, which this race's why, ledger and tree box then read."""
+        model = self.costs.get(preset.key, pair.device, path_of(spec_stats))
+        model.add_race(spec, plain, tree)
+        self._readvise(preset, model)
+        return model
+
+    def fold_step_run(self, preset: Preset, pair: ModelPair, spec_stats, tree: bool = False) -> CostModel:
+        """A finished step-mode run's draft steps and passes into its pair's cost model (priced in the
+        model's plain step: the run had no plain lane); the advice follows it."""
+        model = self.costs.get(preset.key, pair.device, path_of(spec_stats))
+        if model.add_step_run(spec_stats.tally, tree):
+            self._readvise(preset, model)
+        return model
 
     def advice_pending(self, preset: Preset) -> bool:
         """Will this pair's k advice arrive without another visitor action (it is loading or being measured)?"""
@@ -266,7 +277,7 @@ class AppState:
     def suggested_k(self, preset: Preset) -> int:
         """The k the page offers for a pair: measured here once it was loaded, else the preset's."""
         advice = self.advice.get(preset.key)
-        return advice.k if advice is not None else preset.k
+        return advice.k if advice is not None and advice.k is not None else preset.k
 
     def k_note(self, preset: Preset) -> str:
         """One line on where the offered k comes from ("" before the pair was measured here)."""

@@ -17,6 +17,7 @@ from ..engine.metrics import measures
 from ..engine.loop.events import from_dict
 from ..models.fetch import FETCHABLE, fetched
 from ..engine.analysis.lossless import draft_contrast, samples_to_separate, verdict_line
+from ..engine.analysis.repeat import repeated
 from ..engine.analysis.stats import RunStats
 from . import gpu_calls
 from .state import AppState
@@ -47,7 +48,8 @@ class Exercise:
     title: str
     question: str                # what the learner predicts
     choices: tuple[str, ...]     # () for a number
-    run: Callable[[AppState], Outcome]
+    run: Callable[..., Outcome]  # run(app), or run(app, repeat=n) where `repeatable`
+    repeatable: bool = False     # a measured speedup: "repeat 3x" gives the median of n races with the range
 
 
 # --- running ------------------------------------------------------------------------------
@@ -79,7 +81,34 @@ def race_stats(app: AppState, key: str, prompt: str | None = None, **settings) -
     stats = RunStats(cfg.k)
     for record in app.sliced(gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict())):
         stats.add(from_dict(record))
+    if set(stats.done) == {"spec", "base"}:              # a finished race joins the pair's cost model
+        preset = app.preset(key)
+        app.fold_race(preset, app.pair(preset), *(measures.LaneTally.from_stats(stats.done[lane]) for lane in ("spec", "base")),
+                      stats.done["spec"], bool(cfg.tree))
     return stats
+
+
+def _advice_words(app: AppState, key: str) -> str:
+    """The k the race tab's note offers for this pair (the cost model's advice), so the two never disagree
+    unsaid; "" where the host does not advise."""
+    advice = app.advice.get(key)
+    if advice is None:
+        return ""
+    if advice.k is None:
+        return f" The k note under the slider advises no k yet: {advice.advice.reason}."
+    lo, hi = advice.advice.within
+    return (f" The k note under the slider, from this machine's cost model, advises k = {advice.k}"
+            f"{'' if lo == hi else f' (k = {lo} to {hi} within its noise)'}.")
+
+
+def model_figures(app: AppState, key: str, stats: RunStats) -> tuple[float, float]:
+    """c and v of this race's k from the pair's cost model (this race already in it), the figures the race
+    tab's why and ledger give; the race's own where the model has none."""
+    model = app.costs.latest(key)
+    k = round(stats.drafts_per_round())
+    c, v = model.chain(k) if model is not None and k >= 1 else (None, None)
+    return (c.value if c is not None and c.value is not None else stats.cost_ratio() or 0.0,
+            v.value if v is not None and v.value is not None else stats.verify_ratio() or 1.0)
 
 
 def ran(app: AppState, key: str, *runs: dict, prompt: str | None = None, settings: str | None = None) -> str:
@@ -94,25 +123,29 @@ def _passes(stats: RunStats) -> tuple[int, int]:
 
 
 # --- the exercises --------------------------------------------------------------------------
-def race(app: AppState) -> Outcome:
+def race(app: AppState, repeat: int = 1) -> Outcome:
     key, run = pick(app, "fast"), {"max_new_tokens": 96}
-    stats = race_stats(app, key, **run)
-    s, a = stats.measured_speedup(), stats.acceptance_rate
+    runs = [race_stats(app, key, **run) for _ in range(max(1, repeat))]
+    stats = runs[0]                                # the first race's figures; the answer is the median's
+    rep = repeated([r.measured_speedup() for r in runs]) if len(runs) > 1 else None
+    s, a = (rep.median if rep else stats.measured_speedup()), stats.acceptance_rate
     spec, base = _passes(stats)
     tpr = measures.mean_acceptance_length(stats.tallies["spec"])     # tau: tokens / passes, as the strip's
-    c, v = stats.cost_ratio() or 0.0, stats.verify_ratio() or 1.0
+    c, v = model_figures(app, key, stats)          # the cost model's: the race tab's why gives the same
     k = stats.drafts_per_round()
     # A round costs k c + v plain steps (drafting, then one verify pass): each part with its own value,
     # then the bigger share of the extra over one step named.
     most = (f"Most of the extra is the verify pass: checking up to {stats.k + 1} tokens at once costs more than one "
             f"plain step here." if v - 1 >= k * c else
             f"Most of the extra is drafting: {k:.3g} draft steps come before every pass.")
-    return Outcome(round(s, 2), f"{s:.2f}×",
-                   f"The target checked the drafts in {spec} passes where plain decoding needed {base}: it accepted "
-                   f"{a:.0%} of the drafts it judged, so each pass yielded {tpr:.2f} tokens. The speedup is smaller "
-                   f"than that because a round costs {k * c + v:.2f} plain steps, not 1: {k:.3g} draft steps at "
-                   f"c = {c:.3f} each ({k * c:.2f}), then a verify pass at v = {v:.2f}. {most}",
-                   ("race", stats), ran=ran(app, key, run))
+    repeated_line = f"{rep.line()} The passes and costs below are the first race's. " if rep else ""
+    return Outcome(round(s, 2), f"{s:.2f}×" + (f" (median of {len(runs)}, range {rep.low:.2f}-{rep.high:.2f}×)"
+                                              if rep else ""),
+                   f"{repeated_line}The target checked the drafts in {spec} passes where plain decoding needed {base}: "
+                   f"it accepted {a:.0%} of the drafts it judged, so each pass yielded {tpr:.2f} tokens. The speedup "
+                   f"is smaller than that because a round costs {k * c + v:.2f} plain steps, not 1: {k:.3g} draft "
+                   f"steps at c = {c:.3f} each ({k * c:.2f}), then a verify pass at v = {v:.2f}. {most}",
+                   ("race", stats), ran=ran(app, key, *([run] * len(runs))))
 
 
 def passes(app: AppState) -> Outcome:
@@ -195,7 +228,7 @@ def best_k(app: AppState) -> Outcome:
                    f"Larger k wins more tokens per target pass, but each extra draft step costs c = {sweep.c or 0:.2f} "
                    f"and is accepted only with probability a = {sweep.a or 0:.2f} given the ones before it. The theory "
                    f"drawn from those two numbers (and a verify pass costing {sweep.v or 0:.2f} plain steps) puts "
-                   f"its best k at {predicted}; the races measured {best}.", ("sweep", sweep),
+                   f"its best k at {predicted}; the races measured {best}.{_advice_words(app, key)}", ("sweep", sweep),
                    ran=ran(app, key, settings=f"k = {SWEEP_KS[0]} to {SWEEP_KS[-1]}, greedy, 48 new tokens at most each"))
 
 
@@ -304,7 +337,7 @@ def _first_difference(a: str, b: str) -> int:
 
 EXERCISES = (
     Exercise("race", "The race", "How many times faster than plain decoding will speculative decoding be "
-             "(96 new tokens, greedy)?", (), race),
+             "(96 new tokens, greedy)?", (), race, repeatable=True),
     Exercise("passes", "Target passes saved", "The speculative lane writes 96 tokens. How many forward passes of "
              "the target will it need?", (), passes),
     Exercise("identity", "Greedy identity", "Greedy speculative decoding against greedy plain decoding of the "

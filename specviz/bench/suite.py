@@ -19,6 +19,7 @@ import torch
 
 from ..engine import SpecConfig
 from ..engine.analysis import ledger
+from ..engine.analysis.cost_model import CostModel
 from ..engine.metrics import measures, theory
 from ..runtime.lean_draft import built_lean_weights
 from ..engine.loop.drafters import uses_draft_model
@@ -170,9 +171,13 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
             out["theory_speedup_fast"] = theory.expected_speedup(a, k, c_fast, v_fast)
             out["fast_speedup_over_theory"] = out["fast_speedup"] / out["theory_speedup_fast"]
     if forced is None:
-        # Why faster or slower, from the prompts' median runs pooled: phases, break-even a, the cause.
+        # Why faster or slower, from the prompts' median runs pooled: phases, break-even a, the cause; c and v
+        # from a cost model of those runs (engine/analysis/cost_model.py: their median, range and count).
+        model = CostModel(("bench", "", "", ""))
+        for r in rows:
+            model.add_race(*(measures.LaneTally(**r["tallies"][lane]) for lane in ("spec", "plain")))
         out["ledger"] = ledger.build(*(measures.pool(measures.LaneTally(**r["tallies"][lane]) for r in rows)
-                                       for lane in ("spec", "plain"))).to_dict()
+                                       for lane in ("spec", "plain")), model).to_dict()
     if c is not None and v is not None:
         out["break_even_acceptance"] = theory.break_even_acceptance(k, c, v)
     if a is not None:

@@ -14,6 +14,9 @@ import json
 import sys
 
 from ..engine.analysis import ledger
+from ..engine.analysis.cost_model import CostModel
+from ..engine.analysis.repeat import repeated
+from ..engine.analysis.stats import RunStats
 from ..engine.analysis.headline import headline
 from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS, uses_draft_model
 
@@ -27,6 +30,9 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON event per line")
     p.add_argument("--no-color", action="store_true", help="plain text without ANSI colors")
     p.add_argument("--explain", action="store_true", help="one line on stderr per verdict: why it was kept or not")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="with --baseline: race N times and report the median speedup with its range (the last "
+                        "race is printed; each one's c and v join the cost model the ledger reads)")
     p.set_defaults(func=run)
 
 
@@ -131,10 +137,21 @@ def run(args) -> int:
               "seconds per new step shape on a CPU)...", file=sys.stderr, flush=True)
         for _ in decode():
             pass
+    model = CostModel(("cli", str(pair.device), "", ""))
+    speedups = []
+    for _ in range(max(0, args.repeat - 1) if args.baseline else 0):   # the earlier races, quietly
+        quiet, ends = RunStats(config.k), {}
+        for event in decode():
+            quiet.add(event)
+            ends.update({event.lane: event} if event.kind == "done" else {})
+        model.add_race(*(ends[lane].stats.tally for lane in ("spec", "base")), tree=config.tree is not None)
+        speedups.append(quiet.compared()[0])
     events = decode()
     color = not args.no_color and not args.json
     done = {}
+    fold = RunStats(config.k)              # each token's time: the like-for-like speedup (measures.compared_speedup)
     for event in events:
+        fold.add(event)
         if args.json:
             print(json.dumps(to_dict(event), ensure_ascii=False), flush=True)
         elif event.lane == "spec":
@@ -156,35 +173,43 @@ def run(args) -> int:
         if "base" in done:
             print(terminal.summary_line(done["base"].stats, "plain target"))
             spec, base = (done[lane].stats.tally for lane in ("spec", "base"))
-            led = ledger.build(spec, base)
-            head = headline(done["spec"], done["base"], config.greedy)    # the page's headline, word for word
+            model.add_race(spec, base, tree=config.tree is not None)
+            speedup, over = fold.compared()
+            led = ledger.build(spec, base, model, speedup=speedup if over is not None else None)
+            head = headline(done["spec"], done["base"], config.greedy, fold.compared())   # the page's, word for word
             print(" ".join(x for x in (head.line, head.note) if x))
+            rep = repeated(speedups + [led.speedup]) if args.repeat > 1 else None
+            if rep is not None:
+                print(rep.line())
             speed = "-" if led.speedup is None else f"{led.speedup:.2f}x"
             print(f"measured speedup: {speed}, {led.verdict} (tokens/s ratio"
-                  f"{', per token: the texts differ' if head.per_token else ''})")
+                  f"{f', over the first {over} tokens of each: the lengths differ' if over is not None else ''}"
+                  f"{', per token: the texts differ' if head.per_token and over is None else ''})")
             lines = ledger.text_lines(led)
             if config.tree is not None:
                 # The chain's formula E(a, k) / (k c + v) does not describe a tree's round: keep where the
                 # seconds went, and set the tree against the chain of its depth that this machine's
                 # measured costs and the tree's own first choices predict.
-                lines = lines[1:3] + tree_lines(pair, config, done["spec"].stats, spec, base)
+                lines = lines[1:3] + tree_lines(pair, config, done["spec"].stats, spec, base, model)
             print("\n".join(lines))
     elif "base" in done:
         spec, base = (done[lane].stats.tally for lane in ("spec", "base"))
-        print(json.dumps({"kind": "ledger", **ledger.build(spec, base).to_dict()}), flush=True)
+        model.add_race(spec, base, tree=config.tree is not None)
+        print(json.dumps({"kind": "ledger", **ledger.build(spec, base, model).to_dict()}), flush=True)
+        rep = repeated(speedups + [fold.compared()[0]]) if args.repeat > 1 else None
+        if rep is not None:
+            print(json.dumps({"kind": "repeated", "median": rep.median, "low": rep.low, "high": rep.high,
+                              "speedups": list(rep.speedups), "verdict": rep.verdict}), flush=True)
     return 0
 
 
-def tree_lines(pair, config, stats, spec, base) -> list[str]:
-    """The tree against an estimated chain of its depth, both passes priced with v(n) timed here for
-    their sizes and the chain's draft step with c (a few seconds), and a pointer to the bench, which
-    races a real chain."""
-    from ..engine.analysis import calibrate, tree_ledger
-    from ..engine.loop.config import planned_nodes
+def tree_lines(pair, config, stats, spec, base, model) -> list[str]:
+    """The tree as raced against an estimated chain of its depth, the chain priced by the cost model
+    (`model`, seeded here with this machine's timing of the chain's rounds: a few seconds), and a pointer
+    to the bench, which races a real chain."""
+    from ..engine.analysis import calibrate, tree_ledger, tree_price
     depth = len(config.tree)
-    costs = calibrate.measure_costs(pair, k_max=depth)
-    nodes = planned_nodes(config) + 1
-    tree_v = calibrate.measure_pass_v(pair, [nodes])[nodes]
-    cmp = tree_ledger.compare_estimated(spec, base, depth, stats.by_choice, costs.c(depth), costs.v(depth), tree_v)
+    model.seed(calibrate.measure_costs(pair, k_max=depth))
+    cmp = tree_price.against_model(spec, base, depth, stats.by_choice, model)
     return tree_ledger.text_lines(cmp) + [f"  a real chain raced on the same prompts: python -m specviz bench "
                                           f"--tree {','.join(map(str, config.tree))}"]

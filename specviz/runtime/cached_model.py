@@ -113,16 +113,26 @@ def cached_model(model, vocab_size: int, fast: bool = False, positions: int = 0,
         if weights is not None:
             return LeanCachedModel(weights, vocab_size, positions)
     if graphs or (graphs is None and device.type == "cuda"):
-        from .graph_model import GraphCachedModel, eager_reason, unsupported
+        from .graph_model import GraphCachedModel, NoRoom, eager_reason, unsupported
         why = unsupported(model)
         if why is None:
             off = eager_reason(model)
             if off is not None:
                 return CachedModel(model, vocab_size, decode_path=f"eager ({off})")
-            return GraphCachedModel(model, vocab_size, positions, shapes=shapes)
+            try:
+                return GraphCachedModel(model, vocab_size, positions, shapes=shapes)
+            except NoRoom as exc:           # this run decodes eagerly; graphs stay on for the next
+                return CachedModel(model, vocab_size, decode_path=f"eager ({exc})")
+            except torch.OutOfMemoryError:
+                return CachedModel(model, vocab_size, decode_path="eager (out of device memory for a graph cache)")
         if graphs:
             raise ConfigError(f"CUDA graphs cannot run this model: {why}; turn cuda_graphs off")
     return CachedModel(model, vocab_size)
+
+
+def _largest(values: list) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
 
 
 def step_shapes(cfg, role: str) -> tuple:
@@ -142,11 +152,14 @@ def path_stats(target, draft=None) -> dict:
     """What `Done.stats` says about how a lane decoded: `decode_path` (the target's: "eager",
     "CUDA graphs", "torch.compile", "eager replay" for the graph path off CUDA, or "eager (graph
     capture failed: ...)" / "eager (a replay differed ...)" when the graph path closed), `capture_s`,
-    the seconds this run spent capturing graphs (0 when its pooled caches had them), and
+    the seconds this run spent capturing graphs (0 when its pooled caches had them),
+    `graph_check_delta`, the largest |delta| between a replay and the eager step this run's checks
+    found (None when none ran), and
     `draft_path`, how the draft model stepped ("" without one; e.g. "lean eager, int8 weights"), and
     `draft_format_by`, how the lean step's weights' format was chosen ("" for any other step)."""
     present = [m for m in (target, draft) if m is not None]
     return {"decode_path": getattr(target, "decode_path", "eager") if target is not None else "eager",
             "capture_s": sum(getattr(m, "capture_s", 0.0) for m in present),
+            "graph_check_delta": _largest([getattr(m, "check_delta", None) for m in present]),
             "draft_path": getattr(draft, "decode_path", "eager") if draft is not None else "",
             "draft_format_by": getattr(draft, "format_by", "") if draft is not None else ""}

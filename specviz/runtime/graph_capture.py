@@ -1,6 +1,6 @@
 """CUDA-graph bookkeeping, apart from the model: which step shapes have a graph, their static
-input buffers, captures taken all at once under the device gate, a check of each shape's first
-replay against the eager step, and failure that closes the path.
+input buffers, captures taken all at once under the device gate, a check of each shape's
+replays against the eager step, and failures kept as narrow as their cause.
 
 A CUDA graph records a step's kernels once and replays them with one launch: what a small
 model's decode step costs is then its arithmetic and memory traffic, not hundreds of launches
@@ -15,10 +15,19 @@ Rules kept here (PyTorch's CUDA-graph notes, the CUDA runtime's stream-capture r
   lanes' steps (lane.py) and every device synchronize (`timing.synchronize`) take shared, so
   they wait for a capture to end and a capture waits for the running ones to finish.
 - A capture runs on a stream of the model's device, under that device (`torch.cuda.device`).
-- A failed capture ends its capture and restores the thread's stream in a `finally`, and turns
-  graphs off for the whole process (`failure()`): every later run decodes eagerly and says why.
-- A shape's first replay is compared with the eager step on the same inputs (`check`); a
-  mismatch makes its set eager (`GraphSet.distrust`) and the caller rebuilds its cache eagerly.
+- A failed capture ends its capture and restores the thread's stream in a `finally`; the device's
+  default random generator never enters capture mode (a capture registers it, and a capture that
+  fails would leave it there: every later random draw on the device would then raise), and the
+  garbage collector is off while a capture runs (a finalizer could free device memory mid-capture).
+- A failure is as narrow as its cause: out of device memory closes that one set for that one run
+  (`closed`; its cache is not pooled again); any other capture error distrusts that set's model
+  (`distrusted`, which the pool keeps); only a device that no longer answers after the failure
+  turns graphs off for the whole process (`failure()`).
+- A shape's replays are compared with the eager step on the same inputs, and the K/V entries each
+  wrote (`check`, `check_state`), until one passes at a state (`at`: the feed's first position)
+  other than the one it was captured at: a graph that froze a host value at capture replays
+  correctly at that state only, so a check there proves nothing. A mismatch makes its set eager
+  (`distrusted`) and the caller rebuilds its cache eagerly.
 
 The CUDA calls sit behind a one-method `Capturer`: `CudaCapturer` and `EagerCapturer`, the CPU
 stand-in, which calls the step at each "replay", writing into a fixed output tensor as a replay
@@ -26,6 +35,7 @@ does: on a CPU the tests run the very same buffers, gate, checks and bookkeeping
 """
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from contextlib import contextmanager
@@ -35,11 +45,13 @@ from typing import Callable, Hashable, Iterator, Protocol
 import torch
 
 Step = Callable[[], torch.Tensor]      # reads only its shape's static buffers; returns the step's output
-# The first replay of a shape must match the eager step within this share of the logits' scale:
-# replays run the very kernels the eager step launches on the same inputs, so they differ at most
-# by a reduction order (fp32: a few 1e-6 relative; bf16/fp16: a few ulps of 2^-8 carried through the
-# layers), while a value frozen at capture (a position, a length) moves logits by tenths or more.
-TOLERANCE = {torch.float32: 1e-3, torch.float64: 1e-6, torch.bfloat16: 3e-2, torch.float16: 1e-2}
+State = Callable[[], list[torch.Tensor]]   # the cache entries a step may write (its K/V over the filled span)
+# A replay runs the very kernels the eager step launches on the same inputs, so the two agree to the
+# bit when the kernels are deterministic: on an H100, 0.0 in fp32 and in bf16 over every step of
+# gpu_check's part A. The bound, a share of the logits' largest magnitude, allows about one unit in
+# the last place of the dtype there (bf16 keeps 8 significant bits, fp16 11: a reduction order that
+# differs), while a value frozen at capture (a position, a length) moves logits by tenths or more.
+TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-9, torch.bfloat16: 1e-2, torch.float16: 2e-3}
 
 
 class Replay(Protocol):
@@ -66,6 +78,18 @@ class DeviceGate:
         self._writer: int | None = None
         self._waiting = 0
         self._mine = threading.local()
+        self._after: list[Callable[[], None]] = []
+
+    def captured_by_me(self) -> bool:
+        return self._writer == threading.get_ident()
+
+    def after_capture(self, fn: Callable[[], None]) -> None:
+        """Run `fn` once the capture this thread holds ends (device work that must not run inside it,
+        such as freeing a dropped cache's graphs from a finalizer); at once when this thread holds none."""
+        if self.captured_by_me():
+            self._after.append(fn)
+        else:
+            fn()
 
     @property
     def capturing(self) -> bool:
@@ -116,9 +140,17 @@ class DeviceGate:
         try:
             yield
         finally:
-            with self._cond:
-                self._writer = None
-                self._cond.notify_all()
+            try:
+                while self._after:          # still exclusive: nothing else touches the device meanwhile
+                    fn = self._after.pop(0)     # (one queued while draining runs too)
+                    try:
+                        fn()
+                    except Exception:       # noqa: BLE001 - one failed clean-up must not strand the rest
+                        pass
+            finally:
+                with self._cond:
+                    self._writer = None
+                    self._cond.notify_all()
 
 
 GATE = DeviceGate()
@@ -151,12 +183,28 @@ class _Graph:
         return self.output
 
 
+_CAPTURE_STREAMS: dict[int, "torch.cuda.Stream"] = {}
+_STREAMS_LOCK = threading.Lock()
+
+
+def capture_stream(device: torch.device) -> "torch.cuda.Stream":
+    """The one stream every capture on `device` runs on (captures take turns under the gate). One
+    per device, not one per cache: cuBLAS keeps a workspace for each stream it has run on (about
+    40 MB each on an H100, seen in gpu_check's part F) that no cache drop or empty_cache frees."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    with _STREAMS_LOCK:
+        if index not in _CAPTURE_STREAMS:
+            with torch.cuda.device(index):
+                _CAPTURE_STREAMS[index] = torch.cuda.Stream(index)
+        return _CAPTURE_STREAMS[index]
+
+
 class CudaCapturer:
-    """torch.cuda.CUDAGraph over the step, on this capturer's own stream of the model's device;
-    the graphs of one cache share one memory pool (they never run at the same time, and each output
-    is copied out before the next replay) and are captured on that one stream, as PyTorch asks of a
-    shared pool. Capture mode "thread_local", and the gate (GraphSet.capture) keeps lanes' steps and
-    device synchronizes of every thread waiting while it captures."""
+    """torch.cuda.CUDAGraph over the step, on the device's capture stream; the graphs of one cache
+    share one memory pool (they never run at the same time, and each output is copied out before
+    the next replay), captured on that one stream, as PyTorch asks of a shared pool. Capture mode
+    "thread_local", and the gate (GraphSet.capture) keeps lanes' steps and device synchronizes of
+    every thread waiting while it captures."""
     name = "CUDA graphs"
     WARMUP = 2                          # eager runs on the capture stream first (lazy kernel and cuBLAS setup)
 
@@ -164,10 +212,10 @@ class CudaCapturer:
         self.device = device
         with torch.cuda.device(device):
             self.pool = torch.cuda.graph_pool_handle()
-            self.stream = torch.cuda.Stream(device)
+            self.stream = capture_stream(device)
 
     def capture(self, step: Step) -> Replay:
-        with torch.cuda.device(self.device):
+        with torch.cuda.device(self.device), _spare_generator(self.device):
             caller = torch.cuda.current_stream(self.device)
             self.stream.wait_stream(caller)
             graph = torch.cuda.CUDAGraph()
@@ -190,6 +238,38 @@ class CudaCapturer:
                     raise
             caller.wait_stream(self.stream)
         return _Graph(graph, output)
+
+
+@contextmanager
+def _spare_generator(device: torch.device) -> Iterator[None]:
+    """Hand the device's default random generator a spare state for the capture, and its own state
+    back after it. A capture registers the default generator and puts its state in capture mode until
+    the capture ends well; a capture that fails leaves it there, and every later random draw on the
+    device (a model's initialisation, `torch.rand`) then raises "Offset increment outside graph
+    capture". The steps captured here draw no random numbers (sampling runs outside the graphs, on
+    each run's own generator), so the spare state is never advanced."""
+    default = torch.cuda.default_generators[device.index if device.index is not None else torch.cuda.current_device()]
+    own = default.graphsafe_get_state()
+    spare = torch.Generator(device=device)
+    spare.set_state(default.get_state())
+    default.graphsafe_set_state(spare.graphsafe_get_state())
+    try:
+        yield
+    finally:
+        default.graphsafe_set_state(own)
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """No garbage collection while a capture runs: a finalizer run by it (a model, a cache) could
+    free or touch device memory in the middle of the capture."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _end_quietly(graph, device: torch.device, pool) -> None:
@@ -237,42 +317,73 @@ def capturer_for(device: torch.device) -> Capturer:
     return CudaCapturer(device) if device.type == "cuda" else EagerCapturer()
 
 
-def check(eager: torch.Tensor, replayed: torch.Tensor, dtype: torch.dtype) -> str | None:
-    """Why a replay's output (keep, V) is not the eager step's on the same inputs, or None: every row's
-    argmax must agree and the largest difference stay within TOLERANCE of the logits' scale."""
+def check(eager: torch.Tensor, replayed: torch.Tensor, dtype: torch.dtype) -> tuple[str | None, float]:
+    """Why a replay's output (keep, V) is not the eager step's on the same inputs (None: it is), and
+    the largest difference over the entries finite in both. Non-finite entries must be the eager
+    step's exactly (a draft whose head covers part of the vocabulary gives -inf elsewhere, by design,
+    and its replay must give -inf there too); a NaN fails; every row's argmax must agree and the
+    largest difference stay within TOLERANCE of the logits' largest finite magnitude."""
     eager, replayed = eager.float(), replayed.float()
     if eager.shape != replayed.shape:
-        return f"shape {tuple(replayed.shape)} instead of {tuple(eager.shape)}"
-    if not torch.isfinite(replayed).all():
-        return "non-finite logits"
-    delta = (eager - replayed).abs().max().item()
-    bound = TOLERANCE.get(dtype, 3e-2) * max(1.0, eager.abs().max().item())
+        return f"shape {tuple(replayed.shape)} instead of {tuple(eager.shape)}", float("inf")
+    if torch.isnan(replayed).any():
+        return "NaN in the replayed logits", float("inf")
+    finite = torch.isfinite(eager)
+    if not torch.equal(finite, torch.isfinite(replayed)) or not torch.equal(eager[~finite], replayed[~finite]):
+        return "non-finite logits where the eager step's differ", float("inf")
+    if not finite.any():
+        return None, 0.0
+    delta = (eager[finite] - replayed[finite]).abs().max().item()
+    bound = TOLERANCE.get(dtype, 1e-2) * max(1.0, eager[finite].abs().max().item())
     if not torch.equal(eager.argmax(-1), replayed.argmax(-1)):
-        return f"a different argmax (max |delta| {delta:.3g})"
+        return f"a different argmax (max |delta| {delta:.3g})", delta
     if delta > bound:
-        return f"max |delta| {delta:.3g} over {bound:.3g}"
-    return None
+        return f"max |delta| {delta:.3g} over {bound:.3g}", delta
+    return None, delta
+
+
+def check_state(eager: list[torch.Tensor], replayed: list[torch.Tensor], dtype: torch.dtype) -> tuple[str | None, float]:
+    """Why the cache entries a replay left (keys and values over the filled span, per layer) are not
+    the eager step's (None: they are), and the largest difference: a graph that writes at a position
+    frozen at capture leaves an entry the eager step wrote untouched and overwrites another."""
+    worst = 0.0
+    for want, got in zip(eager, replayed):
+        if want.shape != got.shape or torch.isnan(got).any():
+            return "a different K/V cache", float("inf")
+        if want.numel():
+            delta = (want.float() - got.float()).abs().max().item()
+            worst = max(worst, delta)
+            if delta > TOLERANCE.get(dtype, 1e-2) * max(1.0, want.float().abs().max().item()):
+                return f"K/V entries differ (max |delta| {delta:.3g})", delta
+    return None, worst
 
 
 @dataclass
 class GraphSet:
     """The replays of one cache, one per step shape (key).
 
-    `capture(plan)` captures every shape of `plan` (key -> step) it lacks, all at once under the
-    gate; `run(key, step, rebuild)` replays key's graph, checking its first replay. `buffers[key]`
-    holds that shape's static inputs, made by `make_buffers(key)` once; `capture_s` sums the seconds
-    of every capture (warm-up included, device-synchronized). After `invalidate()` (the cache's
-    memory is given up) nothing captured may run again."""
+    `capture(plan, at)` captures every shape of `plan` (key -> step) it lacks, all at once under the
+    gate; `run(key, step, rebuild, at, state)` replays key's graph, checking its replays until one
+    passes at a state other than its capture's (`at`: the feed's first position; None for a capture
+    made before any feed, at positions no feed replays). `buffers[key]` holds that shape's static
+    inputs, made by `make_buffers(key)` once; `capture_s` sums the seconds of every capture (warm-up
+    included, device-synchronized); `worst_delta`, the largest difference any check found. After
+    `invalidate()` (the cache's memory is given up) nothing captured may run again."""
     capturer: Capturer
     device: torch.device
     dtype: torch.dtype = torch.float32
     replays: dict[Hashable, Replay] = field(default_factory=dict)
     buffers: dict[Hashable, object] = field(default_factory=dict)
-    checked: set = field(default_factory=set)     # shapes whose first replay matched the eager step
+    captured_at: dict[Hashable, Hashable] = field(default_factory=dict)   # the state each shape was captured at
+    checked: set = field(default_factory=set)     # shapes whose replay matched the eager step at another state
     captures: int = 0
     capture_s: float = 0.0
+    checks: int = 0
+    last_delta: float = 0.0             # the largest difference the latest check found
+    worst_delta: float | None = None
     valid: bool = True
-    distrusted: str | None = None       # why a replay failed its check (then this set runs eagerly)
+    distrusted: str | None = None       # why this set's model must not replay (a check failed, a capture raised)
+    closed: str | None = None           # why this set runs eagerly for now (out of device memory): not its model's fault
 
     def buffers_for(self, key: Hashable, make_buffers: Callable[[Hashable], object]):
         if not self.valid:
@@ -286,11 +397,13 @@ class GraphSet:
         """Why this set's steps run eagerly (None: they replay)."""
         if failure() is not None:
             return f"graph capture failed: {failure()}"
-        return self.distrusted
+        return self.distrusted or self.closed
 
-    def capture(self, plan: dict[Hashable, Step]) -> None:
+    def capture(self, plan: dict[Hashable, Step], at: Hashable = None) -> None:
         """Capture every shape of `plan` not captured yet, holding the gate exclusively: no device
-        synchronize anywhere in the process meanwhile. A failure turns graphs off for the process."""
+        synchronize anywhere in the process meanwhile, and no garbage collection in this thread. Out
+        of device memory closes this set (its run goes on eagerly); any other error distrusts it; a
+        device that no longer answers after the error turns graphs off for the process."""
         if self.eager_reason is not None or all(key in self.replays for key in plan) or GATE.holds_shared():
             return
         with GATE.exclusive():
@@ -298,38 +411,65 @@ class GraphSet:
                 return
             start = time.perf_counter()
             try:
-                for key, step in plan.items():
-                    if key not in self.replays:
-                        self.replays[key] = self.capturer.capture(step)
-                        self.captures += 1
-            except Exception as exc:            # noqa: BLE001 - any capture failure: eager from now on
-                fail(exc)
-                self.replays.clear()
-            try:
+                with _no_gc():
+                    for key, step in plan.items():
+                        if key not in self.replays:
+                            self.replays[key] = self.capturer.capture(step)
+                            self.captured_at[key] = at
+                            self.captures += 1
                 _sync(self.device)              # still inside the gate: no capture is underway
-            except Exception as exc:            # noqa: BLE001 - the device reports a capture's error late
-                fail(exc)
-                self.replays.clear()
+            except Exception as exc:            # noqa: BLE001 - out of memory: this run's; else this model's
+                self._give_up()
+                if out_of_memory(exc):
+                    self.closed = f"out of device memory while capturing ({str(exc)[:80]})"
+                    self.capture_s += time.perf_counter() - start
+                    return
+                self.distrusted = f"graph capture failed: {type(exc).__name__}: {str(exc)[:200]}"
+                if not _device_answers(self.device):
+                    fail(exc)
             self.capture_s += time.perf_counter() - start
 
-    def run(self, key: Hashable, step: Step, rebuild: Callable[[], torch.Tensor]) -> torch.Tensor:
-        """key's output for the buffers the caller filled. A shape not captured yet is captured first
-        (unless this thread is inside shared device work, a lane's step: then that feed runs eagerly);
-        its first replay runs after the eager step on the same inputs and must match it (`check`): on a
-        mismatch this set turns eager for good and `rebuild()` (the caller redoes its cache eagerly, as
-        the replay may have written stale entries) gives the output. Eager sets call the step."""
+    def _give_up(self) -> None:
+        self.replays.clear()
+        self.captured_at.clear()
+        self.checked.clear()
+
+    def run(self, key: Hashable, step: Step, rebuild: Callable[[], torch.Tensor], at: Hashable = None,
+            state: State | None = None) -> torch.Tensor:
+        """key's output for the buffers the caller filled, at state `at` (the feed's first position).
+        A shape not captured yet is captured first, at `at` (unless this thread is inside shared
+        device work, a lane's step: then that feed runs eagerly). Until a replay has matched the eager
+        step at a state other than its capture's, each replay runs after the eager step on the same
+        inputs and must match it, in its output (`check`) and in the cache entries `state()` returns
+        (`check_state`); on a mismatch this set turns eager for good and `rebuild()` (the caller redoes
+        its cache eagerly, as the replay may have written stale entries) gives the output. Eager sets
+        call the step."""
         if self.eager_reason is None and key not in self.replays:
-            self.capture({key: step})
+            self.capture({key: step}, at=at)
         if self.eager_reason is not None or key not in self.replays:   # closed, or no capture from here
             return step()
         replay = self.replays[key]
         if key in self.checked:
             return replay.run()
         expected = step().clone()               # eager first: it writes the right cache entries
+        try:
+            written = [t.clone() for t in state()] if state is not None else []
+        except Exception as exc:                # noqa: BLE001 - no room to check: this run goes on eagerly
+            if not out_of_memory(exc):
+                raise
+            self.closed = "out of device memory for the replay check"
+            return expected                     # the eager step's output, its entries written
         replayed = replay.run()
-        why = check(expected, replayed, self.dtype)
+        why, delta = check(expected, replayed, self.dtype)
+        if why is None and state is not None:
+            why, kv_delta = check_state(written, state(), self.dtype)
+            delta = max(delta, kv_delta)
+        self.checks += 1
+        self.last_delta = delta
+        self.worst_delta = delta if self.worst_delta is None else max(self.worst_delta, delta)
         if why is None:
-            self.checked.add(key)
+            if at != self.captured_at.get(key):  # a frozen host value would have shown here
+                self.checked.add(key)
             return replayed
         self.distrusted = f"a replay differed from the eager step ({why})"
         return rebuild()
@@ -341,12 +481,39 @@ class GraphSet:
         return self.capturer.name if why is None else f"eager ({why})"
 
     def invalidate(self) -> None:
-        self.replays.clear()
+        """Give up the graphs (their memory pool is freed once its last graph is) and the buffers.
+        The caller holds the gate shared: on CUDA the freed pool's memory goes back to the device
+        (`empty_cache`, which synchronizes: never during a capture), or it would stay reserved."""
+        captured = bool(self.replays)
+        self._give_up()
         self.buffers.clear()
-        self.checked.clear()
         self.valid = False
+        if captured and self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """An error that says the device ran out of memory, as torch's allocator raises it or as CUDA and
+    cuBLAS report it (a graph's instantiation, a workspace), not a fault of the model's step."""
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    text = str(exc)
+    return "out of memory" in text or "CUBLAS_STATUS_ALLOC_FAILED" in text
 
 
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def _device_answers(device: torch.device) -> bool:
+    """Whether the device still runs work after a failed capture (a sticky error, such as an illegal
+    address, leaves a CUDA context that fails every later call)."""
+    if device.type != "cuda":
+        return True
+    try:
+        torch.ones(1, device=device).add_(1).item()
+        torch.cuda.synchronize(device)
+        return True
+    except Exception:          # noqa: BLE001
+        return False

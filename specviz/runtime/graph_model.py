@@ -12,15 +12,20 @@ MAX_GRAPH_TOKENS run eagerly over the filled positions only; every later feed of
 `keep` logits replays the graph of (n, keep): 1 for draft and plain steps, 2 for a draft catching
 up, k + 1 for a verify pass. Every shape a run plans (`shapes`) is captured before its first step
 (`prepare`), all at once, inside the decoding slot that runs it (graph_capture.py's gate keeps every
-other lane's step and every device synchronize in the process away meanwhile), and each shape's first replay is checked against the
-eager step; a mismatch makes the model decode eagerly from then on (its cache rebuilt from the
-tokens fed, which the bundle keeps). Rolling back is moving the length: entries past it are masked,
-then overwritten.
+other lane's step and every device synchronize in the process away meanwhile); a shape met later is
+captured at its first feed. Each shape's replays are checked against the eager step, logits and the
+K/V entries written, until one passes at a position other than its capture's (graph_capture.py); a
+mismatch makes the model decode eagerly from then on (its cache rebuilt from the tokens fed, which
+the bundle keeps). Rolling back is moving the length: entries past it are masked, then overwritten.
 
 Caches, with their graphs, are pooled per (model, capacity, vocabulary), lent to one run at a
 time, and kept only while they can replay: the pool holds its models weakly, drops a model's
 bundles when it is forgotten (a pair evicted) or collected, when its weights moved (their device
-addresses, which a graph has baked in, changed: ZeroGPU), and beyond a few bundles in all.
+addresses, which a graph has baked in, changed: ZeroGPU), and beyond a few bundles in all. A cache's
+keys and values are allocated when its bundle is made, on the thread's current (default) stream,
+never inside a capture's warm-up on the capture stream (where freed blocks would stay stranded);
+bundles lent and free together stay within a share of the device's memory (free ones are dropped
+first, under the device gate; a run that still does not fit decodes eagerly).
 Exactness: the same forward with the same keys and values; attention spans the whole
 capacity with the masked entries at -inf weight, which rounds like the eager path in fp32
 (tests/test_cuda_graphs.py checks greedy identity with generate()).
@@ -37,13 +42,18 @@ import torch
 from transformers import StaticCache
 from transformers.cache_utils import Cache, StaticLayer
 
-from .graph_capture import Capturer, GraphSet, capturer_for, failure
+from .graph_capture import GATE, Capturer, GraphSet, capturer_for, failure
 from .static_model import capacity_for
 
 MAX_GRAPH_TOKENS = 33       # feeds of more tokens (k is at most 32, plus one) run eagerly, as prefills do
 ATTENTION = ("sdpa", "eager")   # implementations that take a 4-D additive mask as given
 MAX_POOLED = 6              # free bundles kept in all (a 7B-shaped bf16 bundle at 16k positions is ~0.94 GB)
 PER_SHAPE = 2               # ... and per (model, capacity, vocabulary): a race's two lanes of one model
+MEMORY_SHARE = 0.5          # a new cache takes at most this share of the device memory free when it is made
+
+
+class NoRoom(RuntimeError):
+    """No device memory for another graph cache, even with every free one dropped: decode eagerly."""
 
 
 def unsupported(model) -> str | None:
@@ -65,6 +75,15 @@ def eager_reason(model) -> str | None:
     if failure() is not None:
         return f"graph capture failed: {failure()}"
     return POOL.distrusted(model)
+
+
+def cache_bytes(model, capacity: int) -> int:
+    """Device memory a static cache of `capacity` positions takes: keys and values of every layer."""
+    cfg = model.config
+    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    size = model.get_input_embeddings().weight.element_size()
+    return 2 * cfg.num_hidden_layers * heads * capacity * dim * size
 
 
 def weights_of(model) -> tuple:
@@ -121,12 +140,40 @@ class _Bundle:
         self.device = model.get_input_embeddings().weight.device
         self.dtype = model.get_input_embeddings().weight.dtype
         self.weights = weights_of(model)
-        self.epoch = 0
+        self.epoch = self.generation = 0
         self.slot = _Slot()
         self.cache = Cache(layers=[_PositionedLayer(capacity, self.slot) for _ in range(model.config.num_hidden_layers)])
+        self._allocate(model.config)
         self.kv_index = torch.arange(capacity, device=self.device)          # (capacity,)
         self.history = torch.zeros(capacity, dtype=torch.long, device=self.device)
         self.graphs = GraphSet(capturer, self.device, self.dtype)
+
+    def _allocate(self, config) -> None:
+        """The keys and values of every layer, (1, kv heads, capacity, head dim), allocated now on the
+        current stream (StaticLayer would allocate them at its first update: inside a capture's warm-up)."""
+        heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+        dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        stub = torch.empty(1, heads, 0, dim, dtype=self.dtype, device=self.device)
+        for layer in self.cache.layers:
+            layer.lazy_initialization(stub, stub)
+
+    @property
+    def nbytes(self) -> int:
+        """Device memory of the cache's keys and values."""
+        return sum(t.numel() * t.element_size() for layer in self.cache.layers for t in (layer.keys, layer.values)
+                   if t is not None)
+
+    def give_up(self) -> None:
+        """This cache is never used again: its graphs invalidated (their pool returned), its keys and
+        values and token history freed now rather than whenever the last reference goes."""
+        self.graphs.invalidate()
+        for layer in self.cache.layers:
+            layer.keys = layer.values = None
+        self.history = None
+
+    def written(self, end: int) -> list[torch.Tensor]:
+        """Every layer's keys and values over the first `end` positions (views): what a step may write."""
+        return [t[:, :, :end] for layer in self.cache.layers for t in (layer.keys, layer.values)]
 
     @property
     def model(self):
@@ -153,71 +200,113 @@ class _Bundle:
 
 class BundlePool:
     """Free bundles per (model, (capacity, vocabulary)), most recently released last, at most
-    MAX_POOLED in all and PER_SHAPE per key. Models are held weakly: `forget(model)` (a pair
-    evicted) or the model's garbage collection drops its free bundles (their graphs invalidated) and
-    keeps its lent ones from coming back; a model whose replay failed its check is `distrusted`.
-    An RLock: a model collected while the lock is held runs its finalizer in the same thread."""
+    MAX_POOLED in all and PER_SHAPE per key. A new cache is made only where it takes at most
+    `room(device)` (on CUDA, MEMORY_SHARE of what the device has free; unbounded off CUDA), free ones
+    dropped first to make room: so the caches lent and free stay bounded by the device's memory.
+    Models are held weakly: `forget(model)` (a pair evicted) or the model's garbage collection drops its free
+    bundles (their graphs invalidated) and keeps its lent ones from coming back; a model whose replay
+    failed its check, or whose capture raised, is `distrusted`. A bundle's graphs are given up under
+    the device gate (never while a capture runs) and outside the pool's lock. An RLock: a model
+    collected while the lock is held runs its finalizer in the same thread."""
 
     def __init__(self, cap: int = MAX_POOLED, per_shape: int = PER_SHAPE):
         self.cap, self.per_shape = cap, per_shape
+        self.room = _device_room                  # bytes a new cache may take on a device (None: no bound)
         self._free: list[tuple[tuple, _Bundle]] = []
+        self._lent: dict[int, int] = {}           # id(bundle) -> bytes, for the bundles lent now
+        self._generation = 0                      # bumped by clear(): bundles made before it never return
+        self._dropping: list[_Bundle] = []        # taken off the free list, to be given up by drain()
         self._epochs: dict[int, int] = {}
         self._distrust: dict[int, str] = {}
         self._watched: set[int] = set()
         self._lock = threading.RLock()
 
-    def acquire(self, model, shape: tuple, make, plan=()) -> _Bundle:
+    def acquire(self, model, shape: tuple, make, plan=(), nbytes: int = 0, device=None) -> _Bundle:
         """A free bundle of this model and shape whose weights are where the model's are now, the one
         that has the most of `plan`'s shapes captured (a lane gets back the bundle it captured into);
-        else `make()`."""
+        else `make()`, once the caches lent and free leave room for its `nbytes` (free ones dropped,
+        oldest first, and their memory given back before `make` runs): `NoRoom` when they cannot."""
         key, weights = (id(model), shape), weights_of(model)
-        with self._lock:
-            self._watch(model)
-            for entry in [e for e in self._free if e[0] == key and e[1].weights != weights]:
-                self._drop(entry)                       # the weights moved: its graphs read old addresses
-            mine = [e for e in self._free if e[0] == key]
-            if mine:
-                entry = max(reversed(mine), key=lambda e: sum(s in e[1].graphs.replays for s in plan))
-                self._free.remove(entry)
-                return entry[1]
-            epoch = self._epochs.get(id(model), 0)
+        try:
+            with self._lock:
+                self._watch(model)
+                self._drop([e for e in self._free if e[0] == key and e[1].weights != weights])   # old addresses
+                mine = [e for e in self._free if e[0] == key]
+                if mine:
+                    entry = max(reversed(mine), key=lambda e: sum(s in e[1].graphs.replays for s in plan))
+                    self._free.remove(entry)
+                    self._lent[id(entry[1])] = entry[1].nbytes
+                    return entry[1]
+                epoch, generation = self._epochs.get(id(model), 0), self._generation
+                room = self.room(device) if device is not None else None
+                if room is not None:
+                    while self._free and nbytes > room:
+                        room += self._free[0][1].nbytes      # dropping it gives its cache's memory back
+                        self._drop([self._free[0]])
+                    if nbytes > room:
+                        raise NoRoom(f"no device memory for another graph cache ({nbytes / 2**20:.0f} MiB; "
+                                     f"{self.lent_bytes() / 2**20:.0f} MiB lent to other runs)")
+        finally:
+            self.drain()
         bundle = make()
-        bundle.epoch = epoch
+        bundle.epoch, bundle.generation = epoch, generation
+        with self._lock:
+            self._lent[id(bundle)] = bundle.nbytes
         return bundle
 
     def release(self, model, shape: tuple, bundle: _Bundle) -> None:
         key = (id(model), shape)
         with self._lock:
+            self._lent.pop(id(bundle), None)
             if (not bundle.graphs.valid or bundle.epoch != self._epochs.get(id(model), 0) or bundle.model is None
-                    or id(model) in self._distrust):
-                bundle.graphs.invalidate()
-                return
-            self._free.append((key, bundle))
-            same = [e for e in self._free if e[0] == key]
-            for entry in same[: max(0, len(same) - self.per_shape)]:
-                self._drop(entry)
-            for entry in self._free[: max(0, len(self._free) - self.cap)]:
-                self._drop(entry)
+                    or bundle.generation != self._generation
+                    or id(model) in self._distrust or bundle.graphs.closed is not None):
+                self._dropping.append(bundle)
+            else:
+                self._free.append((key, bundle))
+                same = [e for e in self._free if e[0] == key]
+                self._drop(same[: max(0, len(same) - self.per_shape)])
+                self._drop(self._free[: max(0, len(self._free) - self.cap)])
+        self.drain()
 
     def bundles(self, model) -> list[_Bundle]:
         """This model's free bundles, oldest first."""
         with self._lock:
             return [b for (mid, _), b in self._free if mid == id(model)]
 
+    def lent_bytes(self) -> int:
+        with self._lock:
+            return sum(self._lent.values())
+
     def forget(self, model) -> None:
         """Drop the model's free bundles; those lent now are dropped when they come back."""
         with self._lock:
             self._epochs[id(model)] = self._epochs.get(id(model), 0) + 1
-            self._drop_all(id(model))
+            self._drop([e for e in self._free if e[0][0] == id(model)])
+        self.drain()
+
+    def clear(self) -> None:
+        """Drop every free bundle and keep every lent one from coming back (a ZeroGPU call starts
+        with nothing captured in an earlier call)."""
+        with self._lock:
+            self._generation += 1
+            self._drop(list(self._free))
+        self.drain()
 
     def distrust(self, model, why: str) -> None:
         with self._lock:
             self._watch(model)
             self._distrust.setdefault(id(model), why)
-            self._drop_all(id(model))
+            self._drop([e for e in self._free if e[0][0] == id(model)])
+        self.drain()
 
     def distrusted(self, model) -> str | None:
         return self._distrust.get(id(model))
+
+    def clear_distrust(self, model) -> None:
+        """Trust the model's graphs again (tests; a process never does it itself)."""
+        with self._lock:
+            self._distrust.pop(id(model), None)
 
     def _watch(self, model) -> None:
         if id(model) not in self._watched:
@@ -225,20 +314,47 @@ class BundlePool:
             weakref.finalize(model, self._collected, id(model))
 
     def _collected(self, model_id: int) -> None:
+        """The model's finalizer: its free bundles are queued to be given up by the next caller of the
+        pool (never here: a finalizer may run in a thread that holds the pool's lock, or waits at the
+        device gate, and giving up takes the gate)."""
         with self._lock:
-            self._drop_all(model_id)
+            self._drop([e for e in self._free if e[0][0] == model_id])
             self._epochs.pop(model_id, None)
             self._distrust.pop(model_id, None)
             self._watched.discard(model_id)
 
-    def _drop_all(self, model_id: int) -> None:
-        for entry in [e for e in self._free if e[0][0] == model_id]:
-            self._drop(entry)
+    def _drop(self, entries) -> None:
+        """Take entries off the free list and queue their bundles to be given up (the lock is held)."""
+        for entry in list(entries):
+            if entry in self._free:     # a finalizer run meanwhile (same thread, the lock is reentrant) may have
+                self._free.remove(entry)
+                self._dropping.append(entry[1])
 
-    def _drop(self, entry) -> None:
-        if entry in self._free:     # a finalizer run meanwhile (same thread, the lock is reentrant) may have
-            self._free.remove(entry)
-        entry[1].graphs.invalidate()
+    def drain(self) -> None:
+        """Give up the queued bundles, outside the pool's lock and under the device gate: after a capture
+        underway in another thread, or once this thread's own capture ends. Their graphs are invalidated
+        and their keys and values freed at once, so the memory is back before a new cache is made."""
+        with self._lock:
+            bundles, self._dropping = self._dropping, []
+        if not bundles:
+            return
+
+        def give_up():
+            with GATE.shared():
+                for bundle in bundles:
+                    bundle.give_up()
+        GATE.after_capture(give_up)
+
+
+def _device_room(device) -> int | None:
+    """Bytes a new cache may take on `device`: MEMORY_SHARE of what is free there (the device's free
+    memory plus what PyTorch holds reserved but unused), so that caches lent and free never crowd
+    out the runs' own work; None (no bound) off CUDA."""
+    if device is None or device.type != "cuda":
+        return None
+    free, _ = torch.cuda.mem_get_info(device)
+    spare = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    return int(MEMORY_SHARE * (free + spare))
 
 
 POOL = BundlePool()
@@ -264,12 +380,13 @@ class GraphCachedModel:
         self.shapes = tuple(s for s in dict.fromkeys(shapes) if s[0] <= MAX_GRAPH_TOKENS)
         self.bundle = POOL.acquire(model, (self.capacity, vocab_size),
                                    lambda: _Bundle(model, vocab_size, self.capacity, capturer or capturer_for(self.device)),
-                                   plan=self.shapes)
+                                   plan=self.shapes, nbytes=cache_bytes(model, self.capacity), device=self.device)
         self.graphs = self.bundle.graphs
         self._captures0, self._capture_s0 = self.graphs.captures, self.graphs.capture_s
         self._planned = False
         self._length = 0
         self.forwards = 0
+        self.check_delta: float | None = None     # the largest |delta| this run's replay checks found
 
     @property
     def length(self) -> int:
@@ -296,7 +413,21 @@ class GraphCachedModel:
         is not possible: the shapes would then run eagerly)."""
         if not self._planned:
             self._planned = True
-            self.graphs.capture({key: self._step_for(key) for key in self.shapes})
+            plan = {key: self._step_for(key) for key in self.shapes}
+            # Captured at positions 0..n-1 with nothing cached (what `at=None` stands for): no graph
+            # feed replays there (a first feed is an eager prefill), so every first replay is checked
+            # at another state than its capture's, whatever an earlier run left in these buffers.
+            for key in plan:
+                buf = self.graphs.buffers[key]
+                buf.positions.copy_(buf.offsets)
+            self.bundle.slot.length = 0
+            self.graphs.capture(plan)
+            self._report()
+
+    def _report(self) -> None:
+        """A model whose capture raised, or whose replay failed its check, is distrusted in the pool."""
+        if self.graphs.distrusted is not None:
+            POOL.distrust(self.model, self.graphs.distrusted)
 
     @torch.inference_mode()
     def feed(self, tokens: torch.Tensor, keep: int) -> torch.Tensor:
@@ -317,9 +448,13 @@ class GraphCachedModel:
             buf = self.graphs.buffers[key]
             buf.tokens.copy_(tokens)
             torch.add(buf.offsets, start, out=buf.positions)
-            logits = self.graphs.run(key, step, rebuild=lambda: self._eager(0, start + n, keep)).clone()
-            if self.graphs.distrusted is not None:
-                POOL.distrust(self.model, self.graphs.distrusted)
+            checks = self.graphs.checks
+            logits = self.graphs.run(key, step, rebuild=lambda: self._eager(0, start + n, keep), at=start,
+                                     state=lambda: bundle.written(start + n)).clone()
+            if self.graphs.checks > checks:
+                delta = self.graphs.last_delta
+                self.check_delta = delta if self.check_delta is None else max(self.check_delta, delta)
+            self._report()
         self._length = start + n
         self.forwards += 1
         return logits

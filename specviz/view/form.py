@@ -40,6 +40,7 @@ class Form:
     app: AppState
     use_k: gr.Button          # "use k = N": the measured k, taken only by a click
     link: gr.State            # the share link's class setup: {"pinned": bool, "prompts": [...]}
+    run3: gr.Button | None = None   # "Race 3x": the median of three races (view/repeat_races.py)
 
     @property
     def inputs(self) -> list:
@@ -62,6 +63,8 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
         with gr.Row(elem_id="run-row"):
             run = gr.Button("Run the race", variant="primary", elem_id="run", min_width=120)
             stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=80)
+        # Under Run (beside it, Run wrapped at 1366x768): the median of three races (view/repeat_races.py).
+        run3 = gr.Button("Race 3x: the median of three", size="sm", elem_id="run3")
         link_note = gr.HTML(elem_id="link-note")       # what a share link set, or the values it could not
         with gr.Accordion("Settings: pair, drafter, k, sampling", open=True, elem_id="settings"):
             examples = gr.Examples([[e] for e in first.examples], inputs=[prompt], label="Examples")
@@ -114,7 +117,7 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
               "drafter": drafter, "k": k, "adaptive_k": adaptive, "temperature": temperature, "top_k": top_k,
               "top_p": top_p, "max_new_tokens": max_new, "seed": seed, "stop_strings": stops, "chat": chat,
               "confidence_stop": confidence_stop, "tree": tree}
-    form = Form(fields, run, stop, k_note, k_watch, app, use_k, link)
+    form = Form(fields, run, stop, k_note, k_watch, app, use_k, link, run3)
 
     if app.fetches:      # a background fetch: its progress in the page until it ends
         ticker = gr.Timer(2.0, active=app.fetching())
@@ -247,8 +250,8 @@ def _k_measured(app: AppState, key, link=None):
         return "", gr.Button(visible=False), gr.Timer(active=False)
     if p is None or p.key not in app.advice:
         return gr.skip(), gr.Button(visible=False), _watch_k(app, key)
-    k = app.suggested_k(p)
-    return _k_note_html(app, p), gr.Button(f"use k = {k}", visible=True), gr.Timer(active=False)
+    k = app.advice[p.key].k                  # None: the cost model cannot advise yet (the note says why)
+    return (_k_note_html(app, p), gr.Button(f"use k = {k}", visible=k is not None), gr.Timer(active=False))
 
 
 def _k_note_html(app: AppState, preset) -> str:

@@ -19,7 +19,6 @@ import gradio as gr
 import torch
 
 from ..engine import race
-from ..engine.analysis.headline import headline
 from ..engine.loop.events import Event, from_dict
 from ..errors import SpecvizError
 from ..app import zerogpu
@@ -30,13 +29,13 @@ from .plots import RACE_PLOTS, all_figures
 from .race_view import RaceView
 from . import trace_files
 from .trace_route import download_html
-from ..app.machine_load import OtherLoad, disturbed
-from .ledger_view import VERDICTS, build as build_ledger, ledger_html, path_line, tallies, verdict_class
-from .tree_results import tree_box_html, tree_why
-from ..engine.loop.config import planned_nodes
-from .render import clean, status_html
+from ..app.machine_load import OtherLoad
+from .repeat_races import MAX_REPEAT, more_races, repeat_html
+from .ledger_view import build as build_ledger, ledger_html, path_line, tallies
+from .tree_results import tree_box_html
+from .render import status_html
+from .race_status import _summary, busy_reason, ran_line, why  # noqa: F401  (replay.py and tests read them here)
 from ..app.request import Prepared, RunRequest, load, settle
-from ..app.run_setup import ran_text, settings_text
 from ..app.slots import Sharing, Stopped
 from ..app.visitor_text import without_paths
 from .visitor import current_client, visitor_gone
@@ -82,19 +81,20 @@ def _refused(text: str) -> RaceUpdate:
                       ledger="")
 
 
-def run_race(app: AppState, *form, **named):
-    """The race tab: form values in FORM_FIELDS order (or by name) -> streamed page updates.
+def run_race(app: AppState, *form, repeat: int = 1, **named):
+    """The race tab: form values in FORM_FIELDS order (or by name) -> streamed page updates; `repeat` > 1
+    races the same request again that many times in all and reports the median (view/repeat_races.py).
 
     Whatever goes wrong ends in a one-line message in the status: never a bare toast that leaves
     "Starting …" or "Racing …" on screen."""
     try:
-        yield from _race(app, *form, **named)
+        yield from _race(app, *form, repeat=repeat, **named)
     except Exception as err:          # noqa: BLE001 - the page must say something, whatever failed
         log.exception("race failed")
         yield _only(f"The race failed: {err.__class__.__name__}: {without_paths(str(err))}", "error")
 
 
-def _race(app: AppState, *form, **named):
+def _race(app: AppState, *form, repeat: int = 1, **named):
     cancel = threading.Event()
     # A client that joined and never opened its result stream gets nothing, not even the first update:
     # the check waits (up to view/visitor.OPEN_WITHIN_S) for the stream, which a browser opens at once.
@@ -138,14 +138,33 @@ def _race(app: AppState, *form, **named):
         events.close()
     stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
     dtype = str(next(run.pair.target.parameters()).dtype)
-    led = build_ledger(view.stats)      # once: the verdict, the ledger's HTML and the saved trace read it
+    share, side = others.share(), app.side_work.since(side_mark)
+    # This race's own c and v join the pair's cost model first; its why, ledger and tree box read the model.
+    model = None if stopped else app.fold_race(run.preset, run.pair, *tallies(view.stats),
+                                                getattr(view.dones.get("spec"), "stats", None), bool(cfg.tree))
+    busy = busy_reason(share, side, sharing.shared)
+    led = build_ledger(view.stats, model, busy)   # once: the verdict, the ledger's HTML and the saved trace read it
     ran = ran_line(run.preset.label, cfg)
+    rep = None
+    if repeat > 1 and not stopped:
+        def again():
+            return app.sliced(event_stream(app, run, cancel), gone, lambda: gone() or cancel.is_set())
+        more = more_races(app, run, again, view.stats.measured_speedup(), min(repeat, MAX_REPEAT),
+                          lambda: gone() or cancel.is_set())
+        try:
+            while True:
+                yield RaceUpdate(status=next(more))
+        except StopIteration as end:
+            rep = end.value
+        except Stopped:
+            rep = None
     summary = (status_html("Stopped.", "done status-stopped") if stopped
-               else _summary(view, led, others.share(), cfg.greedy, dtype, app.side_work.since(side_mark),
-                             sharing.shared, cfg.tree)) + ran
+               else _summary(view, led, share, cfg.greedy, dtype, side, sharing.shared, cfg.tree)
+               + repeat_html(rep)) + ran
     yield finished(view, led, summary, stopped,
-                   download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype)),
-                   tree=bool(cfg.tree), tree_box=_tree_box(app, view, run, stopped))
+                   download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype,
+                                             cost_record(model, led.k, busy))),
+                   tree=bool(cfg.tree), tree_box=_tree_box(view, run, stopped, model))
 
 
 def finished(view: RaceView, led, status: str, stopped: bool, download: str, tree: bool = False,
@@ -160,24 +179,16 @@ def finished(view: RaceView, led, status: str, stopped: bool, download: str, tre
                       + tree_box)
 
 
-def _tree_box(app: AppState, view: RaceView, run: Prepared, stopped: bool) -> str:
-    """A tree race's box under the ledger (view/tree_results.py), priced with the costs this machine
-    measured for the pair when it loaded (app/k_advice.py), and the tree's own pass timed alone once
-    where those costs lack its size (AppState.tree_pass_v); "" for a chain."""
+def _tree_box(view: RaceView, run: Prepared, stopped: bool, model) -> str:
+    """A tree race's box under the ledger (view/tree_results.py): the tree as this race measured it, the
+    chain from the pair's cost model (`model`, None where it has none); "" for a chain."""
     cfg = run.config
     if not cfg.tree:
         return ""
     spec, plain = tallies(view.stats)
     done = view.dones.get("spec")
     by_choice = getattr(getattr(done, "stats", None), "by_choice", None) or []
-    advice = app.advice.get(run.preset.key)
-    nodes = planned_nodes(cfg)
-    tree_v = None
-    in_process = not (app.via_records or zerogpu.ON_ZEROGPU)       # the models are here to time
-    if advice is not None and nodes + 1 not in advice.costs.pass_s and not stopped and in_process:
-        tree_v = app.tree_pass_v(run.preset, run.pair, nodes + 1)
-    return tree_box_html(spec, plain, cfg.tree, by_choice, advice.costs if advice else None, nodes,
-                         stopped=stopped, tree_v=tree_v)
+    return tree_box_html(spec, plain, cfg.tree, by_choice, model, stopped=stopped)
 
 
 def _stream(view: RaceView, events: Iterator[Event]):
@@ -215,67 +226,6 @@ def _until_cancelled(records: Iterator[dict], cancel: threading.Event) -> Iterat
         records.close()
 
 
-def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str | None,
-             side: list[str] = (), shared: bool = False, tree: tuple[int, ...] | None = None) -> str:
-    """The finished race's status (HTML), styled by the ledger's verdict (a loss is never shown as a
-    success): the verdict with the race's headline (engine/analysis/headline.py: greedy, the same text
-    in fewer target passes; sampled, each lane's length and stop reason, compared per token), then
-    why greedy lanes differ when they do (rounding in bf16/fp16, greedy being exact only in fp32), a
-    repetitive text named, and whether other programs took the CPU meanwhile, this server's own work
-    beside the race (`side`: app/side_work.py), or another decoding job computing at the same time
-    (`shared`: a host allowing more than one at once, app/slots.py). Under it, the ledger's why, or for a
-    token tree (`tree`: its shape) the tree's own (view/tree_results.tree_why), which the chain's ledger
-    sentence cannot give."""
-    glyph, label = VERDICTS.get(led.verdict, VERDICTS["unmeasured"])
-    because = tree_why(*tallies(view.stats), len(tree)) if tree else None
-    spec, plain = view.dones.get("spec"), view.dones.get("base")
-    head = headline(spec, plain, greedy) if spec is not None and plain is not None else None
-    text = f"{glyph} {label}: " + (head.line if head else "the race finished.")
-    notes = []
-    if head and head.same_text is False and greedy and dtype:      # (a replayed version-1 trace has no dtype)
-        notes.append(f"The greedy lanes parted: in {dtype.removeprefix('torch.')} the target's pass over k + 1 "
-                     f"tokens and its one-token step round differently, so near-ties can flip. In float32 they "
-                     f"are identical." if dtype != "torch.float32" else
-                     "The greedy lanes differ, which float32 should never show: please report it with the trace.")
-    if head and head.repetition:
-        notes.append(head.repetition)
-    if disturbed(others, torch.get_num_threads()):
-        notes.append(f"Other programs used {others:.0%} of this machine's CPU during the race, so both lanes were "
-                     f"slowed unevenly: run it again on a quieter machine for a fair figure.")
-    if side:
-        notes.append(f"While it ran, this server was also {'; '.join(side)}, which took CPU from both lanes "
-                     f"unevenly: run it again once that has finished for a fair figure.")
-    if shared:
-        notes.append("Another decoding job ran on this server at the same time (this host runs more than one at "
-                     "once), so both lanes shared the device unevenly: run it again when it is quiet for a fair "
-                     "figure.")
-    attrs = "" if others is None else f' data-other-load="{others:.3f}"'
-    attrs += f' data-side-work="{clean("; ".join(side))}"' if side else ""
-    attrs += ' data-shared="1"' if shared else ""
-    if head:
-        attrs += f' data-per-token="{int(head.per_token)}"'
-        attrs += "" if head.same_text is None else f' data-same-text="{int(head.same_text)}"'
-        attrs += ' data-repetitive="1"' if head.repetition else ""
-    note = f'<div class="race-note">{clean(" ".join(notes))}</div>' if notes else ""
-    return (f'<div class="status status-done {verdict_class(led.verdict)}" id="race-summary" '
-            f'data-verdict="{clean(led.verdict)}"{attrs}><div class="headline" id="race-headline">{clean(text)}</div>'
-            f'{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(because or why(led))}"><b>Why:</b> '
-            f'{clean(because or why(led))}</p></div>')
-
-
-def why(led) -> str:
-    """The ledger's cause as the sentence under the verdict: without the verdict word it opens with
-    ("Faster: the target accepted ..." under "▲ Faster: ..." said it twice)."""
-    lead = f"{led.verdict.capitalize()}: "
-    return led.cause[len(lead):] if led.cause.startswith(lead) else led.cause
-
-
-def ran_line(label: str, cfg) -> str:
-    """Under the verdict: the pair and settings this race ran with (app/run_setup.py; the menu may show
-    another pair by the time it ends, when it was changed mid-race)."""
-    return f'<div class="run-setup" id="race-ran">Ran: {clean(ran_text(label, settings_text(cfg)))}</div>'
-
-
 def starting() -> RaceUpdate:
     """Run was clicked: clear the previous race from view at once (its ledger too), and show the Race
     tab (Run is also on screen beside the other tabs; the race's status line, its refusals included,
@@ -296,13 +246,24 @@ def stop_run(cancel) -> None:
 TRACE_VERSION = 2       # 2 added the pair's label and the target's dtype, which a replay's status reads
 
 
-def _save_trace(view: RaceView, led, prompt: str, cfg, preset, pair, dtype: str) -> str | None:
+def cost_record(model, k: float, busy: str) -> dict | None:
+    """What the race's ledger read besides its events, for a replay to show the same: the cost model's
+    samples of c(k) and v(k + 1) at this race's k, and why the machine was not quiet ("" when it was)."""
+    if model is None or not k:
+        return {"busy": busy} if busy else None
+    n = round(k)
+    return {"k": n, "c": list(model.c_samples.get(n, [])), "v": list(model.v_samples.get(n + 1, [])), "busy": busy}
+
+
+def _save_trace(view: RaceView, led, prompt: str, cfg, preset, pair, dtype: str,
+                cost: dict | None = None) -> str | None:
     """The run as JSON: settings, model names (no paths), every event; returns its download token.
     Everything shown can be rebuilt from it (view/replay.py does, when a visitor loads it back)."""
     trace = {"specviz_trace": TRACE_VERSION, "prompt": prompt, "preset": preset.key, "pair": preset.label,
              "dtype": dtype, "config": cfg.to_dict(),
              "models": {"target": pair.target_name, "draft": pair.draft_name}, "events": view.trace,
              "acceptance_by_kind": view.kinds.table(),
-             "ledger": led.to_dict()}      # why faster or slower (engine/analysis/ledger.py)
+             "ledger": led.to_dict(),      # why faster or slower (engine/analysis/ledger.py)
+             "cost": cost}                 # the cost model's samples the ledger read, and a busy machine
     # once, under an opaque token, within this client's quota (trace_files.py); None: no link this time
     return trace_files.save(trace, owner=current_client())

@@ -46,9 +46,11 @@ def tallies(stats) -> tuple[LaneTally, LaneTally]:
     return out[0], out[1]
 
 
-def build(stats):
+def build(stats, model=None, busy: str = ""):
+    """The race's ledger: c and v from the pair's cost model where given (this race already in it)."""
     spec, plain = tallies(stats)
-    return ledger_mod.build(spec, plain)
+    speedup, over = stats.compared()          # like for like where the lanes wrote different lengths
+    return ledger_mod.build(spec, plain, model, busy, speedup if over is not None else None)
 
 
 def path_line(stats) -> str:

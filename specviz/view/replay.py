@@ -3,9 +3,10 @@
 The browser sends the file's text (assets/page.js and the race tab's hidden trigger; the server
 takes no upload), view/trace_read.py checks it, and its recorded events are folded into a RaceView
 exactly as a live race folds the engine's: the same panes, meters, strip, ledger, plots and kinds
-chart (handlers.finished), and the same headline and why (handlers._summary). Only what the trace
-cannot know is left out: how busy the server was while it ran. A file that cannot be replayed is
-refused in one line in the race's status, with the last race cleared from view.
+chart (handlers.finished), and the same headline and why (handlers._summary). The cost model's
+samples the race's ledger read, and whether the machine was busy, travel in the trace's "cost" (a
+trace from before it prices from the race's own figures). A file that cannot be replayed is refused
+in one line in the race's status, with the last race cleared from view.
 
 A replay costs CPU as a decode does (reading, checking and folding the events, drawing the plots),
 so it is bounded like one: its own Gradio group with a limit (view/tabs/race.py), counted in the
@@ -22,6 +23,7 @@ import gradio as gr
 
 from ..app.run_setup import ran_text, settings_text
 from ..app.slots import Stopped
+from ..engine.analysis.cost_model import CostModel
 from .handlers import RaceUpdate, _refused, _summary, finished
 from .ledger_view import build as build_ledger
 from .race_view import RaceView
@@ -49,7 +51,12 @@ def replaying(recorded: Recorded):
         view.add(event)
         if i % STEP_EVENTS == 0:
             yield None
-    led = build_ledger(view.stats)
+    cost = recorded.cost or {}
+    model = None
+    if cost.get("k"):                  # the cost model's samples the race's ledger read, as they were
+        model = CostModel(("trace", "", "", ""))
+        model.c_samples, model.v_samples = {cost["k"]: cost["c"]}, {cost["k"] + 1: cost["v"]}
+    led = build_ledger(view.stats, model, cost.get("busy", ""))
     stopped = "cancelled" in view.stats.stop_reasons.values()
     status = (status_html("Stopped.", "done status-stopped") if stopped
               else _summary(view, led, None, cfg.greedy, recorded.dtype, tree=cfg.tree))

@@ -39,6 +39,7 @@ class Recorded:
     dtype: str | None       # the target's dtype (version 2 on), read by the status' greedy note
     config: SpecConfig
     events: list[Event]
+    cost: dict | None = None   # the cost model's samples the race's ledger read, and a busy machine (checked)
 
 
 def read(text) -> Recorded:
@@ -61,7 +62,23 @@ def read(text) -> Recorded:
     _coherent(config, events)
     prompt = data.get("prompt")
     return Recorded(prompt=prompt if isinstance(prompt, str) else "", label=_label(data), dtype=_dtype(data),
-                    config=config, events=events)
+                    config=config, events=events, cost=_cost(data.get("cost")))
+
+
+def _cost(raw) -> dict | None:
+    """The trace's cost record (handlers.cost_record), or None where it is absent or not well formed: a
+    replay then prices from the race's own figures, as an older trace's does."""
+    if not isinstance(raw, dict):
+        return None
+    busy = raw.get("busy", "")
+    busy = busy[:200] if isinstance(busy, str) else ""
+    k = raw.get("k")
+    samples = [raw.get("c"), raw.get("v")]
+    if not (isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= 64 and all(
+            isinstance(xs, list) and len(xs) <= 10_000 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                              and 0 <= x < 1e6 for x in xs) for xs in samples)):
+        return {"k": None, "c": [], "v": [], "busy": busy}
+    return {"k": k, "c": [float(x) for x in samples[0]], "v": [float(x) for x in samples[1]], "busy": busy}
 
 
 def _config(raw) -> SpecConfig:

@@ -1,17 +1,16 @@
 """A finished tree race's own box, under the ledger: did branching pay, and how often each choice was kept.
 
-The sentence is engine/analysis/tree_ledger.compare_estimated's: the tree lane against the chain of the
-same depth that the tree's own first choices predict, priced with this machine's costs as measured
-when the pair loaded (app/k_advice.py: a draft step c(depth) and a verify pass v(depth) for the chain;
-the tree's pass v(nodes + 1) too where its size was among those timed, else timed alone once after
-the race (AppState.tree_pass_v), else the tree lane's own v).
-Without that measurement the chain cannot be priced, and the box says so. The table is the lane's
+The sentence is engine/analysis/tree_price.against_model's: the tree as this race measured it (its
+speedup is the headline's), against the chain of the same depth that the tree's own first choices
+predict, priced from the pair's cost model (engine/analysis/cost_model.py: c(depth), v(depth + 1)).
+Where a figure it needs is noise, or the pair has no cost model, there is no verdict, and the box says
+why and what it still needs. The table is the lane's
 `Done.stats.by_choice`: per depth, how often the draft's first, second, ... choice was kept where the
 target judged it. Every number comes from the engine; every text is escaped.
 """
 from __future__ import annotations
 
-from ..engine.analysis import tree_ledger
+from ..engine.analysis import tree_ledger, tree_price
 from ..engine.metrics.measures import LaneTally
 from .render import clean
 from .tree_view import rank
@@ -46,39 +45,17 @@ def choice_table(by_choice: list[dict], widths) -> str:
             f'<tbody>{"".join(rows)}</tbody></table>')
 
 
-def comparison(spec: LaneTally, plain: LaneTally, tree, by_choice, costs, planned_nodes: int,
-               tree_v: float | None = None):
-    """compare_estimated with this machine's measured costs, or None where the pair was not measured
-    (or not for a chain this deep). Also says whether the tree's own pass was timed alone: in the costs
-    measured at load where its size was among them, else `tree_v` (timed alone later) when given."""
-    depth = len(tree)
-    if costs is None or costs.draft_s is None or depth + 1 not in costs.pass_s:
-        return None, False
-    if planned_nodes + 1 in costs.pass_s:
-        tree_v = costs.pass_s[planned_nodes + 1] / costs.plain_s
-    cmp = tree_ledger.compare_estimated(spec, plain, depth, by_choice, costs.c(depth), costs.v(depth), tree_v)
-    return cmp, tree_v is not None
-
-
-def tree_box_html(spec: LaneTally, plain: LaneTally, tree, by_choice, costs, planned_nodes: int,
-                  stopped: bool = False, tree_v: float | None = None) -> str:
-    """The box: the tree-vs-chain sentence (or why there is none), then the per-depth table."""
+def tree_box_html(spec: LaneTally, plain: LaneTally, tree, by_choice, model, stopped: bool = False) -> str:
+    """The box: the tree-vs-chain sentence (or why there is none), then the per-depth table. `model`: the
+    pair's cost model (None where the pair has none: the chain is then not priced)."""
     shape = ",".join(str(int(w)) for w in tree)
-    cmp, alone = comparison(spec, plain, tree, by_choice, costs, planned_nodes, tree_v)
-    if cmp is None:
-        verdict = "unmeasured"
-        sentence = (f"Against a chain of depth {len(tree)}: not priced here, because this machine's costs were not "
-                    f"measured for this pair (the measurement runs after a pair loads, where the server offers a "
-                    f"measured k). The table shows what the second choices bought.")
-    else:
-        verdict = cmp.verdict
-        how = ("Both passes were timed alone on this machine." if alone else
-               f"The chain's pass was timed alone on this machine when the pair loaded; the tree's pass over "
-               f"{planned_nodes + 1} tokens was not, so it is priced at the v it cost in this race.")
-        sentence = f"{cmp.cause} {how}"
+    cmp = tree_price.against_model(spec, plain, len(tree), by_choice, model)
+    verdict, sentence = cmp.verdict, cmp.cause
+    if model is None:
+        sentence += " The table shows what the second choices bought."
     if stopped:
         sentence = "Stopped before the end: the figures cover the part that ran. " + sentence
-    label = {"tree paid": "Tree paid", "about even": "About even", "chain paid": "Chain paid"}.get(verdict, "Unmeasured")
+    label = {"tree paid": "Tree paid", "about even": "About even", "chain paid": "Chain paid"}.get(verdict, "No verdict")
     return (f'<div class="tree-box ledger {VERDICT_CLASS.get(verdict, "verdict-unmeasured")}" id="tree-box" '
             f'data-verdict="{clean(verdict)}"><div class="verdict-line"><span class="verdict-badge">{clean(label)}'
             f'</span>The tree {clean(shape)} against a chain of the same depth</div>'

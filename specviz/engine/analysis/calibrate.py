@@ -51,6 +51,9 @@ class MachineCosts:
     pass_s: dict[int, float] = field(default_factory=dict)    # tokens in one target pass -> seconds
     threads: int = 1
     round_draft_s: dict[int, float] = field(default_factory=dict)  # k -> a round's k draft steps, seconds
+    # Every timed repeat behind those medians (the cost model's samples, cost_model.py: their spread).
+    pass_samples: dict[int, tuple[float, ...]] = field(default_factory=dict)   # tokens in a pass -> seconds
+    round_samples: dict[int, tuple[float, ...]] = field(default_factory=dict)  # k -> seconds of k draft steps
 
     @property
     def c_alone(self) -> float:
@@ -74,8 +77,8 @@ class MachineCosts:
                 "threads": self.threads}
 
 
-def _median_pass(model, vocab_size: int, context: torch.Tensor, tokens: int, repeats: int,
-                 draft: bool = False) -> float:
+def _timed_passes(model, vocab_size: int, context: torch.Tensor, tokens: int, repeats: int,
+                  draft: bool = False) -> list[float]:
     # The model-with-cache a race would get on this device (eager on a CPU, CUDA graphs on a GPU,
     # a draft's lean step on a CPU), so the passes timed are the passes a race runs; the first one
     # warms up (and captures a graph).
@@ -93,13 +96,18 @@ def _median_pass(model, vocab_size: int, context: torch.Tensor, tokens: int, rep
             lm.crop(len(context))
     finally:
         lm.release()
-    return statistics.median(times[1:])
+    return times[1:]
 
 
-def _median_rounds(pair: ModelPair, context: torch.Tensor, k_max: int,
-                   repeats: int) -> tuple[dict[int, float], dict[int, float]]:
+def _median_pass(model, vocab_size: int, context: torch.Tensor, tokens: int, repeats: int,
+                 draft: bool = False) -> float:
+    return statistics.median(_timed_passes(model, vocab_size, context, tokens, repeats, draft))
+
+
+def _timed_rounds(pair: ModelPair, context: torch.Tensor, k_max: int,
+                  repeats: int) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
     """Rounds as a race runs them, for k = 1..k_max: a verify pass of k + 1 tokens, then k draft steps.
-    Returns the median seconds of each (tokens in the pass -> s, k -> s of the k draft steps)."""
+    Returns the seconds of each timed repeat (tokens in the pass -> [s], k -> [s of the k draft steps])."""
     ids = context.tolist()
     n_max = k_max + 1
     target = cached_model(pair.target, pair.vocab_size, positions=len(ids) + n_max + 1)
@@ -125,8 +133,8 @@ def _median_rounds(pair: ModelPair, context: torch.Tensor, k_max: int,
                 synchronize(pair.device)
                 draft_times.append(time.perf_counter() - start)
                 drafter.lm.crop(len(ids) - 1)
-            passes[k + 1] = statistics.median(pass_times[1:])
-            rounds[k] = statistics.median(draft_times[1:])
+            passes[k + 1] = pass_times[1:]
+            rounds[k] = draft_times[1:]
     finally:
         target.release()
         drafter.release()
@@ -139,15 +147,19 @@ def measure_costs(pair: ModelPair, k_max: int, context: int = CONTEXT, repeats: 
     With a draft model the passes are timed inside the rounds (each once, as a race runs them)."""
     ids = pair.tokenizer("The quick brown fox jumps over the lazy dog. " * 16)["input_ids"]
     ctx = torch.tensor(ids[:context], dtype=torch.long, device=pair.device)
-    plain = _median_pass(pair.target, pair.vocab_size, ctx, 1, repeats)
+    plains = _timed_passes(pair.target, pair.vocab_size, ctx, 1, repeats)
     draft, rounds = None, {}
     if pair.draft is not None and not pair.draft_reads_features:
         draft = _median_pass(pair.draft, pair.vocab_size, ctx, 1, repeats, draft=True)
-        passes, rounds = _median_rounds(pair, ctx, k_max, repeats)
+        passes, rounds = _timed_rounds(pair, ctx, k_max, repeats)
     else:
-        passes = {n: _median_pass(pair.target, pair.vocab_size, ctx, n, repeats) for n in range(2, k_max + 2)}
-    return MachineCosts(plain_s=plain, draft_s=draft, pass_s={1: plain, **passes}, threads=torch.get_num_threads(),
-                        round_draft_s=rounds)
+        passes = {n: _timed_passes(pair.target, pair.vocab_size, ctx, n, repeats) for n in range(2, k_max + 2)}
+    median = statistics.median
+    return MachineCosts(plain_s=median(plains), draft_s=draft,
+                        pass_s={1: median(plains), **{n: median(t) for n, t in passes.items()}},
+                        threads=torch.get_num_threads(), round_draft_s={k: median(t) for k, t in rounds.items()},
+                        pass_samples={n: tuple(t) for n, t in passes.items()},
+                        round_samples={k: tuple(t) for k, t in rounds.items()})
 
 
 def pick_k(a: float, costs: MachineCosts, k_range: tuple[int, int], priced_at: int | None = None) -> int:

@@ -5,7 +5,8 @@ reads as "X times the speed" only when both lanes wrote the same text, which gre
 guarantees (exactness): then the headline says so, with the target passes each lane made. Sampled
 lanes write different samples of the same distribution, often of different lengths and for different
 reasons (end of text against the token budget), so the headline states each lane's length, time and
-stop reason, and says the comparison is made per token. And a text that mostly repeats itself is easy
+stop reason, and compares them like for like: each lane's time to the shorter lane's token count
+(measures.compared_speedup, from each token's time), said in the line. And a text that mostly repeats itself is easy
 for any draft to guess (prompt lookup would guess it too): the headline says so, since such a
 speedup says little about other text.
 
@@ -54,10 +55,15 @@ def _lane(name: str, done) -> str:
     return f"{name} {tally.tokens} tokens in {tally.elapsed_s:.2f} s ({STOPS.get(done.stop_reason, done.stop_reason)})"
 
 
-def headline(spec_done, plain_done, greedy: bool) -> Headline:
-    """The headline of a race whose lanes ended with these two `Done` events."""
+def headline(spec_done, plain_done, greedy: bool, compared: tuple | None = None) -> Headline:
+    """The headline of a race whose lanes ended with these two `Done` events. `compared`: (speedup, n) from
+    measures.compared_speedup (RunStats.compared), n the tokens each lane was compared over (None: the
+    whole lanes); without it the whole lanes' rate ratio."""
     spec_t, plain_t = spec_done.stats.tally, plain_done.stats.tally
-    speedup = lane_speedup(spec_t, plain_t)
+    speedup, over = compared if compared is not None and compared[0] is not None else (
+        lane_speedup(spec_t, plain_t), None)
+    basis = ("per token" if over is None else
+             f"like for like, each lane's time to its first {over} tokens (the shorter text's length)")
     share = repeated_share(spec_done.token_ids)
     repetition = ""
     if share > REPETITIVE_SHARE:
@@ -80,8 +86,8 @@ def headline(spec_done, plain_done, greedy: bool) -> Headline:
         mismatch = (f"The two greedy texts differ from token {first + 1}: on this device the target's logits "
                     f"for a verify pass and for a single step round differently, and a near tie flipped.")
         line = (f"{_lane('Speculative', spec_done)}; {_lane('plain', plain_done)}: "
-                f"{speedup:.2f}× the plain rate, per token.")
+                f"{speedup:.2f}× the plain rate, {basis}.")
         return Headline(line, False, True, share, " ".join(x for x in (mismatch, repetition) if x), repetition)
     line = (f"{_lane('Speculative', spec_done)}; {_lane('plain', plain_done)}. Sampled lanes write different "
-            f"texts from the same distribution, so they are compared per token: {speedup:.2f}× the plain rate.")
+            f"texts from the same distribution, so they are compared {basis}: {speedup:.2f}× the plain rate.")
     return Headline(line, spec_done.token_ids == plain_done.token_ids, True, share, repetition, repetition)

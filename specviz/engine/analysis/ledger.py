@@ -15,15 +15,22 @@ E(a, k) > k c + v: the break-even acceptance is the a where the two are equal.
 
 The verdict never calls a loss a win: below 1.0x the ledger says "slower" and names the cause
 (the draft guessed too rarely for what a round costs here, or time went outside the passes).
+
+c and v are the pair's cost model's (cost_model.py: the median of the load-time timing and every race,
+this one included) where a model is given, with their range; else this race's own. A figure inside its
+noise is shown with its range and prices nothing: no formula, no break-even. And one race is one draw:
+a speedup inside the timings' spread, or a race on a machine busy with other work, is never called
+"slower" (it reads "about even"), and a "faster" one there says to repeat it.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
 from ..metrics import measures as m
-from ..metrics.theory import break_even_acceptance, expected_speedup, expected_tokens_per_round, priced_v
+from ..metrics.theory import MIN_V, break_even_acceptance, expected_speedup, expected_tokens_per_round, priced_v
+from .cost_model import ROUND_SLACK
+from .verdict import EVEN_BAND, figure_range as _range, spread as _spread, verdict as _verdict
 
-EVEN_BAND = 0.03      # speedups within 3% of 1.0 are reported as "about even" (run-to-run noise)
 SLOW_DRAFT_C = 0.3    # a draft step above 0.3 plain steps is named as the cause when drafting outweighs verifying
 
 
@@ -53,6 +60,9 @@ class Ledger:
     break_even_a: float | None     # speculation pays above this a here (None: at no a, with this k, c, v)
     verdict: str                   # "faster", "about even", "slower" or "unmeasured"
     cause: str                     # one plain sentence: why
+    c_range: tuple | None = None   # (low, high, samples) of c in the cost model (None: this race's own)
+    v_range: tuple | None = None   # (low, high, samples) of v in the cost model
+    uncertain: str = ""            # "" or why this one race's verdict may not hold (busy, spread)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -60,7 +70,8 @@ class Ledger:
     @classmethod
     def from_dict(cls, d: dict) -> "Ledger":
         """The ledger a trace or a benchmark result saved with `to_dict`."""
-        return cls(**{**d, "spec": LaneLedger(**d["spec"]), "plain": LaneLedger(**d["plain"])})
+        return cls(**{**d, "spec": LaneLedger(**d["spec"]), "plain": LaneLedger(**d["plain"]),
+                      **{r: tuple(d[r]) for r in ("c_range", "v_range") if d.get(r) is not None}})
 
 
 def lane_ledger(t: m.LaneTally) -> LaneLedger:
@@ -70,30 +81,46 @@ def lane_ledger(t: m.LaneTally) -> LaneLedger:
                       target_passes=t.rounds if t.rounds else t.tokens)   # the plain lane: one pass a token
 
 
-def build(spec: m.LaneTally, plain: m.LaneTally) -> Ledger:
-    """The ledger of a finished race (or of a benchmark's pooled tallies)."""
+def build(spec: m.LaneTally, plain: m.LaneTally, model=None, busy: str = "",
+          speedup: float | None = None) -> Ledger:
+    """The ledger of a finished race (or of a benchmark's pooled tallies). `model`: the pair's cost model
+    (cost_model.CostModel) with this race already in it; `busy`: "" or why the machine was not quiet;
+    `speedup`: the race's like-for-like figure where the lanes wrote different lengths
+    (measures.compared_speedup), instead of the whole lanes' rate ratio."""
     a, c, v = m.acceptance_rate(spec), m.cost_ratio(spec, plain), m.verify_ratio(spec, plain)
     k = m.drafts_per_round(spec) or 0.0
-    speedup = m.lane_speedup(spec, plain)
-    # No theory for a round that measured no time at all (a trace without phase timings).
-    theory = expected_speedup(a, k, c, v) if None not in (a, c, v) and k > 0 and k * c + v > 0 else None
-    even = break_even_acceptance(k, c, v) if None not in (c, v) and k > 0 else None
+    c_fig = v_fig = None
+    if model is not None and k > 0 and abs(k - round(k)) <= ROUND_SLACK:
+        c_fig, v_fig = model.chain(round(k))
+        c = c_fig.value if c_fig.value is not None else c
+        v = v_fig.value if v_fig.value is not None else v
+    noise = [f for f in (c_fig, v_fig) if f is not None and f.noise] or ([] if v is None or v >= MIN_V else [None])
+    speedup = speedup if speedup is not None else m.lane_speedup(spec, plain)
+    # No theory for a round that measured no time at all (a trace without phase timings), nor from noise.
+    priced = None not in (a, c, v) and k > 0 and k * c + v > 0 and not noise
+    theory = expected_speedup(a, k, c, v) if priced else None
+    even = break_even_acceptance(k, c, v) if priced else None
     tau = m.mean_acceptance_length(spec)
     spec_l, plain_l = lane_ledger(spec), lane_ledger(plain)
-    verdict = _verdict(speedup)
-    cause = _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec_l)
+    spread = _spread(v_fig)
+    verdict, uncertain = _verdict(speedup, spread, busy)
+    if noise and None not in (a, c, v) and speedup is not None:
+        cause = _noise_cause(verdict, a, k, c, v, c_fig, v_fig)
+    else:
+        cause = _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec_l)
+    if uncertain:
+        cause = f"{cause} {uncertain}"
     return Ledger(spec=spec_l, plain=plain_l, k=k, a=a, tau=tau, c=c, v=v, speedup=speedup, theory=theory,
-                  break_even_a=even, verdict=verdict, cause=cause)
+                  break_even_a=even, verdict=verdict, cause=cause, c_range=_range(c_fig), v_range=_range(v_fig),
+                  uncertain=uncertain)
 
 
-def _verdict(speedup: float | None) -> str:
-    if speedup is None:
-        return "unmeasured"
-    if speedup >= 1 + EVEN_BAND:
-        return "faster"
-    if speedup > 1 - EVEN_BAND:
-        return "about even"
-    return "slower"
+def _noise_cause(verdict, a, k, c, v, c_fig, v_fig) -> str:
+    """The sentence where c or v is inside its noise: the figures with their range, and nothing priced."""
+    figs = " and ".join(f.text(".3f" if f.name == "c" else ".2f") for f in (c_fig, v_fig) if f is not None) or \
+        f"v = {v:.2f} measured, less than one plain step"
+    return (f"{verdict.capitalize()}: {_kept(a)}, at {k_label(k)}; what a round costs here is still inside its "
+            f"timing noise ({figs}), so no formula or break-even is priced from it: repeat the race to say.")
 
 
 def _pct(x: float) -> str:

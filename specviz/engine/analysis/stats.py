@@ -81,7 +81,14 @@ class RunStats:
         return measures.rate(t.tokens, t.elapsed_s)
 
     def measured_speedup(self) -> float | None:
-        return measures.lane_speedup(self.tallies["spec"], self.tallies["base"])
+        """The race's speedup, like for like (measures.compared_speedup: over the shorter lane's tokens
+        where the lanes wrote different lengths)."""
+        return self.compared()[0]
+
+    def compared(self) -> tuple[float | None, int | None]:
+        """(speedup, n): n the tokens each lane was compared over, None where the whole lanes were."""
+        return measures.compared_speedup(self.tallies["spec"], self.tallies["base"], self.times["spec"],
+                                         self.times["base"])
 
     def cost_ratio(self) -> float | None:
         return measures.cost_ratio(self.tallies["spec"], self.tallies["base"])

@@ -4,14 +4,14 @@ Both lanes are priced in plain target steps (the plain lane's seconds per token,
 round at a time:
     round cost = draft seconds a round / plain step + v(n),   v(n) = a verify pass over n tokens
 where n is depth + 1 for the chain and nodes + 1 for the tree, each v(n) measured in its own lane
-(measures.verify_ratio; the CLI and the bench may also show calibrate.measure_pass_v). A round yields
+(measures.verify_ratio; the bench may also show calibrate.measure_pass_v). A round yields
 tau tokens (tokens per target pass), so a lane gains about tau / round cost over plain decoding, and
 the tree pays when its extra tokens a pass outweigh what the wider pass (and the wider draft steps)
 cost. On a GPU at batch 1 v(n) stays near 1 for small n, so the extra tokens come almost free; on a
 CPU v grows with n and eats them (SpecInfer, Miao et al. 2024; Sequoia, Chen et al. 2024, picks the
 shape for the hardware). The verdict is on the measured speedups; the cause names the bigger side.
-Where only the tree raced plain decoding (the page), `compare_estimated` sets it against the chain the
-tree's own first choices and the machine's measured costs (calibrate.py) predict.
+Where only the tree raced plain decoding (the page), tree_price.py sets it against the chain the
+tree's own first choices and the pair's cost model (cost_model.py) predict.
 """
 from __future__ import annotations
 
@@ -94,28 +94,6 @@ def estimate_chain(by_choice: list[dict] | None, depth: int, c: float | None, v:
     return Side(tau=tau, pass_tokens=depth + 1, v=v, draft=depth * c, round_cost=cost, speedup=tau / cost)
 
 
-def compare_estimated(tree: m.LaneTally, plain: m.LaneTally, depth: int, by_choice: list[dict] | None,
-                      chain_c: float | None, chain_v: float | None, tree_v: float | None = None) -> TreeVsChain:
-    """The tree lane against an estimated chain of its depth (`estimate_chain`). Both sides are then the
-    formula's tau / round cost, so the comparison is like for like; the sentence says it is an estimate.
-    tree_v: the tree's pass timed alone as the chain's was (calibrate.measure_pass_v), instead of the lane's."""
-    t, c = side(tree, plain), estimate_chain(by_choice, depth, chain_c, chain_v)
-    v = tree_v if tree_v is not None else t.v
-    if t.tau is not None and None not in (t.draft, v):
-        cost = t.draft + priced_v(v)
-        t = Side(t.tau, t.pass_tokens, v, t.draft, cost, t.tau / cost)
-    cmp = compare_sides(t, c, depth, second_choice_rate(by_choice))
-    if c.tau is None and t.tau is not None:
-        return TreeVsChain(depth, t, c, cmp.second_choice_rate, "unmeasured",
-                           f"No chain to estimate: the draft's first choice was never judged at some depth up to "
-                           f"{depth} (a short run, or a draft wrong early in every round).")
-    if cmp.verdict == "unmeasured":
-        return cmp
-    return TreeVsChain(cmp.depth, t, c, cmp.second_choice_rate, cmp.verdict,
-                       cmp.cause.replace("the chain's", "an estimated chain's", 1)
-                       + " (The chain is estimated from the tree's first choices and this machine's costs.)")
-
-
 def compare_sides(t: Side, c: Side, depth: int, second: float | None) -> TreeVsChain:
     if None in (t.speedup, c.speedup, t.tau, c.tau, t.round_cost, c.round_cost):
         return TreeVsChain(depth, t, c, second, "unmeasured", "Not enough of a race to tell: a lane made no tokens "
@@ -139,10 +117,14 @@ def _cause(verdict: str, depth: int, t: Side, c: Side, second: float | None) -> 
     if t.tau <= c.tau * (1 + EVEN_BAND):
         return (f"{head}: the draft's other choices were rarely the target's token{seconds}, so {gave}, "
                 f"while {pass_price}; {speeds}.")
-    # More tokens a pass, but the round cost more: name the bigger part of the extra cost.
+    # More tokens a pass, but the round cost more: the width's price (the wider verify pass) and the
+    # drafting's (the tree's draft passes against the chain's steps), each with its own figure, bigger first.
     extra_pass, extra_draft = priced_v(t.v) - priced_v(c.v), t.draft - c.draft
-    why = (f"{pass_price}" if extra_pass >= extra_draft else
-           f"drafting the wider tree cost {t.draft:.2f} plain steps a round against {c.draft:.2f}")
+    width = f"the wider pass cost {extra_pass:.2f} plain steps more a round ({pass_price})"
+    drafting = (f"drafting the tree cost {extra_draft:.2f} more ({t.draft:.2f} plain steps a round against "
+                f"{c.draft:.2f}: its draft passes feed each depth's nodes, a slower path than the chain's steps)"
+                if extra_draft > 0 else "")
+    why = " and ".join(x for x in ((width, drafting) if extra_pass >= extra_draft else (drafting, width)) if x)
     return f"{head}: {gave}{seconds}, but {why}, so {rounds} ate the gain; {speeds}."
 
 

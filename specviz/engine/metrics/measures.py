@@ -171,6 +171,25 @@ def lane_speedup(spec: LaneTally, base: LaneTally) -> float | None:
     return speedup(spec.tokens, spec.elapsed_s, base.tokens, base.elapsed_s)
 
 
+def equal_length_speedup(spec_times, base_times) -> tuple[float | None, int]:
+    """Like for like when the lanes wrote different lengths: over the first n tokens of each, n the
+    shorter lane's count, the plain lane's clock at its n-th token over the speculative lane's.
+    `*_times[i]`: the lane's clock when its i-th token came (index 0: 0.0, the start). Returns (speedup, n)."""
+    n = min(len(spec_times), len(base_times)) - 1
+    if n < 1 or spec_times[n] <= 0 or base_times[n] <= 0:
+        return None, max(n, 0)
+    return base_times[n] / spec_times[n], n
+
+
+def compared_speedup(spec: LaneTally, base: LaneTally, spec_times=None, base_times=None) -> tuple[float | None, int | None]:
+    """The race's speedup: the rate ratio on each lane's whole clock where both wrote as many tokens;
+    else, given each token's time, `equal_length_speedup` over the shorter length (its n returned; None
+    for the whole-clock figure). A sampled lane that ended its text at 87 tokens is not set against 128."""
+    if spec.tokens == base.tokens or spec_times is None or base_times is None:
+        return lane_speedup(spec, base), None
+    return equal_length_speedup(spec_times, base_times)
+
+
 def per_plain_step(seconds: float, count: int, plain_rate: float | None) -> float | None:
     """Seconds per step (seconds / count) in units of one plain decoding step (1 / plain_rate)."""
     return (seconds / count) * plain_rate if count and plain_rate else None
@@ -204,6 +223,7 @@ class LaneStats:
     draft_forwards: int = 0                       # draft model forward passes (0 for prompt lookup)
     decode_path: str = "eager"                    # "eager", "CUDA graphs", "torch.compile" or "eager replay"
     capture_s: float = 0.0                        # seconds this run spent capturing CUDA graphs
+    graph_check_delta: float | None = None        # largest |replay - eager step| this run's graph checks found
     draft_path: str = ""                          # how the draft model stepped ("" without one): "eager" (transformers'
                                                   # forward), "lean eager, fp32 weights" / "..., int8 weights" (lean_draft.py), ...
     draft_format_by: str = ""                     # how the lean step's weights' format was chosen: "chosen by timing on

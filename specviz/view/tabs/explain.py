@@ -14,7 +14,6 @@ import gradio as gr
 
 from ...app.settings import as_float, as_int
 from ...app.state import AppState
-from ...engine.analysis.calibrate import pick_k
 from ...engine.metrics import theory
 from ..plots import what_if
 from ..render import figures_line
@@ -102,20 +101,25 @@ def machine_figures(app: AppState, key, k_max=None):
         why = ("this host does not time its pairs" if not app.advise_k or p.acceptance is None else
                "it is timed once loaded: run a race with it first, then press again")
         return gr.skip(), gr.skip(), gr.skip(), figures_line(f"{p.label} is not measured on this machine yet ({why}).")
+    if advice.k is None:
+        # Inside their noise or too few: shown with their spread, never set on the sliders.
+        return gr.skip(), gr.skip(), gr.skip(), figures_line(f"{p.label}: {advice.line()}")
     c, v = advice.c, advice.v
-    # Within the sliders' ranges; the line gives the figures as measured.
+    # Within the sliders' ranges; the line gives the figures as measured, with their spread.
     sliders = (round(min(advice.a, MAX_ACCEPTANCE), 2), round(min(c, MAX_COST_RATIO), 2),
                round(min(max(v, V_RANGE[0]), V_RANGE[1]), 2))
-    noise = "" if v == theory.priced_v(v) else f", below one step: timing noise, priced at {theory.priced_v(v):.2f}"
-    line = (f"{p.label}: a = {advice.a:.2f} (its draft's held-out acceptance), c = {c:.3f} and "
-            f"v = {v:.2f} (a verify pass of {advice.k + 1} tokens{noise}), timed here at load.")
+    line = (f"{p.label}: a = {advice.a:.2f} (its draft's held-out acceptance), {advice.figures()}: the cost "
+            f"model's medians here (the timing at load and every race since), at k = {advice.k}, the k advised.")
     # The best k with this one c and v at every k, over the same ks the advice weighed and with the same
     # unrounded figures: a difference is then the per-k timings' alone (not the sliders' rounding).
-    flat_k = pick_k(advice.a, advice.costs, app.limits.k_range, priced_at=advice.k)
+    flat_k = advice.flat_k(app.limits.k_range)
     if flat_k != advice.k:
         line += (f" Priced with each k's own timings, k = {advice.k} ({advice.expected:.2f}×) is this machine's "
                  f"best, as the k advice says; with k = {advice.k}'s c and v at every k, as the chart draws them, "
                  f"the best is k = {flat_k} ({theory.expected_speedup(advice.a, flat_k, c, v):.2f}×).")
+    lo, hi = advice.advice.within
+    if lo != hi:
+        line += f" k = {lo} to {hi} are within the timings' noise of the best."
     shown = _chart_k_max(k_max if k_max is not None else 12)
     if advice.k > shown:
         line += f" The chart stops at k = {shown}: raise “largest k shown” to see k = {advice.k}."

@@ -77,6 +77,12 @@ def build(shared: Shared) -> gr.Tab:
                             show_progress="hidden").then(
         partial(run_race, shared.app), form.inputs, wired, api_name="race", show_progress="hidden", **shared.decode)
     form.refresh_k_after(racing)
+    # "Race 3x": the same race, then two more quietly, for the median and range (view/repeat_races.py).
+    racing3 = form.run3.click(starting, None, wired, api_name=False, concurrency_limit=None, concurrency_id="ui",
+                              show_progress="hidden").then(
+        partial(run_race, shared.app, repeat=3), form.inputs, wired, api_name=False, show_progress="hidden",
+        **shared.decode)
+    form.refresh_k_after(racing3)
     # A replay costs CPU as a decode does: its own group, with the device's limit, counted in the caps
     # (view/fair_queue.py), computed in the client's turn of the slots; the trace's box emptied after.
     trace_go.click(partial(replay_in_turn, shared.app), [trace_text], wired + [trace_text], js=READ_TRACE,
@@ -85,5 +91,5 @@ def build(shared: Shared) -> gr.Tab:
     # Stop has its own unlimited group, so it is never queued behind the run it stops. On
     # ZeroGPU the run lives in another process: there Stop also cancels the event itself.
     form.stop.click(stop_run, [shared.cancel], None, api_name="stop", concurrency_limit=None, concurrency_id="stop",
-                    cancels=[racing] if zerogpu.ON_ZEROGPU else None)
+                    cancels=[racing, racing3] if zerogpu.ON_ZEROGPU else None)
     return tab

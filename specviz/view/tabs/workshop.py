@@ -35,6 +35,8 @@ def chart_figure(chart):
     """The figure of an Outcome's chart, or None when it has none."""
     return None if chart is None else CHARTS[chart[0]](chart[1])
 
+REPEAT = 3              # races of a repeated exercise
+NUMBER_WORDS = {10: "Ten", 11: "Eleven", 12: "Twelve"}
 CLOSE_ENOUGH = 0.2      # a numeric prediction within 20% of the measured value counts as close
 PROGRESS_KEY = "specviz-workshop"       # the browser's storage key of the learner's progress
 SHOWN = ("shown", "why", "verdict")     # an entry's texts the page shows
@@ -137,8 +139,9 @@ def restore(key, progress):
     return (gr.Radio(choices=_labels(progress), value=key), *show(key, progress))
 
 
-def run(app: AppState, key, number, choice, progress):
-    """Outputs: result, plot, progress, exercise list."""
+def run(app: AppState, key, number, choice, progress, repeat=False):
+    """Outputs: result, plot, progress, exercise list. `repeat`: race 3x where the exercise measures a
+    speedup (its answer the median, with the range)."""
     progress = kept(progress)
     ex = BY_KEY.get(key)
     if ex is None:
@@ -153,7 +156,7 @@ def run(app: AppState, key, number, choice, progress):
     yield '<div class="status">Running it, measured live …</div>', gr.Plot(value=None, visible=False), progress, gr.skip()
     try:
         with app.job(visitor_gone()):          # its decoding goes in slices and ends if the visitor leaves
-            outcome = ex.run(app)
+            outcome = ex.run(app, repeat=REPEAT) if ex.repeatable and repeat is True else ex.run(app)
     except Stopped:
         yield '<div class="status status-done">Stopped.</div>', gr.skip(), progress, gr.skip()
         return
@@ -172,7 +175,7 @@ def build(shared: Shared) -> gr.Tab:
     app = shared.app
     progress = shared.workshop_progress or progress_store()
     with gr.Tab("Workshop", id="workshop") as tab:
-        gr.Markdown("Ten short exercises for a class or on your own. Each one runs real models on this machine "
+        gr.Markdown(f"{NUMBER_WORDS.get(len(EXERCISES), len(EXERCISES))} short exercises for a class or on your own. Each one runs real models on this machine "
                     "and measures; predict before you look. Each exercise picks its own pair and settings (the "
                     "settings column is hidden meanwhile). The lesson plan for a class is below the exercises.")
         with gr.Row():
@@ -185,6 +188,8 @@ def build(shared: Shared) -> gr.Tab:
                                         max_lines=1, elem_id="ws-number")
                     choice = gr.Radio(list(EXERCISES[0].choices), label="your prediction", visible=False,
                                       elem_id="ws-choice")
+                repeat = gr.Checkbox(False, label=f"Race {REPEAT}x and answer with the median (races that measure a "
+                                     f"speedup; one race is one draw)", elem_id="ws-repeat")
                 go = gr.Button("Lock in my prediction and run", variant="primary", elem_id="ws-run")
                 result = gr.HTML(elem_id="ws-result")
                 plot = gr.Plot(elem_id="ws-plot", show_label=False, visible=False)
@@ -196,6 +201,6 @@ def build(shared: Shared) -> gr.Tab:
     # A reload: the exercises done so far ticked, and the open one's answer shown again.
     shared.demo.load(restore, [pick, progress], [pick, question, number, choice, result, plot], api_name=False,
                      show_progress="hidden")
-    go.click(partial(run, app), [pick, number, choice, progress], [result, plot, progress, pick],
+    go.click(partial(run, app), [pick, number, choice, progress, repeat], [result, plot, progress, pick],
              api_name="workshop", show_progress="hidden", **shared.decode)
     return tab

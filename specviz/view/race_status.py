@@ -1,0 +1,77 @@
+"""The finished race's status line: the verdict with its headline, the notes that qualify it, the why
+under it, and the "Ran:" line, all from the folded view and the ledger (a race that just ran and a
+replayed trace, view/replay.py, both end here). HTML only: every piece of text escaped.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..app.machine_load import disturbed
+from ..app.run_setup import ran_text, settings_text
+from ..engine.analysis.headline import headline
+from .ledger_view import VERDICTS, tallies, verdict_class
+from .race_view import RaceView
+from .render import clean
+from .tree_results import tree_why
+
+
+def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str | None,
+             side: list[str] = (), shared: bool = False, tree: tuple[int, ...] | None = None) -> str:
+    """The finished race's status (HTML), styled by the ledger's verdict (a loss is never shown as a
+    success): the verdict with the race's headline (engine/analysis/headline.py: greedy, the same text
+    in fewer target passes; sampled, each lane's length and stop reason, compared per token), then
+    why greedy lanes differ when they do (rounding in bf16/fp16, greedy being exact only in fp32), a
+    repetitive text named, and whether other programs took the CPU meanwhile, this server's own work
+    beside the race (`side`: app/side_work.py), or another decoding job computing at the same time
+    (`shared`: a host allowing more than one at once, app/slots.py). Under it, the ledger's why, or for a
+    token tree (`tree`: its shape) the tree's own (view/tree_results.tree_why), which the chain's ledger
+    sentence cannot give."""
+    glyph, label = VERDICTS.get(led.verdict, VERDICTS["unmeasured"])
+    because = tree_why(*tallies(view.stats), len(tree)) if tree else None
+    spec, plain = view.dones.get("spec"), view.dones.get("base")
+    head = headline(spec, plain, greedy, view.stats.compared()) if spec is not None and plain is not None else None
+    text = f"{glyph} {label}: " + (head.line if head else "the race finished.")
+    notes = []
+    if head and head.same_text is False and greedy and dtype:      # (a replayed version-1 trace has no dtype)
+        notes.append(f"The greedy lanes parted: in {dtype.removeprefix('torch.')} the target's pass over k + 1 "
+                     f"tokens and its one-token step round differently, so near-ties can flip. In float32 they "
+                     f"are identical." if dtype != "torch.float32" else
+                     "The greedy lanes differ, which float32 should never show: please report it with the trace.")
+    if head and head.repetition:
+        notes.append(head.repetition)
+    # Other programs, this server's side work or another decoding job beside the race: the why says it
+    # once, in the verdict's own words (busy_reason, engine/analysis/verdict.py).
+    attrs = "" if others is None else f' data-other-load="{others:.3f}"'
+    attrs += f' data-side-work="{clean("; ".join(side))}"' if side else ""
+    attrs += ' data-shared="1"' if shared else ""
+    if head:
+        attrs += f' data-per-token="{int(head.per_token)}"'
+        attrs += "" if head.same_text is None else f' data-same-text="{int(head.same_text)}"'
+        attrs += ' data-repetitive="1"' if head.repetition else ""
+    note = f'<div class="race-note">{clean(" ".join(notes))}</div>' if notes else ""
+    return (f'<div class="status status-done {verdict_class(led.verdict)}" id="race-summary" '
+            f'data-verdict="{clean(led.verdict)}"{attrs}><div class="headline" id="race-headline">{clean(text)}</div>'
+            f'{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(because or why(led))}"><b>Why:</b> '
+            f'{clean(because or why(led))}</p></div>')
+
+
+def busy_reason(others: float | None, side: list[str], shared: bool) -> str:
+    """"" for a quiet machine, else the few words the verdict gives for not trusting one race."""
+    if disturbed(others, torch.get_num_threads()):
+        return f"other programs used {others:.0%} of its CPU"
+    if side:
+        return "this server was " + "; ".join(side)
+    return "another decoding job ran beside it" if shared else ""
+
+
+def why(led) -> str:
+    """The ledger's cause as the sentence under the verdict: without the verdict word it opens with
+    ("Faster: the target accepted ..." under "▲ Faster: ..." said it twice)."""
+    lead = f"{led.verdict.capitalize()}: "
+    return led.cause[len(lead):] if led.cause.startswith(lead) else led.cause
+
+
+def ran_line(label: str, cfg) -> str:
+    """Under the verdict: the pair and settings this race ran with (app/run_setup.py; the menu may show
+    another pair by the time it ends, when it was changed mid-race)."""
+    return f'<div class="run-setup" id="race-ran">Ran: {clean(ran_text(label, settings_text(cfg)))}</div>'

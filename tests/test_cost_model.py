@@ -1,0 +1,219 @@
+"""One cost model per (pair, device, decode path, machine): c and v as the median of their samples with
+range and count; a figure inside its noise shown with its spread and never advising; a single race's
+verdict that holds still; N races reported as their median and range."""
+from __future__ import annotations
+
+import pytest
+
+from specviz.engine.analysis.cost_model import MIN_SAMPLES, CostModel, race_sample
+from specviz.engine.analysis.ledger import build
+from specviz.engine.analysis.repeat import repeated
+from specviz.engine.metrics.measures import LaneTally
+from specviz.engine.metrics.theory import expected_speedup
+
+
+def model(c: dict, v: dict) -> CostModel:
+    m = CostModel(("pair", "cpu", "eager", "here"))
+    m.c_samples = {k: list(x) for k, x in c.items()}
+    m.v_samples = {n: list(x) for n, x in v.items()}
+    return m
+
+
+def test_noisy_samples_give_their_spread_and_no_advice():
+    """The load-time timing once read c = 0.01 and v = 0.35 on a busy machine and advised k = 10."""
+    noisy = model({k: [0.01, 0.05, 0.2] for k in range(1, 9)}, {k + 1: [0.35, 1.2, 2.1] for k in range(1, 9)})
+    c, v = noisy.chain(3)
+    assert (c.value, c.low, c.high, c.samples) == (0.05, 0.01, 0.2, 3)
+    assert c.noise and v.noise and not c.settled and not v.settled           # ranges wider than the values
+    assert "0.01-0.20" in c.text() and "timing noise" in v.text()
+    advice = noisy.advise(0.6, (1, 8))
+    assert advice.k is None and advice.expected is None and "noise" in advice.reason
+    cheap = model({3: [0.05] * 3}, {4: [0.8, 0.85, 0.9]})                    # a pass cheaper than a step
+    assert cheap.v(4).noise and cheap.advise(0.6, (3, 3)).k is None
+
+
+def test_one_race_is_not_a_figure_the_advice_says_what_it_needs():
+    once = model({3: [0.05]}, {4: [1.3]})
+    advice = once.advise(0.6, (3, 3))
+    assert advice.k is None and advice.reason == "two more races to say"
+    once.add_run(0.055, 1.32, 3, 4)
+    assert once.advise(0.6, (3, 3)).reason == "one more race to say"
+    once.add_run(0.05, 1.31, 3, 4)
+    assert once.c(3).samples == MIN_SAMPLES and once.advise(0.6, (3, 3)).k == 3
+    assert model({}, {}).advise(0.6, (1, 4)).reason.startswith("nothing measured here yet")
+
+
+def test_the_advice_names_the_ks_within_noise_of_the_best():
+    tight = model({k: [0.05] * 3 for k in range(1, 9)}, {k + 1: [1.0 + 0.05 * k] * 3 for k in range(1, 9)})
+    best = max(range(1, 9), key=lambda k: expected_speedup(0.7, k, 0.05, 1.0 + 0.05 * k))
+    advice = tight.advise(0.7, (1, 8))
+    assert advice.k == best and advice.within == (best, best)               # no spread: one k
+    loose = model({k: [0.04, 0.05, 0.06] for k in range(1, 9)},
+                  {k + 1: [0.9 + 0.05 * k, 1.0 + 0.05 * k, 1.2 + 0.05 * k] for k in range(1, 9)})
+    lo, hi = loose.advise(0.7, (1, 8)).within
+    assert hi > lo                                                          # spread: a range of k
+    assert lo <= loose.advise(0.7, (1, 8)).k <= hi
+
+
+def test_the_load_time_timing_seeds_every_repeat_and_races_add_their_own():
+    from specviz.engine.analysis.calibrate import MachineCosts
+    costs = MachineCosts(plain_s=0.01, draft_s=0.001, pass_s={1: 0.01, 4: 0.013},
+                         round_draft_s={3: 0.0015}, pass_samples={4: (0.012, 0.013, 0.015)},
+                         round_samples={3: (0.0015, 0.0014, 0.0018)})
+    m = CostModel(("p", "cpu", "eager", "here"))
+    m.seed(costs)
+    assert m.v(4).samples == 3 and m.v(4).value == pytest.approx(1.3) and m.v(4).high == pytest.approx(1.5)
+    assert m.c(3).value == pytest.approx(0.05)
+    spec = LaneTally(rounds=10, drafted=30, accepted=20, rejected=8, tokens=30, draft_s=0.03, verify_s=0.2,
+                     elapsed_s=0.25)
+    plain = LaneTally(tokens=30, elapsed_s=0.3)
+    c, v, k, n = race_sample(spec, plain)
+    assert (k, n) == (3, 4) and c == pytest.approx(0.1) and v == pytest.approx(2.0)
+    m.add_race(spec, plain)
+    assert m.c(3).samples == 4 and m.v(4).samples == 4 and m.runs == 1
+    tree_c, tree_v, _, tree_n = race_sample(spec, plain, tree=True)
+    assert tree_c is None and tree_n == 4 and tree_v == pytest.approx(2.0)  # a tree prices its pass, not a draft step
+
+
+SPEC = LaneTally(rounds=20, drafted=60, accepted=40, rejected=15, tokens=64, draft_s=0.3, verify_s=1.5, elapsed_s=1.9)
+
+
+def _plain(seconds: float) -> LaneTally:
+    return LaneTally(tokens=64, elapsed_s=seconds)
+
+
+def test_a_single_race_inside_the_timings_spread_is_about_even_not_slower():
+    """A sampled race read "Slower 0.87x" and minutes later "Faster 1.17x" with the same texts."""
+    spread = model({3: [0.08, 0.1, 0.12]}, {4: [1.0, 1.4, 1.8]})            # v: 1.4 +- 29%
+    led = build(SPEC, _plain(1.9 * 0.87), spread)
+    assert led.speedup == pytest.approx(0.87) and led.verdict == "about even" and "repeat to be sure" in led.cause
+    assert build(SPEC, _plain(1.9 * 0.87)).verdict == "slower"               # without the spread: a clear loss
+    assert build(SPEC, _plain(1.9 * 1.5), spread).verdict == "faster"
+
+
+def test_a_busy_machine_never_reads_slower_and_a_gain_there_says_repeat():
+    busy = "other programs used 74% of its CPU"
+    slow = build(SPEC, _plain(1.9 * 0.8), busy=busy)
+    assert slow.verdict == "about even" and busy in slow.cause and "repeat to be sure" in slow.cause
+    fast = build(SPEC, _plain(1.9 * 1.3), busy=busy)
+    assert fast.verdict == "faster" and fast.uncertain.startswith("But this machine was busy")
+
+
+def test_figures_inside_their_noise_price_nothing_in_the_ledger():
+    noisy = model({3: [0.01, 0.05, 0.2]}, {4: [0.35, 1.2, 2.1]})
+    led = build(SPEC, _plain(2.5), noisy)
+    assert led.theory is None and led.break_even_a is None and led.c == 0.05 and led.v == 1.2
+    assert led.c_range == (0.01, 0.2, 3) and "inside its timing noise" in led.cause and "0.35-2.10" in led.cause
+
+
+def test_repeat_reports_the_median_and_the_range():
+    rep = repeated([1.32, 2.78, 1.21, 1.69, 1.28])
+    assert (rep.median, rep.low, rep.high) == (1.32, 1.21, 2.78) and rep.verdict == "faster" and not rep.crosses
+    assert "median 1.32x (range 1.21-2.78x)" in rep.line()
+    mixed = repeated([0.87, 1.17, 1.05])
+    assert mixed.median == 1.05 and mixed.crosses and "1 of 3 races alone would read slower" in mixed.line()
+    assert repeated([None, None]) is None
+
+
+def test_cli_repeat_reports_the_median_and_range_of_its_races(tiny_dirs):
+    import json
+    from .helpers import cli
+    r = cli("run", "--prompt", "def add(a, b):", "--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"],
+            "--max-new-tokens", "12", "--baseline", "--repeat", "3", "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout.strip().splitlines()[-1])
+    assert rep["kind"] == "repeated" and len(rep["speedups"]) == 3
+    assert rep["median"] == sorted(rep["speedups"])[1] and rep["low"] == min(rep["speedups"])
+    text = cli("run", "--prompt", "def add(a, b):", "--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"],
+               "--max-new-tokens", "12", "--baseline", "--repeat", "2", "--no-color")
+    assert text.returncode == 0 and "Repeated 2x: median" in text.stdout
+
+
+def test_race_3x_on_the_page_reports_the_median_and_range_of_three_races(tiny_dirs):
+    """The race tab's "Race 3x": the first race in the panes, then two more; the status gives the median of
+    the three with their range, and every race joined the pair's cost model."""
+    import html
+    import re
+    from specviz.view.handlers import run_race
+    from .helpers import FORM, tiny_app
+    app = tiny_app(tiny_dirs)
+    updates = list(run_race(app, **{**FORM, "max_new_tokens": 12}, repeat=3))
+    statuses = [u.status for u in updates if isinstance(u.status, str)]
+    assert any("Race 2 of 3" in s for s in statuses) and any("Race 3 of 3" in s for s in statuses)
+    last = html.unescape(updates[-1].status)
+    found = re.search(r'id="race-repeat" data-median="([0-9.]+)" data-low="([0-9.]+)" data-high="([0-9.]+)"', last)
+    assert found and float(found[2]) <= float(found[1]) <= float(found[3])
+    assert "Repeated 3x: median" in last and "The panes show the first race." in last
+    assert app.costs.latest("tiny").runs == 3
+    single = html.unescape(list(run_race(app, **{**FORM, "max_new_tokens": 12}))[-1].status)
+    assert "race-repeat" not in single and app.costs.latest("tiny").runs == 4
+
+
+def test_a_figure_keeps_the_latest_samples_only():
+    from specviz.engine.analysis.cost_model import KEEP
+    m = model({}, {})
+    for i in range(KEEP + 10):
+        m.add_run(0.05 + i, None, 3, None)
+    assert m.c(3).samples == KEEP
+    assert m.c_samples[3][0] == 0.05 + 10 and len(m.c_samples[3]) == KEEP  # the oldest ten dropped
+
+
+def test_one_stray_timing_among_many_does_not_make_a_figure_noise():
+    """The bundled draft's five timed repeats at load read c = 0.004 with one at 0.22 (the machine woke a
+    thread): the whole range is 50x the value; the middle half is not."""
+    m = model({3: [0.004, 0.0042, 0.0039, 0.0041, 0.22]}, {4: [1.2] * 5})
+    c = m.c(3)
+    assert c.samples == 5 and c.high < 0.01 and not c.noise and c.settled
+    assert model({3: [0.004, 0.22, 0.0041]}, {}).c(3).noise          # with three samples, all of them count
+
+
+def test_the_workshop_race_repeated_three_times_answers_with_the_median_and_range(tiny_dirs, monkeypatch):
+    """The workshop's "race 3x": three races, the answer their median, the range said, one race's passes shown."""
+    import statistics
+    from specviz.app import workshop
+    from .helpers import tiny_app
+    app = tiny_app(tiny_dirs)
+    app.presets["bundled"] = app.presets["tiny"]
+    seen = []
+    real = workshop.race_stats
+
+    def counted(*args, **kwargs):
+        stats = real(*args, **kwargs)
+        seen.append(stats.measured_speedup())
+        return stats
+    monkeypatch.setattr(workshop, "race_stats", counted)
+    outcome = workshop.race(app, repeat=3)
+    assert len(seen) == 3
+    assert outcome.value == round(statistics.median(seen), 2)
+    assert f"range {min(seen):.2f}-{max(seen):.2f}×" in outcome.shown and "median of 3" in outcome.shown
+    assert outcome.why.startswith("Repeated 3x: median")
+    assert workshop.BY_KEY["race"].repeatable and not workshop.BY_KEY["passes"].repeatable
+
+
+def test_a_step_mode_run_refines_c_and_v_in_the_models_plain_step():
+    """Step mode runs a speculative lane alone: its draft steps and passes are priced in the plain step
+    the model already timed (calibration and races), and counted like a race's."""
+    from specviz.engine.analysis.cost_model import CostModel
+    from specviz.engine.metrics.measures import LaneTally
+    model = CostModel(("p", "cpu", "eager", "here"))
+    spec = LaneTally(rounds=10, drafted=30, accepted=20, rejected=5, tokens=30, draft_s=0.6, verify_s=1.2,
+                     elapsed_s=2.0)
+    assert not model.add_step_run(spec) and model.runs == 0          # no plain step timed here yet
+    model.add_race(spec, LaneTally(tokens=40, elapsed_s=4.0))        # a race's plain lane: 0.1 s a step
+    before = len(model.c_samples[3])
+    assert model.add_step_run(spec)
+    assert model.c_samples[3][-1] == pytest.approx(0.6 / 30 / 0.1)   # c: a draft step in plain steps
+    assert model.v_samples[4][-1] == pytest.approx(1.2 / 10 / 0.1)   # v: a pass over k + 1 = 4 tokens
+    assert len(model.c_samples[3]) == before + 1 and model.runs == 2
+
+
+def test_step_mode_folds_its_run_into_the_pairs_cost_model(tiny_dirs):
+    from specviz.view.tabs.step import step_round
+    from .helpers import FORM, tiny_app
+    app = tiny_app(tiny_dirs)
+    preset = app.known("tiny")
+    model = app.costs.get(preset.key, app.pair(preset).device, "eager")
+    model.plain_samples.append(0.01)
+    runs = model.runs
+    step_round(app, None, **{**FORM, "temperature": 0.0, "k": 3, "max_new_tokens": 12})
+    assert model.runs == runs + 1

@@ -71,15 +71,16 @@ def test_spaces_decorator_is_applied_with_a_duration(monkeypatch):
 
 
 @pytest.mark.slow    # a served app and concurrent clients
-def test_concurrent_clients_each_get_their_own_seeded_output(tiny_dirs):
+def test_concurrent_clients_each_get_their_own_seeded_output(tiny_dirs, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")      # each client its own address (load_client.py)
     app = tiny_app(tiny_dirs, limits=Limits(queue_size=16, concurrency_per_device=1))
     demo, url = serve(app)
     try:
         results = run_clients(url, "tiny", ["import os\n", "def f(x):\n"], clients=6, max_new_tokens=24,
-                              temperature=1.0, timeout_s=120)
+                              temperature=1.0, timeout_s=120, addresses=True)
     finally:
         demo.close()
-    assert len(results) == 6
+    assert len(results) == 6 and not [r["error"] for r in results if "error" in r]      # no result lost
     assert check_against_solo(app.pair(app.preset("tiny")), results, 24, 1.0) == []
     assert len({tuple(r["token_ids"]) for r in results}) > 1      # different seeds, different outputs
     p = percentiles(results)
@@ -104,13 +105,14 @@ def test_clients_keep_streaming_while_one_switches_to_a_pair_not_loaded_yet(tiny
             loaded["late_at"] = time.monotonic()
         return pair
     monkeypatch.setattr(AppState, "_load", slow_load)
+    monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")      # each client its own address (load_client.py)
     demo, url = serve(app)
     try:
         results = run_clients(url, ["late"] + ["tiny"] * 7, ["import os\n", "def f(x):\n"], clients=8,
-                              max_new_tokens=24, temperature=1.0, timeout_s=120)
+                              max_new_tokens=24, temperature=1.0, timeout_s=120, addresses=True)
     finally:
         demo.close()
-    assert len(results) == 8
+    assert len(results) == 8 and not [r["error"] for r in results if "error" in r]      # no result lost
     late = [r for r in results if r["preset"] == "late"]
     others = [r for r in results if r["preset"] == "tiny"]
     for key, group in (("late", late), ("tiny", others)):

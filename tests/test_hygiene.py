@@ -163,8 +163,9 @@ def test_a_race_leaves_one_trace_on_disk(tiny_dirs, tmp_path, monkeypatch):
 def test_the_trace_folder_keeps_a_bounded_number_of_recent_traces(tmp_path):
     from specviz.view import trace_files
     now = [1000.0]
-    tokens = [trace_files.save({"n": i}, tmp_path, keep=3, max_age_s=100, now=lambda: now[0]) for i in range(5)]
-    kept = sorted(tmp_path.rglob("specviz-trace.json"))
+    tokens = [trace_files.save({"n": i}, tmp_path, keep=3, max_age_s=100, now=lambda: now[0], per_owner=3)
+              for i in range(5)]
+    kept = sorted(tmp_path.rglob("specviz-trace.json"))        # one client: its own newest 3
     assert len(kept) == 3 and {p.parent.name.rsplit("-", 1)[1] for p in kept} == set(tokens[2:])
     found = [trace_files.find(t, tmp_path, max_age_s=100, now=lambda: now[0]) for t in tokens]
     assert found[:2] == [None, None] and set(found[2:]) == set(kept)      # a pruned trace's token finds nothing

@@ -87,7 +87,28 @@ BAD = {
     "an event that is not a record": lambda t: _damaged(t, lambda d: d["events"].insert(1, XSS)),
     "one lane only": lambda t: _damaged(t, lambda d: d.update(events=[e for e in d["events"] if e["lane"] == "spec"])),
     "too large": lambda t: t[:-1] + ', "pad": "' + "x" * MAX_BYTES + '"}',
+    # valid events that make no one race: a real trace's events repeated (a replay ten times the work)
+    "events repeated": lambda t: _damaged(t, lambda d: d.update(events=d["events"] * 3)),
+    "rounds out of order": lambda t: _damaged(t, _swap_rounds),
+    "more tokens than its max_new_tokens": lambda t: _damaged(t, lambda d: d["config"].update(max_new_tokens=2)),
+    "a round padded with events": lambda t: _damaged(t, _pad_round),
 }
+
+
+def _swap_rounds(d):
+    """The speculative lane's first two rounds' events in the other order."""
+    spec = [i for i, e in enumerate(d["events"]) if e["lane"] == "spec" and e["kind"] != "done"]
+    ends = [i for i in spec if d["events"][i]["kind"] == "round_end"]
+    first = [d["events"][i] for i in spec if i <= ends[0]]
+    second = [d["events"][i] for i in spec if ends[0] < i <= ends[1]]
+    rest = [e for i, e in enumerate(d["events"]) if i not in spec or i > ends[1]]
+    d["events"] = second + first + rest
+
+
+def _pad_round(d):
+    accepted = next(e for e in d["events"] if e["kind"] == "accepted")
+    at = d["events"].index(accepted)
+    d["events"][at:at] = [accepted] * 40
 
 
 @pytest.mark.parametrize("kind", list(BAD))

@@ -23,7 +23,7 @@ PROFILE_PATH = SPACES_YAML
 LIMIT_KEYS = {"max_prompt_tokens": (1, 100_000), "max_new_tokens": (1, 8192), "queue_size": (1, 10_000),
               "concurrency_per_device": (1, 64), "max_loaded_pairs": (1, 16),
               "lossless_token_budget": (1_000, 100_000_000), "jobs_per_session": (1, 100),
-              "jobs_per_address": (1, 10_000)}
+              "jobs_per_address": (1, 10_000), "joins_per_second": (1, 1000)}
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,13 @@ class Limits:
     # (2000 samples of a 970-token prompt took 1.8 h of 2-core CPU; 200k tokens is ~10 min at worst).
     lossless_token_budget: int = 200_000
     jobs_per_session: int = 2      # decoding requests one session may have waiting or running at once
-    # ... and one client address (a classroom behind one NAT address shares these: docs/hosting.md)
-    jobs_per_address: int = 16
+    # Events (any: a run, Stop, a replay) one client may have waiting or running at once. Turns go
+    # round robin by client, so more jobs buy no bigger share, only places: 4 is two tabs' worth (a
+    # run and its Stop each); a classroom behind one NAT address shares them (docs/hosting.md).
+    jobs_per_address: int = 4
+    # Joins of any event one client may make per second (a burst of three seconds' worth first): a
+    # visitor's clicks make a few a second at most; a script's churn of new sessions is turned away.
+    joins_per_second: int = 5
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ becomes a ConfigError whose message the page (or the API error) shows.
 from __future__ import annotations
 
 import math
+import re
 
 from ..engine.loop.config import CONFIDENCE_STOP_MAX, SpecConfig, parse_tree, tree_nodes
 from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS
@@ -22,21 +23,39 @@ CHAIN = "chain"           # the draft shape box's default: a chain of k
 MAX_SEED = 2**32 - 1      # the app's seeds (the lossless check derives sample seeds from it: seed x 1,000,003 + i)
 
 
+# A number sent as text: ASCII digits only (Python's int() and float() also read "２", "٣" and "1_0").
+WHOLE = re.compile(r"[+-]?[0-9]{1,18}")
+DECIMAL = re.compile(r"[+-]?([0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30})([eE][+-]?[0-9]{1,3})?")
+HUGE = 10**15             # no field takes a whole number this large: it is refused as such, shortly
+
+
 def as_int(name: str, value) -> int:
     if isinstance(value, bool):
         raise ConfigError(f"{name} must be a whole number, not {value!r}")
     if isinstance(value, float) and math.isfinite(value) and value == int(value):
-        return int(value)
+        value = int(value)
+    if isinstance(value, str) and WHOLE.fullmatch(value.strip()):
+        value = int(value.strip())
     if isinstance(value, int):
+        if abs(value) >= HUGE:
+            raise ConfigError(f"{name} is out of range, not {short_number(value)}")
         return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
-    raise ConfigError(f"{name} must be a whole number, not {str(value)[:40]!r}")
+    raise ConfigError(f"{name} must be a whole number (ASCII digits), not {str(value)[:40]!r}")
+
+
+def short_number(value) -> str:
+    """A number as a short line: 1e+308, not its 309 digits."""
+    try:
+        return f"{float(value):.3g}"
+    except OverflowError:
+        return f"a number of {len(str(abs(int(value))))} digits"
 
 
 def as_float(name: str, value) -> float:
     if isinstance(value, bool):
         raise ConfigError(f"{name} must be a number, not {value!r}")
+    if isinstance(value, str) and not DECIMAL.fullmatch(value.strip()):
+        raise ConfigError(f"{name} must be a number (ASCII digits), not {value[:40]!r}")
     try:
         out = float(value)
     except (TypeError, ValueError):
@@ -93,8 +112,8 @@ def draft_shape(text) -> tuple[int, ...] | None:
     text = text.strip().lower().replace(" ", "")
     if text in ("", CHAIN):
         return None
-    if len(text) > 80:
-        raise ConfigError("draft shape must be chain, or candidates per depth such as 2,2,1,1")
+    if len(text) > 80 or not re.fullmatch(r"[0-9,]+", text):       # ASCII digits only ("２,２" is refused)
+        raise ConfigError(f"draft shape must be chain, or candidates per depth such as 2,2,1,1, not {text[:40]!r}")
     try:
         shape = parse_tree(text)
     except ConfigError:
@@ -131,8 +150,9 @@ def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens,
         raise ConfigError(f"k must be between {limits.k_range[0]} and {limits.k_range[1]}, not {k}")
     if not isinstance(adaptive, bool):
         raise ConfigError("adaptive k must be true or false")
-    if not isinstance(drafter, str):
-        raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}")
+    if not isinstance(drafter, str) or drafter not in DRAFTERS:
+        shown = f", not {drafter[:40]!r}" if isinstance(drafter, str) else ""      # a long value cut
+        raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}{shown}")
     seed = as_int("seed", seed)
     if not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"seed must be between 0 and {MAX_SEED}, not {seed}")

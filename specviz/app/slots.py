@@ -1,8 +1,10 @@
 """The device's decoding slots, lent in slices: no visitor's job can hold the device to itself.
 
-`FairSlots` hands slots out first come, first served: a released slot goes straight to the
-longest waiter (no barging), so a job that releases and asks again queues behind everyone who
-was already waiting. `sliced` runs any job given as an iterator (a race's events, a lossless
+`FairSlots` hands slots out by client, round robin: a released slot goes straight to the first
+job of the client that has waited longest for its turn (no barging), and a client with more jobs
+waiting goes to the back of the round, so a client with 16 jobs gets one turn in each round, as a
+client with one does. A job that releases and asks again queues behind every other client that
+was already waiting. Jobs that name no client are each their own client (first come, first served). `sliced` runs any job given as an iterator (a race's events, a lossless
 check's tallies, one run's records) in slices of about SLICE_S seconds of slot time: after each
 slice it gives the slot back and queues again, so other visitors' jobs interleave, and it
 checks `stop` (Stop pressed, the visitor gone) between items, while it waits and before it
@@ -21,7 +23,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
+from itertools import count
 from typing import Callable, Iterator, TypeVar
 
 from ..errors import SpecvizError
@@ -49,6 +52,10 @@ def no_check() -> Callable[[], bool]:
 # The web view sets it to its "is the visitor gone?" check (view/visitor.py), so every decoding path
 # ends when its visitor leaves; elsewhere (the CLI, tests) nothing stops a job.
 default_stop: Callable[[], Callable[[], bool]] = no_check
+# Who a decoding job serves, for the round robin: a factory called in the job's own thread (the web
+# view sets it to the request's client key, view/visitor.py); None makes each job its own client.
+default_client: Callable[[], str | None] = lambda: None
+_anonymous = count()
 
 
 class Sharing:
@@ -59,11 +66,12 @@ class Sharing:
 
 
 class FairSlots:
-    """`n` slots, granted in the order they were asked for."""
+    """`n` slots, granted round robin between clients, each client's jobs in the order they asked."""
 
     def __init__(self, n: int = 1):
         self._free = n
-        self._waiters: deque[tuple[threading.Event, Sharing | None]] = deque()
+        # client -> its waiting jobs; the first client is the next to be served
+        self._waiters: OrderedDict[object, deque[tuple[threading.Event, Sharing | None]]] = OrderedDict()
         self._holders: list[Sharing | None] = []      # one entry per slot held (None: a job with no note)
         self._lock = threading.Lock()
 
@@ -80,22 +88,28 @@ class FairSlots:
         with self._lock:
             return self._free == 0 or bool(self._waiters)
 
-    def acquire(self, stop: Callable[[], bool] = never, holder: Sharing | None = None) -> bool:
+    def acquire(self, stop: Callable[[], bool] = never, holder: Sharing | None = None,
+                client: str | None = None) -> bool:
         """Wait for a slot (True), or give up when `stop()` becomes true first (False). `holder`,
         when given, is marked shared if another job holds a slot at any time while this one does;
-        `release` must then be given the same note."""
+        `release` must then be given the same note. `client`: whom the job serves (None: nobody
+        else's jobs share its turns)."""
+        key = ("job", next(_anonymous)) if client is None else ("client", client)
         with self._lock:
             if self._free > 0 and not self._waiters:
                 self._free -= 1
                 self._hold(holder)
                 return True
             turn = threading.Event()
-            self._waiters.append((turn, holder))
+            self._waiters.setdefault(key, deque()).append((turn, holder))
         while not turn.wait(POLL_S):
             if stop():
                 with self._lock:
                     if not turn.is_set():
-                        self._waiters.remove((turn, holder))
+                        jobs = self._waiters[key]
+                        jobs.remove((turn, holder))
+                        if not jobs:
+                            del self._waiters[key]
                         return False
                 self.release(holder)          # granted just as it gave up: pass the slot on
                 return False
@@ -107,7 +121,11 @@ class FairSlots:
             # entry of its own: it still frees a slot (never leak one), taking another entry's place.
             self._holders.remove(holder if holder in self._holders else self._holders[0])
             if self._waiters:
-                turn, waiter = self._waiters.popleft()
+                key, jobs = next(iter(self._waiters.items()))
+                turn, waiter = jobs.popleft()
+                del self._waiters[key]
+                if jobs:                          # its next job waits a whole round: to the back
+                    self._waiters[key] = jobs
                 self._hold(waiter)                # hand the slot over: nobody can barge in between
                 turn.set()
             else:
@@ -116,16 +134,17 @@ class FairSlots:
 
 def sliced(slots: FairSlots, items: Iterator[T], stop: Callable[[], bool] = never,
            wait_stop: Callable[[], bool] | None = None, slice_s: float = SLICE_S,
-           sharing: Sharing | None = None) -> Iterator[T]:
+           sharing: Sharing | None = None, client: str | None = None) -> Iterator[T]:
     """`items`, computed only while holding a slot, at most about `slice_s` seconds per hold;
-    `sharing` is marked if any slice overlapped another job's.
+    `sharing` is marked if any slice overlapped another job's; `client` is whom the job serves
+    (its turns are that client's, FairSlots).
 
     Raises Stopped when `stop()` (checked between items) or `wait_stop()` (checked while waiting
     for the slot; default `stop`) becomes true; `items` is closed in every case."""
     wait_stop = wait_stop or stop
     try:
         while True:
-            if wait_stop() or not slots.acquire(wait_stop, sharing):
+            if wait_stop() or not slots.acquire(wait_stop, sharing, client):
                 raise Stopped("stopped")
             try:
                 start = time.monotonic()

@@ -102,7 +102,8 @@ class AppState:
         never holds up the others. `sharing` is marked where a slice ran beside another job's
         (a host with concurrency_per_device > 1)."""
         stop = stop or getattr(self._job, "stop", None) or slots.default_stop()
-        return sliced(self._decoders, items, stop, wait_stop, self.slice_s, sharing)
+        # Turns go round robin between clients (a served app's request names its client), not jobs.
+        return sliced(self._decoders, items, stop, wait_stop, self.slice_s, sharing, slots.default_client())
 
     @contextmanager
     def decoding(self):

@@ -1,44 +1,59 @@
-"""Gradio's queue, shared fairly: the decoding work admitted at once is bounded, no client holds
-more than its share of it, and a full queue says when to come back.
+"""Gradio's queue, shared fairly: every event a client sends is bounded by client, the decoding
+work admitted at once is bounded, no client holds more than its share, and a full queue says when
+to come back.
 
 `queue_demo` calls `demo.queue(...)` with the profile's limits and wraps the queue's `push` (the
-`/queue/join` route). The decoding groups (DECODE_GROUPS: races, `/generate`, the lossless check,
-the workshop and the Rules tab in "decode"; step mode in "step") run with no Gradio concurrency
-limit (the app's own fair slots, app/slots.py, share the device), so a job leaves Gradio's queue
-at once and that queue's length says nothing about the work in hand. The caps here count instead
-every decoding event Gradio holds, waiting or running (`event_ids_to_events`, which Gradio empties
-as each event ends):
-- at most `queue_size` in all (a full queue answers with an estimate of when to retry, from
-  Gradio's own average job time), not counting jobs whose results no stream has read UNREAD_AFTER_S
-  after they joined: those take no decoding slot and are dropped soon (view/visitor.py), so a
-  client that joins and never listens takes places from its own address's share only;
-- at most `jobs_per_address` from one client address (view/client_address.py: the connection's
-  peer, or on a Space the address the proxy saw): a client that sends a new session id with every
-  request is still one client;
-- at most `jobs_per_session` from one browser session (one tab: a second click waits its turn).
-Each joining request's session gets a message queue that notes whether a stream reads it, and
-every decoding job stops once its client is gone or never opened its stream (view/visitor.py).
-Requests outside those groups (Stop, the page's instant feedback) are never refused here. An API
-call that left out arguments gets the endpoint's defaults or one line naming the missing one; one
-with the wrong number of values, or a text or checkbox value of the wrong kind, is refused in one
-line (view/api_defaults.py), before Gradio's own generic refusal. The wrap reads Gradio 6 internals
-(`Queue.push`, `event_ids_to_events`, `Event.request`); tests/test_fair_service.py serves the app
-and checks it.
+`/queue/join` route), which every event goes through: a run, step mode, a replay, Stop and the
+page's instant feedback alike. The work groups (WORK_GROUPS: races, `/generate`, the lossless check,
+the workshop and the Rules tab in "decode"; step mode in "step"; trace replays in "replay") hold the
+device's fair slots (app/slots.py: turns round robin by client), so Gradio's own queue length says
+nothing about the work in hand. The caps here count instead the events Gradio holds, waiting or
+running (`event_ids_to_events`, which Gradio empties as each event ends), leaving out those whose
+client has gone (Gradio marks them not alive; view/visitor.py sees a departure within about a second):
+- at most `joins_per_second` joins of any event from one client (a burst of JOIN_BURST_S seconds'
+  worth first): a script inventing a session per Stop is turned away before Gradio keeps anything;
+- at most `jobs_per_address` events of any kind from one client, whatever session ids it sends (the
+  client: its address, view/client_address.py, or where the server cannot tell one, its session);
+- at most `queue_size` work events in all (a full queue answers with an estimate of when to retry,
+  from Gradio's own average job time), not counting jobs whose results no stream has read
+  UNREAD_AFTER_S after they joined: those take no decoding slot and are dropped soon
+  (view/visitor.py), so a client that joins and never listens takes places from its own share only;
+- at most `jobs_per_session` work events from one browser session (one tab: a second click waits).
+An event the page does not have (an unknown `fn_index`) is refused in one line. Each joining
+request's session gets a message queue that notes whether a stream reads it, and Gradio's table of
+those queues keeps every session with an event in hand (KeepActive: a newer session never pushes an
+active one out); the state Gradio keeps per session (the last outputs: some MB after a race) is kept
+for at most SESSIONS_PER_CLIENT sessions of one client (SessionQuota). An API call that left out arguments gets the endpoint's defaults or one line naming
+the missing one; one with the wrong number of values, or a text or checkbox value of the wrong kind,
+is refused in one line (view/api_defaults.py), before Gradio's own generic refusal. The wrap reads
+Gradio 6 internals (`Queue.push`, `event_ids_to_events`, `pending_messages_per_session`,
+`Event.request`); tests/test_fair_service.py and tests/test_hostile.py serve the app and check it.
 """
 from __future__ import annotations
 
 import math
+import threading
+import time
 
 import gradio as gr
 
 from ..app.profile import Limits
 from .api_defaults import complete, refuse
 from .client_address import client_key
-from .visitor import install, listen_for, unread
+from .one_line import guard
+from .visitor import Listened, install, listen_for, unread
 
 DECODE_GROUP = "decode"
 STEP_GROUP = "step"
+REPLAY_GROUP = "replay"
 DECODE_GROUPS = (DECODE_GROUP, STEP_GROUP)
+WORK_GROUPS = (DECODE_GROUP, STEP_GROUP, REPLAY_GROUP)     # events that hold the device's slots
+JOIN_BURST_S = 3.0         # a client may spend this many seconds' worth of joins at once
+# Sessions whose state Gradio keeps for one client: each holds its last outputs (a race's panes and
+# plots, some MB), so a client inventing a session per request grew the server by gigabytes within the
+# 2000 kept. 32 keeps a classroom of 30 behind one school address whole; a script holds 32 at most.
+SESSIONS_PER_CLIENT = 32
+CLIENTS_TRACKED = 10_000   # join counters kept; full ones (a client quiet for a while) are dropped first
 # A job whose results no stream has read this long after it joined is not counted in the server's total
 # (a browser or gradio_client reads within milliseconds; a second leaves room for a loaded server).
 UNREAD_AFTER_S = 1.0
@@ -46,61 +61,200 @@ UNREAD_AFTER_S = 1.0
 
 def queue_demo(demo: gr.Blocks, limits: Limits) -> gr.Blocks:
     demo.queue(max_size=limits.queue_size, default_concurrency_limit=limits.concurrency_per_device)
+    guard(demo)           # an unexpected failure of any page function: one line, no traceback (view/one_line.py)
     _guard(demo._queue, limits)
     install()             # every decoding job ends once its visitor is gone or never came (view/visitor.py)
     return demo
 
 
 def admitted(queue) -> list:
-    """The decoding events Gradio holds now, waiting or running."""
-    return [e for e in list(queue.event_ids_to_events.values()) if getattr(e, "concurrency_id", None) in DECODE_GROUPS]
+    """The work events (decoding and replays) Gradio holds now, waiting or running."""
+    return [e for e in held(queue) if getattr(e, "concurrency_id", None) in WORK_GROUPS]
+
+
+def held(queue) -> list:
+    """Every event Gradio holds now, waiting or running, whose client has not gone."""
+    return [e for e in list(queue.event_ids_to_events.values()) if getattr(e, "alive", True)]
+
+
+def in_hand(queue) -> set:
+    """The sessions with an event Gradio holds now, waiting or running."""
+    return {getattr(e, "session_hash", None) for e in list(queue.event_ids_to_events.values())}
+
+
+def client_of(request, session: str | None) -> str:
+    """The key of the per-client bounds: the client's address, or its session where no address is known."""
+    return client_key(request) or (f"session:{session}" if session else "")
+
+
+class JoinRate:
+    """Joins per client per second: a bucket of JOIN_BURST_S seconds' worth, refilled at `per_s`."""
+
+    def __init__(self, per_s: float, clock=time.monotonic):
+        self.per_s, self.clock = float(per_s), clock
+        self.burst = max(1.0, self.per_s * JOIN_BURST_S)
+        self._buckets: dict[str, tuple[float, float]] = {}     # client -> (joins left, when counted)
+        self._lock = threading.Lock()
+
+    def take(self, client: str) -> bool:
+        """May `client` join now? (counts the join when it may)"""
+        now = self.clock()
+        with self._lock:
+            left, then = self._buckets.pop(client, (self.burst, now))
+            left = min(self.burst, left + (now - then) * self.per_s)
+            if len(self._buckets) >= CLIENTS_TRACKED:         # the quietest first: a full bucket forgets nothing
+                for key in [k for k, (n, t) in self._buckets.items() if n + (now - t) * self.per_s >= self.burst]:
+                    del self._buckets[key]
+                while len(self._buckets) >= CLIENTS_TRACKED:
+                    self._buckets.pop(next(iter(self._buckets)))
+            if left < 1.0:
+                self._buckets[client] = (left, now)
+                return False
+            self._buckets[client] = (left - 1.0, now)
+            return True
+
+
+class SessionQuota:
+    """Each client's sessions, newest last: past SESSIONS_PER_CLIENT, the client's least recently used
+    session with no event in hand loses the state Gradio keeps for it (a later event of that session
+    starts from the page's defaults)."""
+
+    def __init__(self, per_client: int | None = None):
+        self.per_client = per_client
+        self._by_client: dict[str, dict[str, None]] = {}
+        self._lock = threading.Lock()
+
+    def note(self, client: str, session: str | None, queue) -> list[str]:
+        """`client` used `session` now; returns the sessions whose state was dropped."""
+        if not client or not session:
+            return []
+        dropped = []
+        with self._lock:
+            sessions = self._by_client.pop(client, {})
+            sessions.pop(session, None)
+            sessions[session] = None
+            self._by_client[client] = sessions            # the most recent client last
+            busy = in_hand(queue)
+            most = self.per_client or SESSIONS_PER_CLIENT
+            for old in list(sessions):
+                if len(sessions) <= most:
+                    break
+                if old != session and old not in busy:
+                    del sessions[old]
+                    dropped.append(old)
+            while len(self._by_client) > CLIENTS_TRACKED:
+                self._by_client.pop(next(iter(self._by_client)))
+        holder = getattr(queue.blocks, "state_holder", None)
+        for old in dropped:
+            try:
+                with holder.lock:
+                    holder.session_data.pop(old, None)
+                    holder.time_last_used.pop(old, None)
+            except Exception:       # noqa: BLE001 (another Gradio: its own bound, 2000 sessions, holds)
+                pass
+        return dropped
+
+
+class KeepActive(dict):
+    """Gradio's per-session message queues, bounded without ever dropping an active session.
+
+    Gradio keeps them in an LRU of 2000 whose reads do not count as use, so 2000 newer sessions (a
+    script sending a new session id with every Stop) pushed out sessions whose results were still
+    streaming, and those visitors lost their results. Here a read refreshes a session, and a new one,
+    past `max_size`, removes the least recently used session that has no event in hand and no stream
+    reading it (a session whose client never reads is idle once its events end); when every session kept
+    is active, none is removed (the per-client caps bound them)."""
+
+    def __init__(self, queue, max_size: int, old=None):
+        super().__init__(old or {})
+        self.queue, self.max_size = queue, max_size
+
+    def _touch(self, key) -> None:
+        if dict.__contains__(self, key):
+            value = dict.pop(self, key)
+            dict.__setitem__(self, key, value)
+
+    def __getitem__(self, key):
+        value = dict.__getitem__(self, key)
+        self._touch(key)
+        return value
+
+    def get(self, key, default=None):
+        return self[key] if dict.__contains__(self, key) else default
+
+    def __setitem__(self, key, value) -> None:
+        if dict.__contains__(self, key):
+            dict.pop(self, key)
+        elif len(self) >= self.max_size:
+            busy = in_hand(self.queue)
+            for old in list(self):
+                messages = dict.get(self, old)
+                reading = isinstance(messages, Listened) and messages.readers > 0
+                if old not in busy and not reading:
+                    dict.pop(self, old)
+                    break
+        dict.__setitem__(self, key, value)
 
 
 def _guard(queue, limits: Limits) -> None:
     push = queue.push
+    rate = JoinRate(limits.joins_per_second)
+    quota = SessionQuota()
+    old = queue.pending_messages_per_session
+    queue.pending_messages_per_session = KeepActive(queue, getattr(old, "max_size", 2000), old)
 
     async def fair_push(body, request, username):
         # The page's functions, looked up without Gradio's route_utils.get_fn, which first builds the
         # session's state (a config of every block: ~10 ms and ~0.2 MB) for a session id never seen:
         # a join refused here costs neither, whatever session id it invents. (The page renders no
         # gr.render blocks, so a session's functions are the page's.)
-        fn = queue.blocks.fns.get(body.fn_index) if isinstance(body.fn_index, int) else None
+        fn = queue.blocks.fns.get(body.fn_index) if type(body.fn_index) is int else None
+        if fn is None:
+            return False, "This page has no such event: reload the page", "error"
+        client = client_of(request, body.session_hash)
+        if client and not rate.take(client):
+            return False, (f"Too many requests from your address (at most {limits.joins_per_second} a second): "
+                           "wait a moment and retry"), "queue_full"
         wrong = complete(body, fn) or refuse(body, fn)     # view/api_defaults.py
         if wrong:
             return False, wrong, "error"
-        if fn is not None and fn.concurrency_id in DECODE_GROUPS:
-            full = admission(admitted(queue), body.session_hash, client_key(request), limits,
-                             unread=lambda event: unread(queue, event, UNREAD_AFTER_S))
-            if full:
-                return False, full if "{eta}" not in full else full.format(eta=_eta(queue, fn)), "queue_full"
+        full = admission(held(queue), body.session_hash, client, limits, work=fn.concurrency_id in WORK_GROUPS,
+                         unread=lambda event: unread(queue, event, UNREAD_AFTER_S))
+        if full:
+            return False, full if "{eta}" not in full else full.format(eta=_eta(queue, fn)), "queue_full"
+        quota.note(client, body.session_hash, queue)     # a client's sessions kept at most SESSIONS_PER_CLIENT
         listen_for(queue, body.session_hash)      # its stream's reads are noted (view/visitor.py)
         return await push(body, request, username)
 
     queue.push = fair_push
 
 
-def admission(events: list, session: str | None, address: str, limits: Limits,
+def admission(events: list, session: str | None, client: str, limits: Limits, work: bool = True,
               unread=lambda event: False) -> str | None:
-    """The refusal for one more decoding request beside `events` (the decoding work admitted), else None.
+    """The refusal for one more event beside `events` (every event held whose client is still there),
+    else None. `work`: the new event is decoding or a replay (it takes the device's slots).
     `unread(event)`: has no stream read that event's results, UNREAD_AFTER_S after it joined
     (view/visitor.py)? Such a job takes no decoding slot and is dropped OPEN_WITHIN_S after joining, so it
     does not count against the server's total: a client that joins and never listens holds places of its
-    own address only, never the rest of the world's."""
-    in_hand = [e for e in events if not unread(e)]
+    own share only, never the rest of the world's."""
+    if client and sum(1 for e in events if client_of(e.request, e.session_hash) == client) >= limits.jobs_per_address:
+        return (f"you already have {limits.jobs_per_address} requests waiting or running (at most "
+                f"{limits.jobs_per_address} per address): retry when one has finished")
+    if not work:
+        return None
+    working = [e for e in events if getattr(e, "concurrency_id", None) in WORK_GROUPS]
+    in_hand = [e for e in working if not unread(e)]
     if len(in_hand) >= limits.queue_size:
         return f"The server is full ({len(in_hand)} runs waiting or running): retry in about {{eta}} s"
-    if address and sum(1 for e in events if client_key(e.request) == address) >= limits.jobs_per_address:
-        return (f"your address already has {limits.jobs_per_address} runs waiting or running (at most "
-                f"{limits.jobs_per_address} per address): retry when one has finished")
-    if session and sum(1 for e in events if e.session_hash == session) >= limits.jobs_per_session:
+    if session and sum(1 for e in working if e.session_hash == session) >= limits.jobs_per_session:
         return (f"this session already has {limits.jobs_per_session} runs waiting or running (at most "
                 f"{limits.jobs_per_session} per visitor): retry when one has finished")
     return None
 
 
 def _eta(queue, fn) -> int:
-    """Seconds until a place is likely free: the decoding work admitted x Gradio's average time for this
-    endpoint (10 s before it has one)."""
+    """Seconds until a place is likely free: Gradio's average time for this endpoint (10 s before it has
+    one) x the work admitted, at most ten minutes."""
     timing = queue.process_time_per_fn.get(fn)
     per_job = getattr(timing, "avg_time", None) or 10.0
-    return max(1, math.ceil(per_job * max(1, len(admitted(queue)))))
+    return max(1, min(600, math.ceil(per_job * max(1, len(admitted(queue))))))

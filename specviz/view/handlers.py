@@ -38,7 +38,7 @@ from .race_status import _summary, busy_reason, ran_line, why  # noqa: F401  (re
 from ..app.request import Prepared, RunRequest, load, settle
 from ..app.slots import Sharing, Stopped
 from ..app.visitor_text import without_paths
-from .visitor import visitor_gone
+from .visitor import current_client, visitor_gone
 
 log = logging.getLogger(__name__)
 PANE_EVERY_S, PLOTS_EVERY_S = 0.08, 1.0
@@ -255,7 +255,8 @@ def cost_record(model, k: float, busy: str) -> dict | None:
     return {"k": n, "c": list(model.c_samples.get(n, [])), "v": list(model.v_samples.get(n + 1, [])), "busy": busy}
 
 
-def _save_trace(view: RaceView, led, prompt: str, cfg, preset, pair, dtype: str, cost: dict | None = None) -> str:
+def _save_trace(view: RaceView, led, prompt: str, cfg, preset, pair, dtype: str,
+                cost: dict | None = None) -> str | None:
     """The run as JSON: settings, model names (no paths), every event; returns its download token.
     Everything shown can be rebuilt from it (view/replay.py does, when a visitor loads it back)."""
     trace = {"specviz_trace": TRACE_VERSION, "prompt": prompt, "preset": preset.key, "pair": preset.label,
@@ -264,4 +265,5 @@ def _save_trace(view: RaceView, led, prompt: str, cfg, preset, pair, dtype: str,
              "acceptance_by_kind": view.kinds.table(),
              "ledger": led.to_dict(),      # why faster or slower (engine/analysis/ledger.py)
              "cost": cost}                 # the cost model's samples the ledger read, and a busy machine
-    return trace_files.save(trace)      # once, under an opaque token; old traces pruned (trace_files.py)
+    # once, under an opaque token, within this client's quota (trace_files.py); None: no link this time
+    return trace_files.save(trace, owner=current_client())

@@ -7,6 +7,13 @@ chart (handlers.finished), and the same headline and why (handlers._summary). Th
 samples the race's ledger read, and whether the machine was busy, travel in the trace's "cost" (a
 trace from before it prices from the race's own figures). A file that cannot be replayed is refused
 in one line in the race's status, with the last race cleared from view.
+
+A replay costs CPU as a decode does (reading, checking and folding the events, drawing the plots),
+so it is bounded like one: its own Gradio group with a limit (view/tabs/race.py), counted in the
+per-client and server caps (view/fair_queue.py), and computed only while holding one of the device's
+fair slots (app/slots.py: turns round robin by client), so a client looping replays gets one turn
+in each round, as everyone else does. The trace's text, sent as the hidden box's value, is emptied
+in the session once the race is drawn (Gradio keeps an input's last value there).
 """
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ import logging
 import gradio as gr
 
 from ..app.run_setup import ran_text, settings_text
+from ..app.slots import Stopped
 from ..engine.analysis.cost_model import CostModel
 from .handlers import RaceUpdate, _refused, _summary, finished
 from .ledger_view import build as build_ledger
@@ -26,12 +34,23 @@ from .trace_route import download_html
 log = logging.getLogger(__name__)
 
 
+STEP_EVENTS = 200     # events folded between two points where a replay may give the slot up
+
+
 def replay(recorded: Recorded) -> RaceUpdate:
     """The race tab as the recorded race left it."""
+    return list(replaying(recorded))[-1]
+
+
+def replaying(recorded: Recorded):
+    """`replay` in steps: None after every STEP_EVENTS events folded, then the race tab's update (a
+    sliced job may give the slot to the next client at each None)."""
     cfg = recorded.config
     view = RaceView(cfg.k)
-    for event in recorded.events:
+    for i, event in enumerate(recorded.events, 1):
         view.add(event)
+        if i % STEP_EVENTS == 0:
+            yield None
     cost = recorded.cost or {}
     model = None
     if cost.get("k"):                  # the cost model's samples the race's ledger read, as they were
@@ -45,16 +64,37 @@ def replay(recorded: Recorded) -> RaceUpdate:
     status += (f'<div class="run-setup" id="race-ran" data-replayed="1">Replayed from a trace, no model ran: '
                f'{clean(said)}</div>')
     # The Stop flag stays as it is: a race of this visitor's own may still be running.
-    return finished(view, led, status, stopped, download_html(), tree=bool(cfg.tree))._replace(cancel=gr.skip(),
+    yield finished(view, led, status, stopped, download_html(), tree=bool(cfg.tree))._replace(cancel=gr.skip(),
                                                                         tab=gr.Tabs(selected="race"))
 
 
 def replay_trace(text) -> RaceUpdate:
-    """The hidden trigger's handler: the file's text -> the replayed race, or a one-line refusal."""
+    """The file's text -> the replayed race, or a one-line refusal."""
+    return list(replay_steps(text))[-1]
+
+
+def replay_steps(text):
+    """`replay_trace` in steps (None between them), its last item the update: reading and checking
+    the file is one step, then folding its events (`replaying`)."""
     try:
-        return replay(read(text))
+        recorded = read(text)
+        yield None
+        yield from replaying(recorded)
     except TraceRefused as err:
-        return _refused(str(err))
-    except Exception:          # noqa: BLE001 - events that pass their own checks but make no race
-        log.exception("trace replay failed")
-        return _refused("This trace could not be replayed: its events do not make up a race.")
+        yield _refused(str(err))
+    except Exception as err:   # noqa: BLE001 - events that pass their own checks but make no race
+        log.warning("trace replay failed: %s", type(err).__name__)
+        yield _refused("This trace could not be replayed: its events do not make up a race.")
+
+
+def replay_in_turn(app, text) -> tuple:
+    """The hidden trigger's handler: the replayed race (or its refusal) computed in one of the device's
+    slots, taken in the client's turn, then an empty value for the trace's box (nothing of the file
+    stays in the session)."""
+    update = None
+    try:
+        for step in app.sliced(replay_steps(text)):      # the slot may pass to the next client between steps
+            update = step if step is not None else update
+    except Stopped:            # the visitor left, or never came to read it: nothing to draw
+        update = _refused("Stopped.")
+    return (*update, "")

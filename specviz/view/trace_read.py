@@ -4,17 +4,26 @@
 pair, prompt, events), or raises TraceRefused with one line for the visitor: too large, not JSON,
 not a specviz trace, a version this code does not read, damaged settings or a damaged event. The
 events are rebuilt with the engine's own `from_dict`, so each checks its invariants as it does
-when the engine makes it. Nothing here renders: view/replay.py draws the race.
+when the engine makes it, and then checked as one coherent race (`_coherent`): each lane ends with
+one Done; the plain lane's tokens in order; the speculative lane's rounds in order, each with no
+more events than it drafted and three; neither lane past the settings' max_new_tokens. So a real
+trace's events repeated, or padded with events, is refused, and a trace's replay costs no more than
+the race it records. Nothing here renders: view/replay.py draws the race.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
-from ..engine.loop.config import SpecConfig
+from ..engine.loop.config import TREE_NODES_MAX, SpecConfig
 from ..engine.loop.events import Event, from_dict
 
-MAX_BYTES = 4_000_000       # ~1.7 KB a token (each judged token carries its picture): some 2,400 tokens
+# The largest trace the app can write, with room. The largest max_new_tokens any hosting tier allows is
+# 512 (spaces.yaml's gpu tier); at 512 tokens on the bundled pair the largest measured was 1.15 MB (k = 12,
+# T = 1, an English prompt the code pair's draft rarely guesses: many rounds, each carrying the running
+# text), 0.95-1.0 MB at T = 1.5 or k = 1, 0.58-0.95 MB on a code prompt. So 2.5 MB, about twice that.
+MAX_BYTES = 2_500_000
+TOKEN_EVENTS = ("drafted", "accepted", "rejected", "resampled", "bonus")
 VERSIONS = (1, 2)           # 2 added the pair's label and the target's dtype
 NOT_A_TRACE = "This file is not a specviz trace (a race's “Download trace (JSON)” file)."
 
@@ -37,7 +46,7 @@ def read(text) -> Recorded:
     if not isinstance(text, str) or not text.strip():
         raise TraceRefused("Pick a specviz-trace.json file to replay.")
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-        raise TraceRefused(f"This file is larger than any race's trace ({MAX_BYTES // 1_000_000} MB at most).")
+        raise TraceRefused(f"This file is larger than any race's trace ({MAX_BYTES / 1e6:g} MB at most).")
     try:
         data = json.loads(text)
     except ValueError:
@@ -50,6 +59,7 @@ def read(text) -> Recorded:
                            f"({' or '.join(map(str, VERSIONS))}).")
     config = _config(data.get("config"))
     events = _events(data.get("events"))
+    _coherent(config, events)
     prompt = data.get("prompt")
     return Recorded(prompt=prompt if isinstance(prompt, str) else "", label=_label(data), dtype=_dtype(data),
                     config=config, events=events, cost=_cost(data.get("cost")))
@@ -92,6 +102,34 @@ def _events(raw) -> list[Event]:
     if {e.lane for e in events} != {"spec", "base"}:
         raise TraceRefused("This trace does not hold both lanes of a race.")
     return events
+
+
+def _coherent(config: SpecConfig, events: list[Event]) -> None:
+    """Refuse events that do not make up one race under `config` (module docstring)."""
+    limit = config.max_new_tokens
+    for lane in ("spec", "base"):
+        own = [e for e in events if e.lane == lane]
+        if own[-1].kind != "done" or sum(e.kind == "done" for e in own) != 1:
+            raise TraceRefused("This trace's race does not end once in each lane: it cannot be replayed.")
+    base = [e for e in events if e.lane == "base" and e.kind == "target_token"]
+    if [e.index for e in base] != list(range(len(base))) or len(base) > limit:
+        raise TraceRefused(f"This trace's plain lane is not {limit} tokens or fewer, in order: it cannot be replayed.")
+    ended, open_round, in_round = None, None, 0
+    for e in (e for e in events if e.lane == "spec" and e.kind != "done"):
+        if e.kind in TOKEN_EVENTS:
+            if (ended is not None and e.round <= ended) or (open_round is not None and e.round != open_round):
+                raise TraceRefused("This trace's rounds are out of order: it cannot be replayed.")
+            open_round, in_round = e.round, in_round + 1
+        elif e.kind == "round_end":
+            if (ended is not None and e.round <= ended) or (open_round is not None and e.round != open_round) \
+                    or in_round > e.drafted + 3 or e.total_tokens > limit:
+                raise TraceRefused("This trace's rounds are out of order or over its max_new_tokens: "
+                                   "it cannot be replayed.")
+            ended, open_round, in_round = e.round, None, 0
+        else:
+            raise TraceRefused("This trace's speculative lane holds plain tokens: it cannot be replayed.")
+    if in_round > TREE_NODES_MAX + 3:
+        raise TraceRefused("This trace's last round holds more events than a round can: it cannot be replayed.")
 
 
 def _label(data: dict) -> str:

@@ -17,6 +17,7 @@ from ..app.state import AppState
 from ..paths import ASSETS
 from .api import generate_endpoint
 from .form import build_form
+from .closed_routes import routes as closed_routes
 from .trace_route import routes as trace_routes
 from .tabs import Shared, explain, lossless, race, rules, step, workshop
 
@@ -36,12 +37,13 @@ def launch_options() -> dict:
     Gradio 6 takes them in launch()."""
     return {"theme": gr.themes.Soft(primary_hue="emerald", neutral_hue="slate"),
             "css_paths": [str(ASSETS / "style.css")], "js": (ASSETS / "page.js").read_text(encoding="utf-8"),
-            "max_file_size": 1,      # the page has no upload component: /gradio_api/upload takes nothing
+            "max_file_size": 1,      # the page has no upload component (and the route is closed: closed_routes.py)
             # Sessions whose state Gradio keeps (least recently used dropped first): each holds a copy of
             # every block's config, ~0.2 MB for this page, so Gradio's 10,000 could grow to ~2 GB as new
             # session ids come (a client can invent one per request).
             "state_session_capacity": SESSIONS_KEPT,
-            "app_kwargs": {"routes": trace_routes()}}      # trace downloads by token (view/trace_route.py)
+            # trace downloads by token (view/trace_route.py); the upload route closed (view/closed_routes.py)
+            "app_kwargs": {"routes": trace_routes() + closed_routes()}}
 
 
 def build_demo(app: AppState | None = None) -> gr.Blocks:

@@ -26,8 +26,16 @@ from typing import Callable
 OPEN_WITHIN_S = 5.0        # a client that has not opened its result stream by then is taken as gone
 
 
+NOTICE_S = 1.0             # a result stream with nothing to send looks this often whether its client left
+
+
 class Listened(asyncio.Queue):
-    """A session's message queue (what Gradio keeps per session) that notes when a stream reads it."""
+    """A session's message queue (what Gradio keeps per session) that notes when a stream reads it.
+
+    Gradio's stream waits up to 10 s for a message before it looks whether its client is still
+    connected, so a job whose client left kept its place that long; a read here answers a heartbeat
+    after NOTICE_S instead (a client skips heartbeats), so a departure is seen within about a second
+    and the job's place is freed (Queue.clean_events marks it gone; view/fair_queue.py stops counting it)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -38,7 +46,9 @@ class Listened(asyncio.Queue):
         self.readers += 1
         self.read_at = time.monotonic()
         try:
-            return await super().get()
+            return await asyncio.wait_for(super().get(), NOTICE_S)
+        except (TimeoutError, asyncio.TimeoutError):
+            return _heartbeat()
         finally:
             self.readers -= 1
             self.read_at = time.monotonic()
@@ -46,6 +56,11 @@ class Listened(asyncio.Queue):
     def read_since(self, t: float) -> bool:
         """Has a stream read (or waited on) this queue since monotonic time `t`?"""
         return self.readers > 0 or (self.read_at is not None and self.read_at >= t)
+
+
+def _heartbeat():
+    from gradio.server_messages import HeartbeatMessage
+    return HeartbeatMessage()
 
 
 def listen_for(queue, session: str | None) -> None:
@@ -111,7 +126,24 @@ def visitor_gone(open_within_s: float | None = None) -> Callable[[], bool]:
     return gone
 
 
+def current_client() -> str | None:
+    """The client key (view/client_address.py) of the current Gradio request, for the slots' round
+    robin; None outside a request."""
+    try:
+        from gradio.context import LocalContext
+        from .client_address import client_key
+        request = LocalContext.request.get(None)
+        session = getattr(request, "session_hash", None)
+        if request is None:
+            return None
+        return client_key(request) or (f"session:{session}" if session else None)
+    except Exception:           # noqa: BLE001 (another Gradio: each job its own client)
+        return None
+
+
 def install() -> None:
-    """Every decoding job in a Gradio request stops once its visitor is gone (app/slots.py's default)."""
+    """Every decoding job in a Gradio request stops once its visitor is gone, and takes its turns as its
+    client's (app/slots.py's defaults)."""
     from ..app import slots
     slots.default_stop = visitor_gone
+    slots.default_client = current_client

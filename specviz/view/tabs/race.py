@@ -14,7 +14,8 @@ import gradio as gr
 from ...app import zerogpu
 from ..handlers import RaceUpdate, run_race, starting, stop_run
 from ..render import LEGEND, hint
-from ..replay import replay_trace
+from ..fair_queue import REPLAY_GROUP
+from ..replay import replay_in_turn
 from ..trace_read import MAX_BYTES
 from ..trace_route import download_html
 from . import Shared
@@ -82,8 +83,11 @@ def build(shared: Shared) -> gr.Tab:
         partial(run_race, shared.app, repeat=3), form.inputs, wired, api_name=False, show_progress="hidden",
         **shared.decode)
     form.refresh_k_after(racing3)
-    trace_go.click(replay_trace, [trace_text], wired, js=READ_TRACE, api_name=False, concurrency_limit=None,
-                   concurrency_id="ui", show_progress="hidden")
+    # A replay costs CPU as a decode does: its own group, with the device's limit, counted in the caps
+    # (view/fair_queue.py), computed in the client's turn of the slots; the trace's box emptied after.
+    trace_go.click(partial(replay_in_turn, shared.app), [trace_text], wired + [trace_text], js=READ_TRACE,
+                   api_name=False, concurrency_limit=shared.app.limits.concurrency_per_device,
+                   concurrency_id=REPLAY_GROUP, show_progress="hidden")
     # Stop has its own unlimited group, so it is never queued behind the run it stops. On
     # ZeroGPU the run lives in another process: there Stop also cancels the event itself.
     form.stop.click(stop_run, [shared.cancel], None, api_name="stop", concurrency_limit=None, concurrency_id="stop",

@@ -27,6 +27,7 @@ from ...app.slots import Stopped
 from ...app.state import AppState
 from ...engine.loop.rules import REGISTRY, get_rule
 from ...errors import SpecvizError
+from .. import lenient
 from ..plots import AXES, BASE, LAYOUT, token_labels
 from ..render import clean, status_html
 from ..visitor import visitor_gone
@@ -45,7 +46,8 @@ def build(shared: Shared) -> gr.Tab:
                     "temperature. Only **exact** and **sample_match** keep the target's distribution; the others "
                     "trade it for acceptance.")
         with gr.Row():
-            temperature = gr.Slider(T_MIN, T_MAX, value=1.0, step=0.05, label="temperature (rules differ only when "
+            # lenient: a value of the wrong kind ("x", None) reaches run_rules' one-line refusal
+            temperature = lenient.Slider(T_MIN, T_MAX, value=1.0, step=0.05, label="temperature (rules differ only when "
                                     "sampling)", elem_id="rules-temperature")
             button = gr.Button("Compare the rules", variant="primary", elem_id="rules-run")
         result = gr.HTML("<p class='pane-hint'>Press “Compare the rules”: one row per rule appears here.</p>",

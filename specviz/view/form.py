@@ -62,9 +62,10 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
                             lines=4, max_lines=14, elem_id="prompt", placeholder=prompt_placeholder(first.chat))
         with gr.Row(elem_id="run-row"):
             run = gr.Button("Run the race", variant="primary", elem_id="run", min_width=120)
-            stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=80)
-        # Under Run (beside it, Run wrapped at 1366x768): the median of three races (view/repeat_races.py).
-        run3 = gr.Button("Race 3x: the median of three", size="sm", elem_id="run3")
+            # The median of three races (view/repeat_races.py); in the row, so a phone's first screen
+            # still reaches the speculative pane.
+            run3 = gr.Button("Race 3x", elem_id="run3", min_width=70)
+            stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=70)
         link_note = gr.HTML(elem_id="link-note")       # what a share link set, or the values it could not
         with gr.Accordion("Settings: pair, drafter, k, sampling", open=True, elem_id="settings"):
             examples = gr.Examples([[e] for e in first.examples], inputs=[prompt], label="Examples")

@@ -28,7 +28,8 @@ from specviz.bench.random_pair import random_pair
 from specviz.bench.runner import hf_generate, specviz_run
 from specviz.models.loading import load_pair, make_pair
 from specviz.runtime import graph_capture, graph_model
-from specviz.runtime.graph_capture import GATE, CudaCapturer, EagerCapturer
+from specviz.bench.stale_graphs import FrozenHostState, time_like_the_k_advice
+from specviz.runtime.graph_capture import GATE, CudaCapturer
 
 IDS = list(range(5, 30))
 
@@ -140,47 +141,12 @@ class StaleCuda(CudaCapturer):
         return super().capture(stale)
 
 
-class StaleStandIn(EagerCapturer):
-    """The same on the eager stand-in: each replay sees the slot's length and positions of its capture."""
-
-    def capture(self, step):
-        bundle, positions = step.func.__self__, step.args[1]
-        replay = super().capture(step)
-        length, frozen = bundle.slot.length, positions.clone()
-
-        def run():
-            live_length, live = bundle.slot.length, positions.clone()
-            bundle.slot.length = length
-            positions.copy_(frozen)
-            try:
-                return replay.run()
-            finally:
-                bundle.slot.length = live_length
-                positions.copy_(live)
-        return type("Frozen", (), {"run": staticmethod(run), "output": replay.output})
-
-
 def stale_capturer(device: torch.device):
-    return StaleCuda(device) if device.type == "cuda" else StaleStandIn()
+    return StaleCuda(device) if device.type == "cuda" else FrozenHostState()
 
 
 def seed_pool(model, vocab: int, capturer, positions: int = 64) -> None:
     graph_model.GraphCachedModel(model, vocab, positions=positions, capturer=capturer).release()
-
-
-def time_like_the_k_advice(model, vocab: int, context: list[int], capturer=None) -> None:
-    """A graph cache with no planned shapes, fed a context, then 1..4 tokens again and again at one
-    position (each shape captured lazily at its first feed), as engine/analysis/calibrate.py times."""
-    lm = graph_model.GraphCachedModel(model, vocab, positions=len(context) + 64, capturer=capturer)
-    try:
-        ctx = torch.tensor(context)
-        lm.feed(ctx, keep=1)
-        for n in (1, 2, 3, 4):
-            for _ in range(3):
-                lm.feed(ctx[:n], keep=n)
-                lm.crop(len(context))
-    finally:
-        lm.release()
 
 
 def part_l(args) -> dict:

@@ -17,12 +17,12 @@ import torch
 from specviz import SpecConfig, decode_baseline, speculate
 from specviz.bench.random_pair import random_pair
 from specviz.bench.runner import hf_generate
+from specviz.bench.stale_graphs import FrozenHostState, time_like_the_k_advice
 from specviz.runtime import graph_capture, graph_model
 from specviz.runtime.cached_model import CachedModel, cached_model
 from specviz.runtime.graph_capture import GATE, EagerCapturer, GraphSet, check, check_state
 
 from .helpers import last
-from .test_graph_trust import FrozenHostState
 
 N = 16
 GRAPHS = dict(cuda_graphs=True, max_new_tokens=N)
@@ -118,30 +118,15 @@ def test_a_greedy_and_a_seeded_run_with_the_cut_draft_equal_the_eager_path(pair)
 
 # A stale graph fails --------------------------------------------------------------------------------
 
-def time_like_the_k_advice(model, vocab: int, capturer) -> None:
-    """What the k advice's timing does: a graph cache with no planned shapes, fed a context, then the
-    same few tokens again and again at one position (each shape captured lazily at its first feed)."""
-    lm = graph_model.GraphCachedModel(model, vocab, positions=len(PROMPT) + N + 8, capturer=capturer)
-    try:
-        context = torch.tensor(PROMPT)
-        lm.feed(context, keep=1)
-        for n in (1, 2, 3, 4):
-            for _ in range(3):
-                lm.feed(context[:n], keep=n)
-                lm.crop(len(PROMPT))
-    finally:
-        lm.release()
-
-
 def test_a_lazily_captured_shape_is_not_trusted_at_its_capture_position(pair):
-    time_like_the_k_advice(pair.target, pair.vocab_size, FrozenHostState())
+    time_like_the_k_advice(pair.target, pair.vocab_size, PROMPT, FrozenHostState())
     (bundle,) = graph_model.POOL.bundles(pair.target)
     assert bundle.graphs.replays and not bundle.graphs.checked       # replays at the capture's state prove nothing
 
 
 def test_a_stale_lazily_captured_graph_is_caught_in_a_later_race(pair):
     reference = hf_generate(pair, PROMPT, SpecConfig(max_new_tokens=N))
-    time_like_the_k_advice(pair.target, pair.vocab_size, FrozenHostState())
+    time_like_the_k_advice(pair.target, pair.vocab_size, PROMPT, FrozenHostState())
     done = last(decode_baseline(pair, PROMPT, SpecConfig(**GRAPHS)))
     assert done.token_ids == reference
     assert done.stats.decode_path.startswith("eager (a replay differed from the eager step (")
@@ -150,7 +135,7 @@ def test_a_stale_lazily_captured_graph_is_caught_in_a_later_race(pair):
 
 def test_a_stale_lazily_captured_verify_graph_is_caught_in_a_speculative_race(pair):
     reference = hf_generate(pair, PROMPT, SpecConfig(max_new_tokens=N))
-    time_like_the_k_advice(pair.target, pair.vocab_size, FrozenHostState())
+    time_like_the_k_advice(pair.target, pair.vocab_size, PROMPT, FrozenHostState())
     done = last(speculate(pair, PROMPT, SpecConfig(k=3, **GRAPHS)))
     assert done.token_ids == reference
     assert done.stats.decode_path.startswith("eager (a replay differed")
@@ -159,11 +144,11 @@ def test_a_stale_lazily_captured_verify_graph_is_caught_in_a_speculative_race(pa
 def test_a_stale_graph_is_caught_in_step_mode_and_the_bench(pair):
     from specviz.bench.runner import specviz_run
     reference = hf_generate(pair, PROMPT, SpecConfig(max_new_tokens=N))
-    time_like_the_k_advice(pair.target, pair.vocab_size, FrozenHostState())
+    time_like_the_k_advice(pair.target, pair.vocab_size, PROMPT, FrozenHostState())
     steps = list(speculate(pair, PROMPT, SpecConfig(k=2, **GRAPHS)))      # step mode reads these events
     assert steps[-1].token_ids == reference
     graph_model.POOL.clear_distrust(pair.target)
-    time_like_the_k_advice(pair.target, pair.vocab_size, FrozenHostState())
+    time_like_the_k_advice(pair.target, pair.vocab_size, PROMPT, FrozenHostState())
     timing = specviz_run(pair, PROMPT, SpecConfig(k=2, **GRAPHS), speculative=True)   # what the bench times
     assert timing.stats.decode_path.startswith("eager (a replay differed")
 

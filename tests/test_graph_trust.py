@@ -22,6 +22,7 @@ from specviz import SpecConfig, decode_baseline, race, speculate
 from specviz.app.pair_cache import PairCache
 from specviz.bench.random_pair import random_pair
 from specviz.bench.runner import hf_generate
+from specviz.bench.stale_graphs import FrozenHostState
 from specviz.runtime import graph_capture, graph_model
 from specviz.runtime.cached_model import CachedModel, cached_model
 from specviz.runtime.graph_capture import GATE, EagerCapturer, GraphSet
@@ -33,28 +34,6 @@ from .helpers import last
 N = 16
 GRAPHS = dict(cuda_graphs=True, max_new_tokens=N)
 PROMPT = list(range(5, 25))
-
-
-class FrozenHostState(EagerCapturer):
-    """A stand-in whose replays see the host state of their capture, as a real graph would if the
-    step had read it on the host: the slot's length and the positions its shape was captured at."""
-
-    def capture(self, step):
-        bundle, positions = step.func.__self__, step.args[1]
-        replay = super().capture(step)
-        frozen_length, frozen_positions = bundle.slot.length, positions.clone()
-
-        def run():
-            live_length, live_positions = bundle.slot.length, positions.clone()
-            bundle.slot.length = frozen_length
-            positions.copy_(frozen_positions)
-            try:
-                return replay.run()
-            finally:
-                bundle.slot.length = live_length
-                positions.copy_(live_positions)
-        replay_run = type("Frozen", (), {"run": staticmethod(run), "output": replay.output})
-        return replay_run
 
 
 def seed_pool(model, vocab: int, capturer) -> None:

@@ -77,13 +77,17 @@ def eager_reason(model) -> str | None:
     return POOL.distrusted(model)
 
 
+def kv_heads_and_dim(config) -> tuple[int, int]:
+    """A layer's key/value heads and head dimension, as the model's attention shapes its cache."""
+    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    return heads, getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+
+
 def cache_bytes(model, capacity: int) -> int:
     """Device memory a static cache of `capacity` positions takes: keys and values of every layer."""
-    cfg = model.config
-    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-    dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    heads, dim = kv_heads_and_dim(model.config)
     size = model.get_input_embeddings().weight.element_size()
-    return 2 * cfg.num_hidden_layers * heads * capacity * dim * size
+    return 2 * model.config.num_hidden_layers * heads * capacity * dim * size
 
 
 def weights_of(model) -> tuple:
@@ -151,8 +155,7 @@ class _Bundle:
     def _allocate(self, config) -> None:
         """The keys and values of every layer, (1, kv heads, capacity, head dim), allocated now on the
         current stream (StaticLayer would allocate them at its first update: inside a capture's warm-up)."""
-        heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-        dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        heads, dim = kv_heads_and_dim(config)
         stub = torch.empty(1, heads, 0, dim, dtype=self.dtype, device=self.device)
         for layer in self.cache.layers:
             layer.lazy_initialization(stub, stub)

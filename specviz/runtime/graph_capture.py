@@ -480,16 +480,15 @@ class GraphSet:
         why = self.eager_reason
         return self.capturer.name if why is None else f"eager ({why})"
 
-    def invalidate(self) -> None:
-        """Give up the graphs (their memory pool is freed once its last graph is) and the buffers.
-        The caller holds the gate shared: on CUDA the freed pool's memory goes back to the device
-        (`empty_cache`, which synchronizes: never during a capture), or it would stay reserved."""
+    def invalidate(self) -> bool:
+        """Give up the graphs (their memory pool is freed once its last graph is) and the buffers;
+        True when there were graphs, whose pool the caller should return to the device (graph_model's
+        BundlePool.drain does, once for every cache it drops)."""
         captured = bool(self.replays)
         self._give_up()
         self.buffers.clear()
         self.valid = False
-        if captured and self.device.type == "cuda":
-            torch.cuda.empty_cache()
+        return captured
 
 
 def out_of_memory(exc: BaseException) -> bool:

@@ -166,13 +166,14 @@ class _Bundle:
         return sum(t.numel() * t.element_size() for layer in self.cache.layers for t in (layer.keys, layer.values)
                    if t is not None)
 
-    def give_up(self) -> None:
-        """This cache is never used again: its graphs invalidated (their pool returned), its keys and
-        values and token history freed now rather than whenever the last reference goes."""
-        self.graphs.invalidate()
+    def give_up(self) -> bool:
+        """This cache is never used again: its graphs invalidated, its keys and values and token history
+        freed now rather than whenever the last reference goes. True when it had graphs."""
+        captured = self.graphs.invalidate()
         for layer in self.cache.layers:
             layer.keys = layer.values = None
         self.history = None
+        return captured
 
     def written(self, end: int) -> list[torch.Tensor]:
         """Every layer's keys and values over the first `end` positions (views): what a step may write."""
@@ -344,8 +345,11 @@ class BundlePool:
 
         def give_up():
             with GATE.shared():
-                for bundle in bundles:
-                    bundle.give_up()
+                captured = [bundle for bundle in bundles if bundle.give_up()]
+                # A dropped cache's graph pool (and its keys and values) stays reserved until the
+                # allocator's cache is emptied: once for all, under the gate (it synchronizes the device).
+                if any(bundle.device.type == "cuda" for bundle in captured):
+                    torch.cuda.empty_cache()
         GATE.after_capture(give_up)
 
 

@@ -21,3 +21,9 @@ def for_visitor(err: BaseException) -> str:
 
 def without_paths(text: str) -> str:
     return PATH.sub(ON_SERVER, text)
+
+
+def one_line(value, limit: int = 120) -> str:
+    """A value or an error's text as one line of at most `limit` characters (cut with an ellipsis)."""
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"

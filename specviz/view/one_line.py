@@ -20,6 +20,8 @@ import logging
 
 import gradio as gr
 
+from ..app.visitor_text import one_line
+
 log = logging.getLogger("specviz.requests")
 ANSWER = "This request could not be served: one of its values is not one the page sends."
 
@@ -41,8 +43,7 @@ def _checked(preprocess_data):
             return await preprocess_data(block_fn, *args, **kwargs)
         except Exception as err:     # noqa: BLE001 - gr.Error included: Gradio prints those in full
             name = str(getattr(block_fn, "api_name", "?"))
-            text = " ".join(str(getattr(err, "message", err)).split())
-            text = text if len(text) <= 160 else text[:159] + "…"
+            text = one_line(getattr(err, "message", err), 160)
             log.warning("event %s refused a value: %s", name, text)
             raise gr.Error(text if isinstance(err, gr.Error) else ANSWER, print_exception=False) from None
     checked._one_line = True

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from ..app.visitor_text import one_line
 from ..engine.loop.config import TREE_NODES_MAX, SpecConfig
 from ..engine.loop.events import Event, from_dict
 
@@ -55,7 +56,7 @@ def read(text) -> Recorded:
         raise TraceRefused(NOT_A_TRACE)
     version = data["specviz_trace"]
     if isinstance(version, bool) or version not in VERSIONS:
-        raise TraceRefused(f"This trace's version ({_short(version)}) is not one this specviz reads "
+        raise TraceRefused(f"This trace's version ({one_line(version)}) is not one this specviz reads "
                            f"({' or '.join(map(str, VERSIONS))}).")
     config = _config(data.get("config"))
     events = _events(data.get("events"))
@@ -87,7 +88,7 @@ def _config(raw) -> SpecConfig:
     try:
         return SpecConfig(**raw)
     except Exception as err:         # noqa: BLE001 - unknown keys, values of the wrong kind or range
-        raise TraceRefused(f"This trace's settings cannot be read: {_short(err)}") from None
+        raise TraceRefused(f"This trace's settings cannot be read: {one_line(err)}") from None
 
 
 def _events(raw) -> list[Event]:
@@ -144,9 +145,3 @@ def _label(data: dict) -> str:
 def _dtype(data: dict) -> str | None:
     dtype = data.get("dtype")
     return dtype if isinstance(dtype, str) and dtype.startswith("torch.") else None
-
-
-def _short(value, limit: int = 120) -> str:
-    """A value or error as one short line (it is escaped where it is shown)."""
-    text = " ".join(str(value).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"

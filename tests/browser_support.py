@@ -30,7 +30,7 @@ def app_url(tiny_dirs):
     preset = Preset("tiny", "tiny test pair: a 4-layer target with its own 2-layer cut as the draft", tiny_dirs["target"], tiny_dirs["cut"], 4,
                     ("def add(a, b):\n    return", "import os\n"))
     app = AppState(presets={"tiny": preset}, device="cpu", limits=Limits(max_new_tokens=200))
-    pair = app.pair(preset)
+    pair = app.pairs.pair(preset)
     forward = pair.target.forward
     def slowed(*args, **kwargs):     # a few ms a pass: a long run lasts long enough to be stopped
         TARGET_PASSES[0] += 1

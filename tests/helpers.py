@@ -107,7 +107,7 @@ FORM = dict(prompt="import os\n", preset="tiny", custom_target="", custom_draft=
 def tiny_app(tiny_dirs, **limits) -> AppState:
     preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("import os\n",))
     app = AppState(presets={"tiny": preset}, limits=Limits(**limits), device="cpu", slice_s=0.1)
-    app.pair(preset)
+    app.pairs.pair(preset)
     return app
 
 

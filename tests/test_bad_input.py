@@ -76,7 +76,7 @@ def test_a_prompt_past_the_models_context_gets_the_one_server_limit(tiny_dirs):
     limit (it once said 'models/target reads at most 2048' above one size and 'at most 1,024' below it)."""
     preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",))
     roomy = AppState(presets={"tiny": preset}, limits=Limits(max_prompt_tokens=100_000, max_new_tokens=100), device="cpu")
-    positions = roomy.pair(preset).max_positions
+    positions = roomy.pairs.pair(preset).max_positions
     status, _ = outcome(roomy, prompt="x = 1\n" * positions)
     assert "status-error" in status and f"this server accepts at most {positions - 1:,}: shorten it" in status
     assert "reads at most" not in status
@@ -109,7 +109,7 @@ def test_mismatched_custom_pair_is_reported(tiny_dirs, monkeypatch):
                    allow_custom_models=True, device="cpu")
     def mismatch(*args, **kwargs):
         raise LoadError("the tokenizers of 'a/target' and 'b/draft' differ: a draft must share its target's tokenizer")
-    monkeypatch.setattr("specviz.app.state.load_pair", mismatch)
+    monkeypatch.setattr("specviz.app.pairs.load_pair", mismatch)
     status, _ = outcome(app, preset="custom", custom_target="a/target", custom_draft="b/draft")
     assert "tokenizers of" in status.replace("&#x27;", "'")
 
@@ -129,7 +129,7 @@ def test_injection_payloads_as_prompt_and_stop_string(app):
 def test_out_of_memory_is_a_message(app, monkeypatch):
     def oom(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory")
-    pair = app.pair(app.preset("tiny"))
+    pair = app.pairs.pair(app.pairs.preset("tiny"))
     monkeypatch.setattr(pair.target, "forward", oom)
     status, _ = outcome(app)
     assert "ran out of memory" in status

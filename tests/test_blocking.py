@@ -102,13 +102,13 @@ def test_zerogpu_emulation_decodes_only_inside_gpu_functions(tiny_dirs, monkeypa
     monkeypatch.setattr(zerogpu, "EMULATE", True)
     monkeypatch.setattr(work, "_warm", set())
     app = AppState(presets=tiny_presets(tiny_dirs), device="cpu", via_records=True, on_zerogpu=True)
-    app.load_all()                                                # start-up: load, never run
+    app.pairs.load_all()                                                # start-up: load, never run
     outside = []
-    for key in app.presets:
-        pair = app.pair(app.preset(key))
+    for key in app.pairs.presets:
+        pair = app.pairs.pair(app.pairs.preset(key))
         for model in (pair.target, pair.draft):
             model.register_forward_pre_hook(lambda m, a: None if zerogpu.in_worker() else outside.append(m))
-    for key in app.presets:                                       # switching pairs
+    for key in app.pairs.presets:                                       # switching pairs
         form = {**FORM, "preset": key, "max_new_tokens": 24}
         assert "status-done" in list(run_race(app, **form))[-1].status
         assert "Round 1:" in step_round(app, None, **form)[1]
@@ -116,7 +116,7 @@ def test_zerogpu_emulation_decodes_only_inside_gpu_functions(tiny_dirs, monkeypa
         out = generate(app, RunRequest(prompt="def f(x):\n", preset=key, max_new_tokens=8))
         assert out["stop_reason"] in ("max_tokens", "eos")
     assert outside == []
-    assert work._warm == set(app.presets)                         # warmed up in the worker, once per pair
+    assert work._warm == set(app.pairs.presets)                         # warmed up in the worker, once per pair
     assert "turned off" in list(run_race(app, **{**FORM, "custom_target": "owner/name"}))[-1].status
     late = AppState(presets=tiny_presets(tiny_dirs), device="cpu", on_zerogpu=True)   # nothing loaded at start
     assert "was not loaded when this Space started" in list(run_race(late, **FORM))[-1].status

@@ -299,16 +299,16 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
     measured, as a line and a "use k = N" button: the slider stays at the preset's k (every laptop in a
     room starts from the same race) until the button is clicked. The measurement is slowed here so that
     it ends after the race's own check: the page's watch has to find it."""
-    from specviz.app import state
+    from specviz.app import advisor
     from specviz.app.state import AppState
     from specviz.engine.analysis.calibrate import MachineCosts
     from .helpers import steady
-    advise = state.from_model       # called after the measurement, outside the decoding slot
-    monkeypatch.setattr(state, "from_model", lambda *a, **kw: (time.sleep(3), advise(*a, **kw))[1])
+    advise = advisor.from_model       # called after the measurement, outside the decoding slot
+    monkeypatch.setattr(advisor, "from_model", lambda *a, **kw: (time.sleep(3), advise(*a, **kw))[1])
     # A quiet machine's timing (this busy one's tiny-model passes are noise, and then no k is advised).
     quiet = MachineCosts(plain_s=0.01, draft_s=0.001, pass_s={1: 0.01, **{n: 0.01 * (1 + 0.04 * n) for n in range(2, 14)}},
                          round_draft_s={k: 0.0012 * k for k in range(1, 13)})
-    monkeypatch.setattr(state, "measure_costs", lambda pair, k_max: steady(quiet))
+    monkeypatch.setattr(advisor, "measure_costs", lambda pair, k_max: steady(quiet))
     from specviz.models.presets import Preset
     from specviz.view.serve import serve
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], 7, ("def add(a, b):\n    return",),
@@ -325,7 +325,7 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
         wait_finished(pg)
         pg.wait_for_function("document.querySelector('#k-note .prose').innerText.includes('suits this machine')",
                              timeout=60_000)
-        offered = app.advice["tiny"].k
+        offered = app.advisor.advice["tiny"].k
         assert f"k = {offered} suits this machine" in pg.inner_text("#k-note .prose")
         assert pg.input_value("#k input[type=number]") == "7"
         assert pg.inner_text("#use-k") == f"use k = {offered}"
@@ -349,7 +349,7 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
         pg.wait_for_function("document.querySelector('#whatif-here-note').innerText.includes('the k advised')",
                              timeout=15_000)
         assert pg.input_value("#whatif-a input[type=number]") == "0.6"
-        assert float(pg.input_value("#whatif-c input[type=number]")) == round(min(app.advice["tiny"].c, 1.0), 2)
+        assert float(pg.input_value("#whatif-c input[type=number]")) == round(min(app.advisor.advice["tiny"].c, 1.0), 2)
         # Both lines of measured figures read as notes, smaller than the page's text (the calculator's
         # line had the k note's class, whose style was scoped to #k-note, so it came out at body size).
         size = "e => parseFloat(getComputedStyle(e).fontSize)"

@@ -71,12 +71,12 @@ def test_a_served_decoding_job_takes_its_turn_as_its_clients(tiny_dirs, monkeypa
     monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")
     app = tiny_app(tiny_dirs)
     seen = []
-    acquire = app._decoders.acquire
+    acquire = app.decoders.slots.acquire
 
     def noting(stop=slots.never, holder=None, client=None):
         seen.append(client)
         return acquire(stop, holder, client)
-    app._decoders.acquire = noting
+    app.decoders.slots.acquire = noting
     demo, url = serve(app)
     try:
         from gradio_client import Client
@@ -229,13 +229,13 @@ def test_the_replay_is_its_own_limited_group_counted_in_the_caps(tiny_dirs):
 def test_a_replay_waits_for_its_turn_of_the_device(tiny_dirs):
     from specviz.view.replay import replay_in_turn
     app = tiny_app(tiny_dirs)
-    app._decoders.acquire()                        # another visitor's decoding holds the slot
+    app.decoders.slots.acquire()                        # another visitor's decoding holds the slot
     done = []
     t = threading.Thread(target=lambda: done.append(replay_in_turn(app, "not json")))
     t.start()
-    _until(lambda: _waiting(app._decoders) == 1)   # queued for a turn, not computing beside it
+    _until(lambda: _waiting(app.decoders.slots) == 1)   # queued for a turn, not computing beside it
     assert not done
-    app._decoders.release()
+    app.decoders.slots.release()
     t.join(30)
     assert done and "status-error" in done[0][0] and done[0][-1] == ""   # its box emptied in the session
 

@@ -81,7 +81,7 @@ def test_concurrent_clients_each_get_their_own_seeded_output(tiny_dirs, monkeypa
     finally:
         demo.close()
     assert len(results) == 6 and not [r["error"] for r in results if "error" in r]      # no result lost
-    assert check_against_solo(app.pair(app.preset("tiny")), results, 24, 1.0) == []
+    assert check_against_solo(app.pairs.pair(app.pairs.preset("tiny")), results, 24, 1.0) == []
     assert len({tuple(r["token_ids"]) for r in results}) > 1      # different seeds, different outputs
     p = percentiles(results)
     print(f"\n6 clients: p50 {p['p50_s']:.2f} s, p95 {p['p95_s']:.2f} s")
@@ -94,7 +94,7 @@ def test_clients_keep_streaming_while_one_switches_to_a_pair_not_loaded_yet(tiny
     presets = {"tiny": Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("import os\n",)),
                "late": Preset("late", "late", tiny_dirs["target"], tiny_dirs["random"], 4, ("def f(x):\n",))}
     app = AppState(presets=presets, device="cpu", limits=Limits(queue_size=16, concurrency_per_device=1))
-    app.pair(presets["tiny"])
+    app.pairs.pair(presets["tiny"])
     loaded = {}
     original = AppState._load
 
@@ -116,7 +116,7 @@ def test_clients_keep_streaming_while_one_switches_to_a_pair_not_loaded_yet(tiny
     late = [r for r in results if r["preset"] == "late"]
     others = [r for r in results if r["preset"] == "tiny"]
     for key, group in (("late", late), ("tiny", others)):
-        assert check_against_solo(app.pair(app.preset(key)), group, 24, 1.0) == []
+        assert check_against_solo(app.pairs.pair(app.pairs.preset(key)), group, 24, 1.0) == []
     # Everyone on the loaded pair finished while the late pair was still loading.
     assert all(r["finished_at"] < loaded["late_at"] for r in others)
     p = percentiles(others)

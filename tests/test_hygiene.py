@@ -211,14 +211,14 @@ def test_an_unwritable_home_is_reported_to_visitors_without_its_path(tmp_path, m
     smollm2 = get_preset("smollm2")
     app = AppState(presets={"smollm2": smollm2}, device="cpu")
     with caplog.at_level("WARNING"):
-        app.start_fetches()
-        for f in app.fetches.values():
+        app.pairs.start_fetches()
+        for f in app.pairs.fetches.by_id.values():
             f.join(30)
-    line = app.fetch_status()
+    line = app.pairs.fetches.status()
     assert "could not be fetched" in line
     _no_server_detail(line, home)
     with pytest.raises(ConfigError) as err:
-        app.pair(smollm2)
+        app.pairs.pair(smollm2)
     _no_server_detail(str(err.value), home)
     assert str(home) in caplog.text
 

@@ -198,11 +198,11 @@ def test_one_source_the_why_the_ledger_and_the_tree_box_read_the_same_c_and_v():
     import html as html_mod
     app = _app()
     _race_text(app, tree="chain")                                    # a chain race: the model's first samples
-    model = app.costs.latest("bundled")
+    model = app.advisor.costs.latest("bundled")
     k = FORM["k"]
     c, v = model.chain(k)
     _, last = _race_text(app, tree="chain")
-    c2, v2 = app.costs.latest("bundled").chain(k)
+    c2, v2 = app.advisor.costs.latest("bundled").chain(k)
     status, ledger = html_mod.unescape(last.status), html_mod.unescape(last.ledger)
     assert c2.samples == c.samples + 1 and v2.samples == v.samples + 1         # each race joined the model
     for shown in (status, ledger):

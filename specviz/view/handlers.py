@@ -16,7 +16,6 @@ import time
 from typing import Iterator, NamedTuple
 
 import gradio as gr
-import torch
 
 from ..engine import race
 from ..engine.loop.events import Event, from_dict
@@ -104,7 +103,7 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
     try:
         req = RunRequest.from_form(*form, **named)
         settled = settle(app, req)
-        if not app.cache.cached(settled.preset.key):
+        if not app.pairs.loaded(settled.preset.key):
             yield _only(f"Loading {settled.preset.label} …", cancel=cancel)
         run = load(app, settled)
         events = event_stream(app, run, cancel)
@@ -113,7 +112,7 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
         return
     cfg = run.config
     view = RaceView(cfg.k)
-    if app.decoders_busy():
+    if app.decoders.busy():
         yield _only("Waiting for the device: another race is running …", cancel=cancel)
     # The race runs in slices of the decoding slot (app/slots.py): other visitors' jobs interleave
     # (each lane's clock counts only its own compute); Stop while waiting, or the visitor gone, ends it.
@@ -123,24 +122,21 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
     others, side_mark = OtherLoad(), app.side_work.mark()      # after the pair's own load (prepare, above)
     sharing = Sharing()            # another decoding job beside this one (concurrency_per_device > 1)
     try:
-        yield from _stream(view, app.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing))
+        yield from _stream(view, app.decoders.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing))
     except Stopped:
         if gone():
             return
         cancel.set()
-    except torch.OutOfMemoryError:
-        yield _only("The device ran out of memory: try fewer new tokens or a smaller pair.", "error")
-        return
     except SpecvizError as err:
         yield _only(str(err), "error")
         return
     finally:
         events.close()
     stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
-    dtype = str(next(run.pair.target.parameters()).dtype)
+    dtype = run.dtype
     share, side = others.share(), app.side_work.since(side_mark)
     # This race's own c and v join the pair's cost model first; its why, ledger and tree box read the model.
-    model = None if stopped else app.fold_race(run.preset, run.pair, *tallies(view.stats),
+    model = None if stopped else app.advisor.fold_race(run.preset, run.pair, *tallies(view.stats),
                                                 getattr(view.dones.get("spec"), "stats", None), bool(cfg.tree))
     busy = busy_reason(share, side, sharing.shared)
     led = build_ledger(view.stats, model, busy)   # once: the verdict, the ledger's HTML and the saved trace read it
@@ -148,7 +144,7 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
     rep = None
     if repeat > 1 and not stopped:
         def again():
-            return app.sliced(event_stream(app, run, cancel), gone, lambda: gone() or cancel.is_set())
+            return app.decoders.sliced(event_stream(app, run, cancel), gone, lambda: gone() or cancel.is_set())
         more = more_races(app, run, again, view.stats.measured_speedup(), min(repeat, MAX_REPEAT),
                           lambda: gone() or cancel.is_set())
         try:

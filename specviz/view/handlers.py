@@ -13,7 +13,8 @@ import logging
 import threading
 import time
 
-from typing import Iterator, NamedTuple
+from collections import namedtuple
+from typing import Iterator
 
 import gradio as gr
 
@@ -23,8 +24,8 @@ from ..errors import SpecvizError
 from ..app import zerogpu
 from ..app import gpu_calls
 from ..app.state import AppState
-from .kinds_plot import kinds_figure
-from .plots import RACE_PLOTS, all_figures
+from . import race_plots
+from .race_plots import NO_PLOTS
 from .race_view import RaceView
 from . import trace_files
 from .trace_route import download_html
@@ -43,29 +44,16 @@ log = logging.getLogger(__name__)
 PANE_EVERY_S, PLOTS_EVERY_S = 0.08, 1.0
 
 
-class RaceUpdate(NamedTuple):
+# The race tab's outputs: the panes and meters, each race plot by its registry name (view/race_plots.py),
+# the trace's download, the Stop flag, the ledger, and the page's gr.Tabs (Run shows the race tab).
+RACE_FIELDS = ("status", "strip", "spec_meter", "spec_pane", "base_meter", "base_pane", *race_plots.NAMES,
+               "download", "cancel", "ledger", "tab")
+
+
+class RaceUpdate(namedtuple("RaceUpdate", RACE_FIELDS, defaults=(gr.skip(),) * len(RACE_FIELDS))):
     """One update of the race tab, by name: view/tabs/race.py wires the outputs from these field names,
-    so a handler never has to match a positional list. A field left out is not touched (gr.skip()).
-    The plot fields are plots.RACE_PLOTS' names, and plot_kinds."""
-    status: object = gr.skip()
-    strip: object = gr.skip()
-    spec_meter: object = gr.skip()
-    spec_pane: object = gr.skip()
-    base_meter: object = gr.skip()
-    base_pane: object = gr.skip()
-    plot_acceptance: object = gr.skip()
-    plot_race: object = gr.skip()
-    plot_hist: object = gr.skip()
-    plot_position: object = gr.skip()
-    download: object = gr.skip()
-    cancel: object = gr.skip()
-    ledger: object = gr.skip()
-    plot_kinds: object = gr.skip()     # acceptance by kind of token, from the fold's KindTally
-    tab: object = gr.skip()            # the page's gr.Tabs: Run shows the race tab
-
-
-NO_PLOTS = dict.fromkeys((*RACE_PLOTS, "plot_kinds"))     # every race plot cleared
-KINDS_TITLE = "Acceptance by kind of token (this race's speculative lane)"
+    so a handler never has to match a positional list. A field left out is not touched (gr.skip())."""
+    __slots__ = ()
 
 
 def _only(status: str, kind: str = "info", cancel=None) -> RaceUpdate:
@@ -169,8 +157,8 @@ def finished(view: RaceView, led, status: str, stopped: bool, download: str, tre
     ledger (with a tree race's box under it). A race that just ran and a replayed trace (view/replay.py)
     both end here, so they match."""
     return RaceUpdate(status=status, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
-                      base_meter=view.meter("base"), base_pane=view.pane("base"), **all_figures(view.stats),
-                      plot_kinds=kinds_figure(view.kinds.table(), KINDS_TITLE), download=download,
+                      base_meter=view.meter("base"), base_pane=view.pane("base"), **race_plots.figures(view),
+                      download=download,
                       cancel=None, ledger=ledger_html(led, stopped=stopped, path=path_line(view.stats), tree=tree)
                       + tree_box)
 
@@ -194,7 +182,7 @@ def _stream(view: RaceView, events: Iterator[Event]):
         view.add(event)
         now = time.monotonic()
         if now - last_pane >= PANE_EVERY_S:
-            plots = all_figures(view.stats) if now - last_plots >= PLOTS_EVERY_S else {}
+            plots = race_plots.figures(view, live_only=True) if now - last_plots >= PLOTS_EVERY_S else {}
             last_plots = now if now - last_plots >= PLOTS_EVERY_S else last_plots
             last_pane = now
             yield RaceUpdate(strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),

@@ -22,6 +22,7 @@ from specviz.view.handlers import run_race
 from specviz.view import trace_files
 from specviz.view.race_view import RaceView
 from specviz.view.tabs.step import step_round
+from specviz.app.run_records import choice_rows
 from specviz.view.tree_results import tree_box_html
 from specviz.view.tree_view import node_fates, rank, round_note, tree_html, tree_sentence
 
@@ -185,7 +186,7 @@ def test_the_tree_box_prices_the_chain_from_the_cost_model():
     model.seed(MachineCosts(plain_s=0.04, draft_s=0.004, pass_s={n: 0.04 * (1 + 0.05 * n) for n in range(2, 14)},
                             pass_samples={n: (0.04 * (1 + 0.05 * n),) * 3 for n in range(2, 14)},
                             round_samples={k: (0.004 * k,) * 3 for k in range(1, 13)}))
-    html = tree_box_html(spec, plain, (2, 2, 1, 1), by_choice, model)
+    html = tree_box_html(spec, plain, (2, 2, 1, 1), choice_rows(by_choice), model)
     assert "estimated chain" in html and "cost model at depth 4" in html
     assert re.search(r'data-verdict="(tree paid|about even|chain paid)"', html)
     assert f"{spec.tokens / spec.elapsed_s / 25:.2f}x against" in html      # the tree's speed: the race's own

@@ -36,6 +36,7 @@ from .tree_results import tree_box_html
 from .render import status_html
 from .race_status import _summary, busy_reason, ran_line, why  # noqa: F401  (replay.py and tests read them here)
 from ..app.request import Prepared, RunRequest, load, settle
+from ..app.run_records import choice_rows
 from ..app.slots import Sharing, Stopped
 from ..app.visitor_text import without_paths
 from .visitor import current_client, visitor_gone
@@ -171,7 +172,7 @@ def _tree_box(view: RaceView, run: Prepared, stopped: bool, model) -> str:
         return ""
     spec, plain = tallies(view.stats)
     done = view.dones.get("spec")
-    by_choice = getattr(getattr(done, "stats", None), "by_choice", None) or []
+    by_choice = choice_rows(getattr(getattr(done, "stats", None), "by_choice", None))
     return tree_box_html(spec, plain, cfg.tree, by_choice, model, stopped=stopped)
 
 

@@ -265,12 +265,12 @@ def test_workshop_k_sweep_plots_measured_points_on_the_theory(page):
 def test_the_empty_prompt_s_tip_follows_the_chat_switch_and_keeps_the_text(browser, tiny_dirs):
     """A chat pair is asked, a raw model continued: the box's placeholder says which (it once gave
     code advice, 'end mid-line or after a colon', over SmolLM2's chat questions). Text typed stays."""
-    from specviz.app.state import AppState
+    from tests.helpers import app_with
     from specviz.models.presets import Preset
     from specviz.view.serve import serve
     code = Preset("code", "code pair", tiny_dirs["target"], tiny_dirs["cut"], 4, ("def add(a, b):",))
     chatty = Preset("chatty", "chatty pair", tiny_dirs["target"], tiny_dirs["cut"], 4, ("What is a star?",), chat=True)
-    demo, url = serve(AppState(presets={"code": code, "chatty": chatty}, device="cpu"))
+    demo, url = serve(app_with({"code": code, "chatty": chatty}))
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     try:
         pg = context.new_page()
@@ -300,7 +300,7 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
     room starts from the same race) until the button is clicked. The measurement is slowed here so that
     it ends after the race's own check: the page's watch has to find it."""
     from specviz.app import advisor
-    from specviz.app.state import AppState
+    from tests.helpers import app_with
     from specviz.engine.analysis.calibrate import MachineCosts
     from .helpers import steady
     advise = advisor.from_model       # called after the measurement, outside the decoding slot
@@ -313,7 +313,7 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
     from specviz.view.serve import serve
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], 7, ("def add(a, b):\n    return",),
                     acceptance=0.6)
-    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    app = app_with({"tiny": preset}, advise_k=True)
     demo, url = serve(app)                  # nothing loaded yet: the first race loads (and so measures) it
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     try:

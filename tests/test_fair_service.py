@@ -85,7 +85,7 @@ from specviz.app.request import RunRequest  # noqa: E402
 from specviz.models.presets import Preset  # noqa: E402
 from specviz.view.tabs.lossless import run_lossless  # noqa: E402
 from specviz.view.tabs.step import step_round  # noqa: E402
-from tests.helpers import FORM, LONG_GENERATE, form_values, generate_fn, join_from, tiny_app  # noqa: E402
+from tests.helpers import FORM, LONG_GENERATE, form_values, generate_fn, join_from, tiny_app, wait_for  # noqa: E402
 
 def _in_thread(gen, sink: list):
     def drain():
@@ -99,18 +99,11 @@ def _in_thread(gen, sink: list):
     return t
 
 
-def _wait_for(check, timeout=30.0):
-    end = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < end, "timed out"
-        time.sleep(0.02)
-
-
 def test_a_long_lossless_check_lets_others_decode_and_honours_stop(tiny_dirs):
     app = tiny_app(tiny_dirs)
     updates: list = []
     check = _in_thread(run_lossless(app, 2000, **FORM), updates)
-    _wait_for(lambda: any(isinstance(u[-1], threading.Event) for u in updates if isinstance(u, tuple)))
+    wait_for(lambda: any(isinstance(u[-1], threading.Event) for u in updates if isinstance(u, tuple)))
     t0 = time.monotonic()
     out = generate(app, RunRequest(prompt="def f(x):\n", preset="tiny", max_new_tokens=16))   # another visitor
     assert out["stop_reason"] in ("max_tokens", "eos") and time.monotonic() - t0 < 5
@@ -381,7 +374,7 @@ def test_a_slot_handed_over_is_not_sharing_and_an_anonymous_holder_counts():
     assert got == [True] and not first.shared and not second.shared
     slots.release(second)
     wide, job = FairSlots(2), Sharing()
-    assert wide.acquire()                          # e.g. AppState.decoding(): a holder with no note
+    assert wide.acquire()                          # e.g. Decoders.hold(): a holder with no note
     assert wide.acquire(holder=job)
     wide.release()
     wide.release(job)
@@ -389,14 +382,10 @@ def test_a_slot_handed_over_is_not_sharing_and_an_anonymous_holder_counts():
 
 
 def test_a_race_that_shared_the_device_with_another_says_so(tiny_dirs):
-    from dataclasses import replace
-    from specviz.app.state import AppState
     from specviz.view.handlers import run_race
-    from tests.test_blocking import FORM, tiny_presets
-    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu")
-    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu",
-                   limits=replace(app.limits, concurrency_per_device=2))
-    alone = list(run_race(app, **{**FORM, "max_new_tokens": 16}))[-1].status
+    from tests.helpers import app_with, form, tiny_presets
+    app = app_with(tiny_presets(tiny_dirs), concurrency_per_device=2)
+    alone = list(run_race(app, **form(temperature=0.0, max_new_tokens=16)))[-1].status
     assert "status-done" in alone and "at the same time" not in alone and "data-shared" not in alone
     held, done = threading.Event(), threading.Event()
 
@@ -623,7 +612,7 @@ def test_a_job_whose_client_never_opens_its_stream_stops(tiny_dirs, monkeypatch)
         start = time.monotonic()
         for i in range(3):
             assert join_from(url, fn, f"walked-away-{i}", LONG_GENERATE, "x").status_code == 200
-        _wait_for(lambda: not admitted(demo._queue) and not app.decoders.busy(), timeout=40)
+        wait_for(lambda: not admitted(demo._queue) and not app.decoders.busy(), timeout=40)
         assert time.monotonic() - start < 6 and records == []     # nobody read them: no slot was taken
     finally:
         demo.close()

@@ -142,7 +142,7 @@ def test_the_app_serves_while_a_pair_is_fetched_and_says_how_it_goes(tmp_path, m
     status line says the same."""
     from specviz.models import fetch as fetch_module
     from specviz.models.presets import get_preset
-    from specviz.app.state import AppState
+    from tests.helpers import app_with
     from specviz.view.form import _fetch_html
     monkeypatch.setenv("SPECVIZ_HOME", str(tmp_path))
     started = []
@@ -157,7 +157,7 @@ def test_the_app_serves_while_a_pair_is_fetched_and_says_how_it_goes(tmp_path, m
             return self
     monkeypatch.setattr("specviz.app.fetches.BackgroundFetch", FakeFetch)
     SMOLLM2 = get_preset("smollm2")
-    app = AppState(presets={"smollm2": SMOLLM2}, device="cpu")
+    app = app_with({"smollm2": SMOLLM2})
     app.pairs.start_fetches()
     app.pairs.start_fetches()                                           # once per model
     assert started == [1] and app.pairs.fetches.running()

@@ -3,19 +3,10 @@ from __future__ import annotations
 
 import time
 
-from specviz.app.state import AppState
+from tests.helpers import app_with
 from specviz.models.presets import Preset
 
-from .helpers import steady
-
-
-def _wait_for(check, seconds: float = 120.0) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if check():
-            return True
-        time.sleep(0.2)
-    return False
+from .helpers import steady, wait_for
 
 
 def _steady_timing(monkeypatch):
@@ -31,10 +22,10 @@ def _steady_timing(monkeypatch):
 def test_a_loaded_pair_is_measured_and_its_k_offered(tiny_dirs, monkeypatch):
     _steady_timing(monkeypatch)
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=7, acceptance=0.6)
-    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    app = app_with({"tiny": preset}, advise_k=True)
     assert app.advisor.suggested_k(preset) == 7 and app.advisor.k_note(preset) == ""       # not measured yet: the preset's k
     app.pairs.pair(preset)
-    assert _wait_for(lambda: "tiny" in app.advisor.advice)
+    assert wait_for(lambda: "tiny" in app.advisor.advice, timeout=120)
     advice = app.advisor.advice["tiny"]
     lo, hi = app.limits.k_range
     assert lo <= advice.k <= hi and app.advisor.suggested_k(preset) == advice.k
@@ -43,10 +34,10 @@ def test_a_loaded_pair_is_measured_and_its_k_offered(tiny_dirs, monkeypatch):
 
 def test_no_measuring_unless_asked_or_without_an_acceptance(tiny_dirs):
     quiet = Preset("q", "q", tiny_dirs["target"], tiny_dirs["cut"], k=3, acceptance=0.6)
-    app = AppState(presets={"q": quiet}, device="cpu")                    # advise_k off: tests, scripts
+    app = app_with({"q": quiet})                    # advise_k off: tests, scripts
     app.pairs.pair(quiet)
     unknown = Preset("u", "u", tiny_dirs["target"], tiny_dirs["cut"], k=3)   # no held-out acceptance
-    app2 = AppState(presets={"u": unknown}, device="cpu", advise_k=True)
+    app2 = app_with({"u": unknown}, advise_k=True)
     app2.pairs.pair(unknown)
     time.sleep(1.0)
     assert app.advisor.advice == {} and app2.advisor.advice == {} and app2.advisor.suggested_k(unknown) == 3
@@ -55,7 +46,7 @@ def test_no_measuring_unless_asked_or_without_an_acceptance(tiny_dirs):
 def test_hub_pairs_that_would_need_a_download_say_so_in_the_menu(tiny_dirs):
     local = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"])
     hub = Preset("hub", "gpt2 pair", "specviz-tests/never-cached-target", "specviz-tests/never-cached-draft")
-    app = AppState(presets={"tiny": local, "hub": hub}, device="cpu")
+    app = app_with({"tiny": local, "hub": hub})
     assert app.pairs.menu_label(local) == "tiny pair"
     assert app.pairs.menu_label(hub) == "gpt2 pair · needs the network"      # nothing of it is cached here
 
@@ -66,7 +57,7 @@ def test_picking_a_pair_swaps_an_example_prompt_and_keeps_the_visitors_own(tiny_
     from specviz.view.form import _on_preset
     chatty = Preset("chatty", "chatty", tiny_dirs["target"], tiny_dirs["cut"], 4, ("What is a star?",), chat=True)
     code = Preset("code", "code", tiny_dirs["target"], tiny_dirs["cut"], 4, ("def add(a, b):",))
-    app = AppState(presets={"chatty": chatty, "code": code}, device="cpu")
+    app = app_with({"chatty": chatty, "code": code})
     assert _on_preset(app, "code", "What is a star?")[-1] == "def add(a, b):"
     assert _on_preset(app, "chatty", "def add(a, b):")[-1] == "What is a star?"
     kept = _on_preset(app, "code", "My own question")[-1]
@@ -80,12 +71,12 @@ def test_the_page_s_k_watch_offers_a_late_measurement_without_moving_the_slider(
     from specviz.view.form import _k_measured, _on_preset, _use_k
     _steady_timing(monkeypatch)
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=7, acceptance=0.6)
-    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    app = app_with({"tiny": preset}, advise_k=True)
     note, use, watch = _k_measured(app, "tiny")
     assert not app.advisor.pending(preset) and watch.active is False and use.visible is False
     app.pairs.pair(preset)                                                      # loads it; the measurement follows
     assert app.advisor.pending(preset) or "tiny" in app.advisor.advice
-    assert _wait_for(lambda: "tiny" in app.advisor.advice) and not app.advisor.pending(preset)
+    assert wait_for(lambda: "tiny" in app.advisor.advice, timeout=120) and not app.advisor.pending(preset)
     note, use, watch = _k_measured(app, "tiny")
     measured = app.advisor.advice["tiny"].k
     assert "suits this machine" in note and watch.active is False
@@ -102,13 +93,13 @@ def test_the_calculator_takes_this_machine_s_figures_once_the_pair_is_measured(t
     _steady_timing(monkeypatch)
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=7, acceptance=0.6)
     untimed = Preset("plain", "plain pair", tiny_dirs["target"], tiny_dirs["cut"], k=3)
-    app = AppState(presets={"tiny": preset, "plain": untimed}, device="cpu", advise_k=True)
+    app = app_with({"tiny": preset, "plain": untimed}, advise_k=True)
     *sliders, note = machine_figures(app.advisor, app.pairs.presets, "tiny")
     assert not any(isinstance(x, float) for x in sliders) and "run a race with it first" in note
     *sliders, note = machine_figures(app.advisor, app.pairs.presets, "plain")
     assert not any(isinstance(x, float) for x in sliders) and "does not time its pairs" in note
     app.pairs.pair(preset)
-    assert _wait_for(lambda: "tiny" in app.advisor.advice)
+    assert wait_for(lambda: "tiny" in app.advisor.advice, timeout=120)
     advice = app.advisor.advice["tiny"]
     a, c, v, note = machine_figures(app.advisor, app.pairs.presets, "tiny")
     assert a == 0.6 and c == round(min(advice.c, 1.0), 2) and 0.5 <= v <= 3.0
@@ -123,7 +114,7 @@ def test_the_calculator_says_when_its_one_c_and_v_pick_another_k_than_the_advice
     from specviz.engine.analysis.calibrate import MachineCosts
     from specviz.view.tabs.explain import machine_figures
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=3, acceptance=0.51)
-    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    app = app_with({"tiny": preset}, advise_k=True)
     v = {1: 1.05, 2: 1.2, 3: 1.3, 4: 1.25, 5: 1.0, 6: 1.05, 7: 1.1, 8: 1.15}     # a verify pass dearer at k = 3
     costs = MachineCosts(plain_s=1.0, draft_s=0.04, pass_s={k + 1: s for k, s in v.items()}, threads=1,
                          round_draft_s={k: 0.04 * k for k in v})
@@ -149,7 +140,7 @@ def test_the_calculator_blames_per_k_timings_only_where_they_differ(tiny_dirs):
     from specviz.engine.analysis.calibrate import MachineCosts
     from specviz.view.tabs.explain import machine_figures
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=3, acceptance=0.84)
-    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    app = app_with({"tiny": preset}, advise_k=True)
     ks = range(1, 13)
     costs = MachineCosts(plain_s=1.0, draft_s=0.27595, pass_s={k + 1: 0.92356 for k in ks}, threads=1,
                          round_draft_s={k: 0.27595 * k for k in ks})

@@ -10,7 +10,6 @@ from html.parser import HTMLParser
 
 import pytest
 
-from specviz.app.profile import Limits
 from specviz.app.request import RunRequest, settle
 from specviz.app.state import AppState
 from specviz.engine.analysis.calibrate import MachineCosts
@@ -25,6 +24,7 @@ from specviz.view.tabs.step import step_round
 from specviz.app.run_records import choice_rows
 from specviz.view.tree_results import tree_box_html
 from specviz.view.tree_view import node_fates, rank, round_note, tree_html, tree_sentence
+from tests.helpers import app_with, form
 
 EVIL = '<img src=x onerror="alert(1)">&\''
 
@@ -124,12 +124,11 @@ def test_the_round_note_names_the_branches_and_the_later_choice_kept():
 
 # --- the draft shape setting --------------------------------------------------------------------
 def _app() -> AppState:
-    return AppState(presets={"bundled": get_preset("bundled")}, limits=Limits(), device="cpu", slice_s=0.1)
+    return app_with({"bundled": get_preset("bundled")}, slice_s=0.1)
 
 
-FORM = dict(prompt="def add(a, b):", preset="bundled", custom_target="", custom_draft="", drafter="model", k=4,
-            adaptive_k=False, temperature=0.0, top_k=0, top_p=1.0, max_new_tokens=24, seed=0, stop_strings="",
-            confidence_stop=0.0, tree="2,2,1,1")
+FORM = form(prompt="def add(a, b):", preset="bundled", temperature=0.0, max_new_tokens=24, confidence_stop=0.0,
+            tree="2,2,1,1")
 
 
 @pytest.mark.parametrize("shape, want", [("", None), ("chain", None), (" Chain ", None), ("2,2,1,1", (2, 2, 1, 1)),

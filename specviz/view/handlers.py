@@ -126,7 +126,7 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
     share, side = others.share(), app.side_work.since(side_mark)
     # This race's own c and v join the pair's cost model first; its why, ledger and tree box read the model.
     model = None if stopped else app.advisor.fold_race(run.preset, run.pair, *tallies(view.stats),
-                                                getattr(view.dones.get("spec"), "stats", None), bool(cfg.tree))
+                                                        getattr(view.dones.get("spec"), "stats", None), bool(cfg.tree))
     busy = busy_reason(share, side, sharing.shared)
     led = build_ledger(view.stats, model, busy)   # once: the verdict, the ledger's HTML and the saved trace read it
     ran = ran_line(run.preset.label, cfg)

@@ -56,19 +56,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     torch.set_num_threads(decode_threads(args.host, args.threads))
     app = AppState.from_profile(profile, device=args.device, on_zerogpu=zerogpu.ON_ZEROGPU)
-    app.advise_k = not app.on_zerogpu        # measure each pair's costs here at load; offer the k they favour
+    app.advisor.enabled = not app.on_zerogpu   # measure each pair's costs here at load; offer the k they favour
     if not args.no_fetch and not app.on_zerogpu:
-        app.start_fetches()      # the app serves at once; a fetched pair becomes usable when its fetch ends
+        app.pairs.start_fetches()      # the app serves at once; a fetched pair becomes usable when its fetch ends
     if app.on_zerogpu:
         # The GPU worker is forked from this process: every pair it may run must be loaded now
         # (spaces moves the weights to the GPU in the worker; nothing runs on it here).
         try:
-            app.load_all()
+            app.pairs.load_all()
         except SpecvizError as err:
             print(f"specviz cannot start: {err}", file=sys.stderr)
             return 2
     if not app.on_zerogpu:
-        app.preload(app.default_preset())    # loaded and measured in the background, before the first visitor
+        app.pairs.preload(app.pairs.default_preset())   # loaded and measured in the background, before the first visitor
     demo = queue_demo(build_demo(app), profile.limits)      # per-session cap, retry estimate (view/fair_queue.py)
     print(f"specviz: profile {profile.tier}, {len(profile.presets)} model pairs, "
           f"{torch.get_num_threads()} CPU thread(s) for decoding, "

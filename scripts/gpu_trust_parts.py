@@ -309,7 +309,7 @@ def part_o(args) -> dict:
     from specviz.app.state import AppState
     from specviz.models.presets import get_preset
     app = AppState(presets={"bundled": get_preset("bundled")}, device=args.device)
-    pair = app.pair(app.known("bundled"))
+    pair = app.pairs.pair(app.pairs.known("bundled"))
     prompts = [f"def f{i}(x):\n    return" for i in range(10)]
     cfg = SpecConfig(k=4, max_new_tokens=args.identity_tokens, cuda_graphs=True if args.force else None)
 
@@ -320,7 +320,7 @@ def part_o(args) -> dict:
 
     def visitor(i: int):
         try:
-            results[i] = tokens_of(app.sliced(race(pair, prompts[i], cfg)))
+            results[i] = tokens_of(app.decoders.sliced(race(pair, prompts[i], cfg)))
         except Exception:          # noqa: BLE001
             errors.append(traceback.format_exc(limit=3))
     threads = [threading.Thread(target=visitor, args=(i,), daemon=True) for i in range(len(prompts))]

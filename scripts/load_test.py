@@ -67,11 +67,11 @@ def main() -> int:
     from specviz.app.state import AppState
 
     app = AppState.from_profile(load_profile(tier="cpu"), device="cpu")
-    app.pair(app.preset("bundled"))
+    app.pairs.pair(app.pairs.preset("bundled"))
     demo, url = serve(app)
     keys = ["bundled"] * args.clients
     if args.switch_to:
-        app.preset(args.switch_to)
+        app.pairs.preset(args.switch_to)
         keys[0] = args.switch_to
     prompts = list(get_preset("bundled").examples)
     hostile_results, hostile_note, memory = None, "", None
@@ -147,7 +147,7 @@ def main() -> int:
     bad = []
     for key in sorted(set(keys)):
         group = [r for r in results if r["preset"] == key]
-        bad += check_against_solo(app.pair(app.preset(key)), group, args.max_new_tokens, args.temperature)
+        bad += check_against_solo(app.pairs.pair(app.pairs.preset(key)), group, args.max_new_tokens, args.temperature)
     p = percentiles([r for r in results if r["preset"] == "bundled"])
     print(f"{len(results)}/{args.clients} completed; bundled-pair clients' latency p50 {p['p50_s']:.2f} s, p95 {p['p95_s']:.2f} s, "
           f"max {p['max_s']:.2f} s; outputs equal to solo runs: {len(results) - len(bad)}/{len(results)}")
@@ -157,7 +157,7 @@ def main() -> int:
         for r in lost:
             print(f"beside the hostile client, client {r['client']:2d} lost its result: {r['error']}")
         hostile_results = [r for r in hostile_results if "error" not in r]
-        bad_h = check_against_solo(app.pair(app.preset("bundled")), hostile_results, args.max_new_tokens,
+        bad_h = check_against_solo(app.pairs.pair(app.pairs.preset("bundled")), hostile_results, args.max_new_tokens,
                                    args.temperature)
         h = percentiles([r for r in hostile_results if r["preset"] == "bundled"]) if hostile_results else \
             {"p50_s": float("nan"), "p95_s": float("nan")}

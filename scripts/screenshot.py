@@ -56,7 +56,7 @@ def main() -> int:
                 page.click("#settings > button.label-wrap")
             if args.preset:          # pick the pair in the menu by its label
                 page.click("#preset input")
-                page.click(f"ul[role=listbox] li:has-text({app.menu_label(app.presets[args.preset])[:30]!r})")
+                page.click(f"ul[role=listbox] li:has-text({app.pairs.menu_label(app.pairs.presets[args.preset])[:30]!r})")
                 time.sleep(1)
             page.fill("#prompt textarea", args.prompt)
             box = page.locator("#max-new input[type=number]")

@@ -63,7 +63,7 @@ def main() -> int:
     app = AppState.from_profile(load_profile(tier="cpu"), device="cpu")
     pairs = args.pairs.split(",")
     for key in pairs:
-        app.pair(app.preset(key))
+        app.pairs.pair(app.pairs.preset(key))
     demo, url = serve(app)
     prompts = {key: list(get_preset(key).examples) for key in pairs}
     # One client (one session, one address) per worker thread: a client never has two requests at once.

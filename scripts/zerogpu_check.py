@@ -57,8 +57,8 @@ def main() -> int:
     path = Path(tempfile.mkdtemp()) / "spaces.yaml"
     path.write_text(PROFILE)
     app = AppState.from_profile(load_profile(path, tier="zerogpu"), on_zerogpu=zerogpu.ON_ZEROGPU)
-    app.load_all()                                  # app.py's ZeroGPU start-up
-    pair = app.pair(app.preset("bundled"))
+    app.pairs.load_all()                                  # app.py's ZeroGPU start-up
+    pair = app.pairs.pair(app.pairs.preset("bundled"))
     check(f"every preset loaded at start, on {pair.device} (emulated), in {next(pair.target.parameters()).dtype}",
           pair.device.type == "cuda")
     build_demo(app)

@@ -6,10 +6,8 @@ import time
 
 import pytest
 
-from specviz.app.profile import Limits
-from specviz.models.presets import Preset
-from specviz.app.state import AppState
 from specviz.view.serve import serve
+from tests.helpers import ADD, app_with, tiny_preset
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -27,10 +25,10 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 @pytest.fixture(scope="module")
 def app_url(tiny_dirs):
-    preset = Preset("tiny", "tiny test pair: a 4-layer target with its own 2-layer cut as the draft", tiny_dirs["target"], tiny_dirs["cut"], 4,
-                    ("def add(a, b):\n    return", "import os\n"))
-    app = AppState(presets={"tiny": preset}, device="cpu", limits=Limits(max_new_tokens=200))
-    pair = app.pair(preset)
+    preset = tiny_preset(tiny_dirs, examples=(ADD, "import os\n"),
+                         label="tiny test pair: a 4-layer target with its own 2-layer cut as the draft")
+    app = app_with({"tiny": preset}, max_new_tokens=200)
+    pair = app.pairs.pair(preset)
     forward = pair.target.forward
     def slowed(*args, **kwargs):     # a few ms a pass: a long run lasts long enough to be stopped
         TARGET_PASSES[0] += 1

@@ -3,7 +3,8 @@ stdlib text, a 2-layer Llama target, and drafts that agree with it partly (a one
 cut of the target), not at all (independent random weights), or fully (the target).
 Weights use a large init scale so logits are well separated: greedy ties would otherwise
 depend on float rounding rather than on the engine. `real_pair` is SmolLM2 with its shipped
-draft, for the tests on real weights (skipped unless fetched). Plain helpers are in helpers.py.
+draft, for the tests on real weights (skipped unless fetched). `served` is the app on the tiny
+pair, served on a local port for one test module. Plain helpers are in helpers.py.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from specviz.models.presets import load_preset  # noqa: E402
 from specviz.training.corpus import split_corpus  # noqa: E402
 from specviz.training.tokenizer_train import train_tokenizer  # noqa: E402
 
-from .helpers import tiny_config  # noqa: E402
+from .helpers import tiny_app, tiny_config  # noqa: E402
 
 hf_logging.disable_progress_bar()
 torch.set_num_threads(1)
@@ -75,6 +76,15 @@ def pair_self(tiny_dirs):
         else:
             os.environ[lean_draft.ENV] = before
     return pair
+
+
+@pytest.fixture(scope="module")
+def served(tiny_dirs) -> str:
+    """helpers.tiny_app served on a free local port for one test module: its URL."""
+    from specviz.view.serve import serve
+    demo, url = serve(tiny_app(tiny_dirs))
+    yield url
+    demo.close()
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,8 @@
 - reference_probs, joint: an independent implementation of temperature / top-k / top-p and the exact
   joint law of the first two tokens, for the chi-square tests on an 8-token vocabulary (V).
 - cli, bench: `python -m specviz ...` in a subprocess, offline, on this checkout.
+- FORM, form: the race form by name; tiny_preset, tiny_presets, app_with, tiny_app: an app on the tiny
+  models (conftest.py's `served` serves tiny_app for a module); wait_for: wait for a state, not a duration.
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from dataclasses import fields as dataclass_fields
 
 import numpy as np
 import torch
@@ -99,16 +103,57 @@ def bench(*args) -> dict:
     return json.loads(r.stdout)
 
 
-# The app with the tiny pair (tests/test_fair_service.py, tests/test_hygiene.py).
+# --- the app, its form and its page, on the tiny models -------------------------------------
+
+# The race form by name, as the page sends it (RunRequest's fields but chat, confidence_stop and tree).
 FORM = dict(prompt="import os\n", preset="tiny", custom_target="", custom_draft="", drafter="model", k=4,
             adaptive_k=False, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=64, seed=0, stop_strings="")
+ADD = "def add(a, b):\n    return"        # the prompt most form tests race
 
 
-def tiny_app(tiny_dirs, **limits) -> AppState:
-    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("import os\n",))
-    app = AppState(presets={"tiny": preset}, limits=Limits(**limits), device="cpu", slice_s=0.1)
-    app.pair(preset)
+def form(**changes) -> dict:
+    """FORM with `changes` (a test names only what its race is about)."""
+    unknown = set(changes) - set(FORM) - {"chat", "confidence_stop", "tree"}
+    assert not unknown, f"not a form field: {sorted(unknown)}"
+    return {**FORM, **changes}
+
+
+def tiny_preset(tiny_dirs, key: str = "tiny", draft: str = "cut", k: int = 4, examples=("import os\n",),
+                label: str | None = None, **more) -> Preset:
+    """A pair of conftest.py's tiny models: the 2-layer target with `draft` ("cut", "random" or "target")."""
+    return Preset(key, label or key, tiny_dirs["target"], tiny_dirs[draft], k, tuple(examples), **more)
+
+
+def tiny_presets(tiny_dirs) -> dict[str, Preset]:
+    """Two tiny pairs: one whose draft agrees with the target part of the time, one whose draft never does."""
+    return {"tiny": tiny_preset(tiny_dirs),
+            "tiny-random": tiny_preset(tiny_dirs, "tiny-random", "random", 3, ("def f(x):\n",), "tiny, random draft")}
+
+
+def app_with(presets: dict[str, Preset], **settings) -> AppState:
+    """An app on the CPU serving `presets`; `settings` are Limits' fields by name (or `limits` whole)
+    and AppState's own keywords."""
+    names = {f.name for f in dataclass_fields(Limits)}
+    limits = settings.pop("limits", None) or Limits(**{k: settings.pop(k) for k in list(settings) if k in names})
+    return AppState(presets=presets, limits=limits, **{"device": "cpu", **settings})
+
+
+def tiny_app(tiny_dirs, preset: Preset | None = None, **settings) -> AppState:
+    """app_with one tiny pair (default: the tiny target with its one-layer cut, as "tiny"), loaded, its
+    decoding lent in short slices so other jobs' turns come quickly."""
+    preset = preset or tiny_preset(tiny_dirs)
+    app = app_with({preset.key: preset}, **{"slice_s": 0.1, **settings})
+    app.pairs.pair(preset)
     return app
+
+
+def wait_for(check, timeout: float = 30.0) -> bool:
+    """Wait for a state (not a duration): True once `check()` is; fails the test if it never comes."""
+    end = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < end, f"still not so after {timeout:g} s"
+        time.sleep(0.02)
+    return True
 
 
 # Raw queue joins (tests/test_fair_service.py, tests/test_bad_input.py).

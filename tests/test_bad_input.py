@@ -5,25 +5,22 @@ import gradio as gr
 import pytest
 import torch
 
-from specviz.app.profile import Limits
-from specviz.models.presets import Preset
 from specviz.view.api import generate_endpoint
-from specviz.app.state import AppState
 from specviz.view.handlers import run_race
 from specviz import SpecConfig, decode_baseline, speculate
 from specviz.engine.loop.config import MIN_TEMPERATURE
 from specviz.errors import ConfigError
 from specviz.view.tabs.lossless import run_lossless
-from tests.helpers import FORM, LONG_GENERATE, form_values, generate_fn, join_from, tiny_app
+from tests.helpers import (ADD, FORM, LONG_GENERATE, app_with, form, form_values, generate_fn, join_from, tiny_app,
+                           tiny_preset)
 
-GOOD = dict(prompt="def add(a, b):\n    return", preset="tiny", custom_target="", custom_draft="", drafter="model",
-            k=4, adaptive_k=False, temperature=0.0, top_k=0, top_p=1.0, max_new_tokens=16, seed=0, stop_strings="")
+GOOD = form(prompt=ADD, temperature=0.0, max_new_tokens=16)
+SMALL = dict(max_prompt_tokens=64, max_new_tokens=100)          # the limits most tests here run under
 
 
 @pytest.fixture(scope="module")
 def app(tiny_dirs):
-    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",))
-    return AppState(presets={"tiny": preset}, limits=Limits(max_prompt_tokens=64, max_new_tokens=100), device="cpu")
+    return app_with({"tiny": tiny_preset(tiny_dirs, examples=("x",))}, **SMALL)
 
 
 def outcome(app, **changes) -> tuple[str, str]:
@@ -74,9 +71,9 @@ def test_bad_inputs_get_a_clear_message(app, changes, message):
 def test_a_prompt_past_the_models_context_gets_the_one_server_limit(tiny_dirs):
     """Where the model reads fewer tokens than the server allows, the page's one message names the smaller
     limit (it once said 'models/target reads at most 2048' above one size and 'at most 1,024' below it)."""
-    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",))
-    roomy = AppState(presets={"tiny": preset}, limits=Limits(max_prompt_tokens=100_000, max_new_tokens=100), device="cpu")
-    positions = roomy.pair(preset).max_positions
+    preset = tiny_preset(tiny_dirs, examples=("x",))
+    roomy = app_with({"tiny": preset}, max_prompt_tokens=100_000, max_new_tokens=100)
+    positions = roomy.pairs.pair(preset).max_positions
     status, _ = outcome(roomy, prompt="x = 1\n" * positions)
     assert "status-error" in status and f"this server accepts at most {positions - 1:,}: shorten it" in status
     assert "reads at most" not in status
@@ -93,8 +90,7 @@ def test_a_refused_request_clears_the_last_races_figures(app):
 
 
 def test_custom_ids_when_allowed(tiny_dirs):
-    app = AppState(presets={"tiny": Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ())},
-                   allow_custom_models=True, device="cpu")
+    app = app_with({"tiny": tiny_preset(tiny_dirs, examples=())}, allow_custom_models=True)
     status, _ = outcome(app, preset="custom", custom_target=tiny_dirs["target"], custom_draft=tiny_dirs["cut"])
     assert "local paths are not accepted" in status
     status, _ = outcome(app, preset="custom", custom_target="../../secret")
@@ -105,11 +101,10 @@ def test_custom_ids_when_allowed(tiny_dirs):
 
 def test_mismatched_custom_pair_is_reported(tiny_dirs, monkeypatch):
     from specviz.errors import LoadError
-    app = AppState(presets={"tiny": Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ())},
-                   allow_custom_models=True, device="cpu")
+    app = app_with({"tiny": tiny_preset(tiny_dirs, examples=())}, allow_custom_models=True)
     def mismatch(*args, **kwargs):
         raise LoadError("the tokenizers of 'a/target' and 'b/draft' differ: a draft must share its target's tokenizer")
-    monkeypatch.setattr("specviz.app.state.load_pair", mismatch)
+    monkeypatch.setattr("specviz.app.pairs.load_pair", mismatch)
     status, _ = outcome(app, preset="custom", custom_target="a/target", custom_draft="b/draft")
     assert "tokenizers of" in status.replace("&#x27;", "'")
 
@@ -129,7 +124,7 @@ def test_injection_payloads_as_prompt_and_stop_string(app):
 def test_out_of_memory_is_a_message(app, monkeypatch):
     def oom(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory")
-    pair = app.pair(app.preset("tiny"))
+    pair = app.pairs.pair(app.pairs.preset("tiny"))
     monkeypatch.setattr(pair.target, "forward", oom)
     status, _ = outcome(app)
     assert "ran out of memory" in status
@@ -150,8 +145,7 @@ def test_a_presets_confidence_stop_is_the_default_and_the_form_overrides_it(tiny
     from dataclasses import replace
 
     from specviz.app.request import RunRequest, settle
-    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",), confidence_stop=0.5)
-    app = AppState(presets={"tiny": preset}, limits=Limits(max_prompt_tokens=64, max_new_tokens=100), device="cpu")
+    app = app_with({"tiny": tiny_preset(tiny_dirs, examples=("x",), confidence_stop=0.5)}, **SMALL)
     req = RunRequest(prompt="def f():", preset="tiny")
     assert settle(app, req).config.confidence_stop == 0.5                          # left out: the pair's
     assert settle(app, replace(req, confidence_stop=0)).config.confidence_stop == 0.0  # the form's 0 turns it off
@@ -161,8 +155,7 @@ def test_generate_api_takes_a_confidence_stop(tiny_dirs):
     from dataclasses import replace
     from specviz.app.api import generate
     from specviz.app.request import RunRequest
-    app = AppState(presets={"tiny": Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",))},
-                   limits=Limits(max_prompt_tokens=64, max_new_tokens=100), device="cpu")
+    app = app_with({"tiny": tiny_preset(tiny_dirs, examples=("x",))}, **SMALL)
     req = RunRequest(prompt="def add(a, b):", preset="tiny", k=6, max_new_tokens=40)
     full = generate(app, req)["stats"]
     stopped = generate(app, replace(req, confidence_stop=0.9))["stats"]

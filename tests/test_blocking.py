@@ -14,23 +14,15 @@ import pytest
 
 from specviz.app import zerogpu
 from specviz.app.pair_cache import PairCache
-from specviz.models.presets import Preset
 from specviz.app import gpu_calls as work
 from specviz.app.api import generate
 from specviz.app.request import RunRequest
-from specviz.app.state import AppState
 from specviz.view.handlers import run_race
 from specviz.view.tabs.lossless import run_lossless
 from specviz.view.tabs.step import reset_steps, step_round
+from tests.helpers import app_with, form, tiny_presets
 
-FORM = dict(prompt="import os\n", preset="tiny", custom_target="", custom_draft="", drafter="model", k=4,
-            adaptive_k=False, temperature=0.0, top_k=0, top_p=1.0, max_new_tokens=200, seed=0, stop_strings="")
-
-
-def tiny_presets(tiny_dirs) -> dict[str, Preset]:
-    return {"tiny": Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("import os\n",)),
-            "tiny-random": Preset("tiny-random", "tiny, random draft", tiny_dirs["target"], tiny_dirs["random"], 3,
-                                  ("def f(x):\n",))}
+FORM = form(temperature=0.0, max_new_tokens=200)
 
 
 def test_a_slow_load_blocks_neither_other_pairs_nor_loads_twice():
@@ -70,7 +62,7 @@ def test_a_failed_load_reaches_its_waiters_and_is_tried_again():
 
 
 def test_step_mode_never_sleeps_and_keeps_only_plain_data(tiny_dirs, monkeypatch):
-    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu")
+    app = app_with(tiny_presets(tiny_dirs))
     monkeypatch.setattr(time, "sleep", lambda s: pytest.fail(f"step mode slept {s} s"))
     pane, explain, state = step_round(app, None, **FORM)
     assert "Round 1:" in explain and 'data-round="1"' in pane
@@ -83,7 +75,7 @@ def test_step_mode_never_sleeps_and_keeps_only_plain_data(tiny_dirs, monkeypatch
 
 
 def test_stop_ends_a_race_on_the_record_path(tiny_dirs):
-    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu", via_records=True)
+    app = app_with(tiny_presets(tiny_dirs), via_records=True)
     updates = run_race(app, **FORM)
     cancel = None
     for update in updates:
@@ -101,14 +93,14 @@ def test_zerogpu_emulation_decodes_only_inside_gpu_functions(tiny_dirs, monkeypa
     a model running outside one (the main process, where ZeroGPU has no GPU) fails the test."""
     monkeypatch.setattr(zerogpu, "EMULATE", True)
     monkeypatch.setattr(work, "_warm", set())
-    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu", via_records=True, on_zerogpu=True)
-    app.load_all()                                                # start-up: load, never run
+    app = app_with(tiny_presets(tiny_dirs), via_records=True, on_zerogpu=True)
+    app.pairs.load_all()                                                # start-up: load, never run
     outside = []
-    for key in app.presets:
-        pair = app.pair(app.preset(key))
+    for key in app.pairs.presets:
+        pair = app.pairs.pair(app.pairs.preset(key))
         for model in (pair.target, pair.draft):
             model.register_forward_pre_hook(lambda m, a: None if zerogpu.in_worker() else outside.append(m))
-    for key in app.presets:                                       # switching pairs
+    for key in app.pairs.presets:                                       # switching pairs
         form = {**FORM, "preset": key, "max_new_tokens": 24}
         assert "status-done" in list(run_race(app, **form))[-1].status
         assert "Round 1:" in step_round(app, None, **form)[1]
@@ -116,9 +108,9 @@ def test_zerogpu_emulation_decodes_only_inside_gpu_functions(tiny_dirs, monkeypa
         out = generate(app, RunRequest(prompt="def f(x):\n", preset=key, max_new_tokens=8))
         assert out["stop_reason"] in ("max_tokens", "eos")
     assert outside == []
-    assert work._warm == set(app.presets)                         # warmed up in the worker, once per pair
+    assert work._warm == set(app.pairs.presets)                         # warmed up in the worker, once per pair
     assert "turned off" in list(run_race(app, **{**FORM, "custom_target": "owner/name"}))[-1].status
-    late = AppState(presets=tiny_presets(tiny_dirs), device="cpu", on_zerogpu=True)   # nothing loaded at start
+    late = app_with(tiny_presets(tiny_dirs), on_zerogpu=True)   # nothing loaded at start
     assert "was not loaded when this Space started" in list(run_race(late, **FORM))[-1].status
 
 
@@ -150,7 +142,7 @@ def test_the_page_says_why_lanes_differ():
 def test_step_mode_says_why_a_round_drafted_fewer_than_k(tiny_dirs):
     """A round the confidence stop cut short says so, with the threshold; the last rounds, cut by the
     token budget, say that instead; full rounds say neither."""
-    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu")
+    app = app_with(tiny_presets(tiny_dirs))
     form = {**FORM, "k": 6, "max_new_tokens": 40, "confidence_stop": 0.9}
     state, explanations = None, []
     while True:

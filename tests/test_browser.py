@@ -265,12 +265,12 @@ def test_workshop_k_sweep_plots_measured_points_on_the_theory(page):
 def test_the_empty_prompt_s_tip_follows_the_chat_switch_and_keeps_the_text(browser, tiny_dirs):
     """A chat pair is asked, a raw model continued: the box's placeholder says which (it once gave
     code advice, 'end mid-line or after a colon', over SmolLM2's chat questions). Text typed stays."""
-    from specviz.app.state import AppState
+    from tests.helpers import app_with
     from specviz.models.presets import Preset
     from specviz.view.serve import serve
     code = Preset("code", "code pair", tiny_dirs["target"], tiny_dirs["cut"], 4, ("def add(a, b):",))
     chatty = Preset("chatty", "chatty pair", tiny_dirs["target"], tiny_dirs["cut"], 4, ("What is a star?",), chat=True)
-    demo, url = serve(AppState(presets={"code": code, "chatty": chatty}, device="cpu"))
+    demo, url = serve(app_with({"code": code, "chatty": chatty}))
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     try:
         pg = context.new_page()
@@ -299,21 +299,21 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
     measured, as a line and a "use k = N" button: the slider stays at the preset's k (every laptop in a
     room starts from the same race) until the button is clicked. The measurement is slowed here so that
     it ends after the race's own check: the page's watch has to find it."""
-    from specviz.app import state
-    from specviz.app.state import AppState
+    from specviz.app import advisor
+    from tests.helpers import app_with
     from specviz.engine.analysis.calibrate import MachineCosts
     from .helpers import steady
-    advise = state.from_model       # called after the measurement, outside the decoding slot
-    monkeypatch.setattr(state, "from_model", lambda *a, **kw: (time.sleep(3), advise(*a, **kw))[1])
+    advise = advisor.from_model       # called after the measurement, outside the decoding slot
+    monkeypatch.setattr(advisor, "from_model", lambda *a, **kw: (time.sleep(3), advise(*a, **kw))[1])
     # A quiet machine's timing (this busy one's tiny-model passes are noise, and then no k is advised).
     quiet = MachineCosts(plain_s=0.01, draft_s=0.001, pass_s={1: 0.01, **{n: 0.01 * (1 + 0.04 * n) for n in range(2, 14)}},
                          round_draft_s={k: 0.0012 * k for k in range(1, 13)})
-    monkeypatch.setattr(state, "measure_costs", lambda pair, k_max: steady(quiet))
+    monkeypatch.setattr(advisor, "measure_costs", lambda pair, k_max: steady(quiet))
     from specviz.models.presets import Preset
     from specviz.view.serve import serve
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], 7, ("def add(a, b):\n    return",),
                     acceptance=0.6)
-    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    app = app_with({"tiny": preset}, advise_k=True)
     demo, url = serve(app)                  # nothing loaded yet: the first race loads (and so measures) it
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     try:
@@ -325,7 +325,7 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
         wait_finished(pg)
         pg.wait_for_function("document.querySelector('#k-note .prose').innerText.includes('suits this machine')",
                              timeout=60_000)
-        offered = app.advice["tiny"].k
+        offered = app.advisor.advice["tiny"].k
         assert f"k = {offered} suits this machine" in pg.inner_text("#k-note .prose")
         assert pg.input_value("#k input[type=number]") == "7"
         assert pg.inner_text("#use-k") == f"use k = {offered}"
@@ -349,7 +349,7 @@ def test_a_pair_measured_after_the_page_opened_offers_its_k_without_a_reload(bro
         pg.wait_for_function("document.querySelector('#whatif-here-note').innerText.includes('the k advised')",
                              timeout=15_000)
         assert pg.input_value("#whatif-a input[type=number]") == "0.6"
-        assert float(pg.input_value("#whatif-c input[type=number]")) == round(min(app.advice["tiny"].c, 1.0), 2)
+        assert float(pg.input_value("#whatif-c input[type=number]")) == round(min(app.advisor.advice["tiny"].c, 1.0), 2)
         # Both lines of measured figures read as notes, smaller than the page's text (the calculator's
         # line had the k note's class, whose style was scoped to #k-note, so it came out at body size).
         size = "e => parseFloat(getComputedStyle(e).fontSize)"

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from specviz.app.state import AppState
+from tests.helpers import app_with
 from specviz.models.presets import tier_presets
 from specviz.view.serve import serve
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def page():
-    app = AppState(presets={"bundled": tier_presets()["bundled"]}, device="cpu")
+    app = app_with({"bundled": tier_presets()["bundled"]})
     demo, url = serve(app)
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)

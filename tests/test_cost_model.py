@@ -144,9 +144,9 @@ def test_race_3x_on_the_page_reports_the_median_and_range_of_three_races(tiny_di
     found = re.search(r'id="race-repeat" data-median="([0-9.]+)" data-low="([0-9.]+)" data-high="([0-9.]+)"', last)
     assert found and float(found[2]) <= float(found[1]) <= float(found[3])
     assert "Repeated 3x: median" in last and "The panes show the first race." in last
-    assert app.costs.latest("tiny").runs == 3
+    assert app.advisor.costs.latest("tiny").runs == 3
     single = html.unescape(list(run_race(app, **{**FORM, "max_new_tokens": 12}))[-1].status)
-    assert "race-repeat" not in single and app.costs.latest("tiny").runs == 4
+    assert "race-repeat" not in single and app.advisor.costs.latest("tiny").runs == 4
 
 
 def test_a_figure_keeps_the_latest_samples_only():
@@ -173,7 +173,7 @@ def test_the_workshop_race_repeated_three_times_answers_with_the_median_and_rang
     from specviz.app import workshop
     from .helpers import tiny_app
     app = tiny_app(tiny_dirs)
-    app.presets["bundled"] = app.presets["tiny"]
+    app.pairs.presets["bundled"] = app.pairs.presets["tiny"]
     seen = []
     real = workshop.race_stats
 
@@ -211,8 +211,8 @@ def test_step_mode_folds_its_run_into_the_pairs_cost_model(tiny_dirs):
     from specviz.view.tabs.step import step_round
     from .helpers import FORM, tiny_app
     app = tiny_app(tiny_dirs)
-    preset = app.known("tiny")
-    model = app.costs.get(preset.key, app.pair(preset).device, "eager")
+    preset = app.pairs.known("tiny")
+    model = app.advisor.costs.get(preset.key, app.pairs.pair(preset).device, "eager")
     model.plain_samples.append(0.01)
     runs = model.runs
     step_round(app, None, **{**FORM, "temperature": 0.0, "k": 3, "max_new_tokens": 12})

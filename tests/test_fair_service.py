@@ -85,7 +85,7 @@ from specviz.app.request import RunRequest  # noqa: E402
 from specviz.models.presets import Preset  # noqa: E402
 from specviz.view.tabs.lossless import run_lossless  # noqa: E402
 from specviz.view.tabs.step import step_round  # noqa: E402
-from tests.helpers import FORM, LONG_GENERATE, form_values, generate_fn, join_from, tiny_app  # noqa: E402
+from tests.helpers import FORM, LONG_GENERATE, form_values, generate_fn, join_from, tiny_app, wait_for  # noqa: E402
 
 def _in_thread(gen, sink: list):
     def drain():
@@ -99,18 +99,11 @@ def _in_thread(gen, sink: list):
     return t
 
 
-def _wait_for(check, timeout=30.0):
-    end = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < end, "timed out"
-        time.sleep(0.02)
-
-
 def test_a_long_lossless_check_lets_others_decode_and_honours_stop(tiny_dirs):
     app = tiny_app(tiny_dirs)
     updates: list = []
     check = _in_thread(run_lossless(app, 2000, **FORM), updates)
-    _wait_for(lambda: any(isinstance(u[-1], threading.Event) for u in updates if isinstance(u, tuple)))
+    wait_for(lambda: any(isinstance(u[-1], threading.Event) for u in updates if isinstance(u, tuple)))
     t0 = time.monotonic()
     out = generate(app, RunRequest(prompt="def f(x):\n", preset="tiny", max_new_tokens=16))   # another visitor
     assert out["stop_reason"] in ("max_tokens", "eos") and time.monotonic() - t0 < 5
@@ -120,7 +113,7 @@ def test_a_long_lossless_check_lets_others_decode_and_honours_stop(tiny_dirs):
     check.join(5)
     assert not check.is_alive()
     assert "Stopped after" in updates[-1][0] and "2000" not in updates[-1][0]
-    assert not app.decoders_busy()
+    assert not app.decoders.busy()
 
 
 def test_the_lossless_check_refuses_more_work_than_its_budget_in_one_line(tiny_dirs):
@@ -139,7 +132,7 @@ def test_generate_and_step_end_when_the_visitor_is_gone(tiny_dirs):
         return len(calls) > 3
     with pytest.raises(Stopped):
         generate(app, RunRequest(prompt="def f(x):\n", preset="tiny", max_new_tokens=200), stop=gone)
-    assert not app.decoders_busy()
+    assert not app.decoders.busy()
     pane, explain, state = step_round(app, None, **{**FORM, "temperature": 0.0}, stop=lambda: True)
     assert state is None and "stopped" in explain.lower()
 
@@ -174,23 +167,23 @@ def test_workshop_runs_go_in_slices_and_end_when_the_visitor_is_gone(tiny_dirs):
     from specviz.app.slots import Stopped
     from specviz.app import workshop
     app = tiny_app(tiny_dirs)
-    app.presets["bundled"] = app.presets["tiny"]           # the exercises' "fast" pair
+    app.pairs.presets["bundled"] = app.pairs.presets["tiny"]           # the exercises' "fast" pair
     done = threading.Event()
     endless = iter(lambda: time.sleep(0.02), 1)            # another visitor's endless job, in slices
     def hold():
         with pytest.raises(Stopped):
-            for _ in app.sliced(endless, done.is_set):
+            for _ in app.decoders.sliced(endless, done.is_set):
                 pass
     holder = threading.Thread(target=hold, daemon=True)
     holder.start()
     t0 = time.monotonic()
     assert workshop.race_stats(app, "bundled", max_new_tokens=16).tokens["spec"][-1] > 0
     assert time.monotonic() - t0 < 20                      # it got its turns
-    with app.job(lambda: True), pytest.raises(Stopped):     # the visitor left
+    with app.decoders.job(lambda: True), pytest.raises(Stopped):     # the visitor left
         workshop.race_stats(app, "bundled", max_new_tokens=16)
     done.set()
     holder.join(2)
-    assert not holder.is_alive() and not app.decoders_busy()
+    assert not holder.is_alive() and not app.decoders.busy()
 
 
 # --- 2, 3: the queue is shared fairly; a failing load is remembered --------------------------
@@ -214,18 +207,18 @@ def test_a_failed_load_is_remembered_for_a_while_and_answered_at_once():
 def test_the_app_answers_a_pair_that_failed_to_load_without_loading_it_again(tiny_dirs, monkeypatch, tmp_path):
     # A pair whose folder holds no model fails with a one-line LoadError; the next visitors asking for it
     # get the same line at once, and the load is not tried again while the failure is remembered.
-    from specviz.app import state as state_module
+    from specviz.app import pairs
     from specviz.models.presets import Preset
     from specviz.errors import LoadError
     app = tiny_app(tiny_dirs)
     broken = Preset("broken", "broken pair", str(tmp_path / "missing"), str(tmp_path / "missing"), 4, ("x",))
-    app.presets["broken"] = broken
+    app.pairs.presets["broken"] = broken
     tries = []
-    real = state_module.load_pair
-    monkeypatch.setattr(state_module, "load_pair", lambda *a, **kw: tries.append(1) or real(*a, **kw))
+    real = pairs.load_pair
+    monkeypatch.setattr(pairs, "load_pair", lambda *a, **kw: tries.append(1) or real(*a, **kw))
     for _ in range(3):
         with pytest.raises(LoadError, match="broken pair could not be loaded") as err:
-            app.pair(broken)
+            app.pairs.pair(broken)
         assert "\n" not in str(err.value) and str(tmp_path) not in str(err.value)
     assert tries == [1]
 
@@ -257,15 +250,15 @@ def test_a_loading_pair_holds_up_no_one_on_a_loaded_pair(tiny_dirs, monkeypatch)
     from gradio_client import Client
     from specviz.view.serve import serve
     app = tiny_app(tiny_dirs, queue_size=3)     # the two waiting on the load hold two places (worker threads)
-    app.presets["slow"] = Preset("slow", "slow", "owner/slow-target", None, 4, ("x",))
-    release, load = threading.Event(), app._load
+    app.pairs.presets["slow"] = Preset("slow", "slow", "owner/slow-target", None, 4, ("x",))
+    release, load = threading.Event(), app.pairs._load
 
     def slow_load(preset):
         if preset.key == "slow":
             release.wait(60)
             raise OSError("offline")
         return load(preset)
-    monkeypatch.setattr(app, "_load", slow_load)
+    monkeypatch.setattr(app.pairs, "_load", slow_load)
     demo, url = serve(app)
     try:
         args = ["def f(x):\n", "slow", 4, 0.0, 0, 1.0, 8, 0, "model", False]
@@ -299,7 +292,7 @@ def test_exercise_one_names_the_bigger_of_its_two_round_costs(tiny_dirs):
     from specviz.app import workshop
     from specviz.engine.metrics import measures
     app = tiny_app(tiny_dirs)
-    app.presets["bundled"] = app.presets["tiny"]
+    app.pairs.presets["bundled"] = app.pairs.presets["tiny"]
     outcome = workshop.race(app)
     stats = outcome.chart[1]
     c, v = stats.cost_ratio(), stats.verify_ratio()
@@ -320,7 +313,7 @@ def test_every_workshop_answer_names_the_pair_settings_and_prompt_it_ran(tiny_di
     answers that measured too little included."""
     from specviz.app.workshop import EXERCISES
     app = tiny_app(tiny_dirs)
-    app.presets["tiny"] = replace(app.presets["tiny"], label="tiny pair", k=3,
+    app.pairs.presets["tiny"] = replace(app.pairs.presets["tiny"], label="tiny pair", k=3,
                                   examples=("def add(a, b):\n    return", "import os"))
     ran = {ex.key: ex.run(app).ran for ex in EXERCISES}
     assert all(line.startswith("tiny pair · ") for line in ran.values()), ran
@@ -381,7 +374,7 @@ def test_a_slot_handed_over_is_not_sharing_and_an_anonymous_holder_counts():
     assert got == [True] and not first.shared and not second.shared
     slots.release(second)
     wide, job = FairSlots(2), Sharing()
-    assert wide.acquire()                          # e.g. AppState.decoding(): a holder with no note
+    assert wide.acquire()                          # e.g. Decoders.hold(): a holder with no note
     assert wide.acquire(holder=job)
     wide.release()
     wide.release(job)
@@ -389,19 +382,15 @@ def test_a_slot_handed_over_is_not_sharing_and_an_anonymous_holder_counts():
 
 
 def test_a_race_that_shared_the_device_with_another_says_so(tiny_dirs):
-    from dataclasses import replace
-    from specviz.app.state import AppState
     from specviz.view.handlers import run_race
-    from tests.test_blocking import FORM, tiny_presets
-    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu")
-    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu",
-                   limits=replace(app.limits, concurrency_per_device=2))
-    alone = list(run_race(app, **{**FORM, "max_new_tokens": 16}))[-1].status
+    from tests.helpers import app_with, form, tiny_presets
+    app = app_with(tiny_presets(tiny_dirs), concurrency_per_device=2)
+    alone = list(run_race(app, **form(temperature=0.0, max_new_tokens=16)))[-1].status
     assert "status-done" in alone and "at the same time" not in alone and "data-shared" not in alone
     held, done = threading.Event(), threading.Event()
 
     def other_job():                               # another job holds the second slot all along
-        with app.decoding():
+        with app.decoders.hold():
             held.set()
             done.wait(30)
     other = threading.Thread(target=other_job)
@@ -478,22 +467,22 @@ def test_a_transient_load_failure_is_not_remembered():
 
 
 def test_the_app_turns_any_load_failure_into_a_one_line_load_error_it_retries(tiny_dirs, monkeypatch):
-    from specviz.app import state
+    from specviz.app import pairs
     from specviz.errors import LoadError
     app = tiny_app(tiny_dirs)
-    app.presets["again"] = Preset("again", "again", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",))
-    load, calls = state.load_pair, []
+    app.pairs.presets["again"] = Preset("again", "again", tiny_dirs["target"], tiny_dirs["cut"], 4, ("x",))
+    load, calls = pairs.load_pair, []
 
     def broken_once(*args, **kwargs):
         calls.append(1)
         if len(calls) == 1:
             raise RuntimeError("/srv/secret/path went wrong\nmore")
         return load(*args, **kwargs)
-    monkeypatch.setattr(state, "load_pair", broken_once)
+    monkeypatch.setattr(pairs, "load_pair", broken_once)
     with pytest.raises(LoadError) as err:
-        app.pair(app.preset("again"))
+        app.pairs.pair(app.pairs.preset("again"))
     assert "\n" not in str(err.value) and "/srv" not in str(err.value) and err.value.transient
-    assert app.pair(app.preset("again")) is not None and len(calls) == 2      # tried again at once
+    assert app.pairs.pair(app.pairs.preset("again")) is not None and len(calls) == 2      # tried again at once
 
 
 def test_generate_answers_an_unexpected_failure_in_one_line(tiny_dirs, monkeypatch, caplog):
@@ -623,7 +612,7 @@ def test_a_job_whose_client_never_opens_its_stream_stops(tiny_dirs, monkeypatch)
         start = time.monotonic()
         for i in range(3):
             assert join_from(url, fn, f"walked-away-{i}", LONG_GENERATE, "x").status_code == 200
-        _wait_for(lambda: not admitted(demo._queue) and not app.decoders_busy(), timeout=40)
+        wait_for(lambda: not admitted(demo._queue) and not app.decoders.busy(), timeout=40)
         assert time.monotonic() - start < 6 and records == []     # nobody read them: no slot was taken
     finally:
         demo.close()

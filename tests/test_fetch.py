@@ -142,7 +142,7 @@ def test_the_app_serves_while_a_pair_is_fetched_and_says_how_it_goes(tmp_path, m
     status line says the same."""
     from specviz.models import fetch as fetch_module
     from specviz.models.presets import get_preset
-    from specviz.app.state import AppState
+    from tests.helpers import app_with
     from specviz.view.form import _fetch_html
     monkeypatch.setenv("SPECVIZ_HOME", str(tmp_path))
     started = []
@@ -155,18 +155,18 @@ def test_the_app_serves_while_a_pair_is_fetched_and_says_how_it_goes(tmp_path, m
         def start(self):
             started.append(1)
             return self
-    monkeypatch.setattr("specviz.app.state.BackgroundFetch", FakeFetch)
+    monkeypatch.setattr("specviz.app.fetches.BackgroundFetch", FakeFetch)
     SMOLLM2 = get_preset("smollm2")
-    app = AppState(presets={"smollm2": SMOLLM2}, device="cpu")
-    app.start_fetches()
-    app.start_fetches()                                           # once per model
-    assert started == [1] and app.fetching()
+    app = app_with({"smollm2": SMOLLM2})
+    app.pairs.start_fetches()
+    app.pairs.start_fetches()                                           # once per model
+    assert started == [1] and app.pairs.fetches.running()
     with pytest.raises(ConfigError, match="still being fetched \\(40%\\)"):
-        app.pair(SMOLLM2)
+        app.pairs.pair(SMOLLM2)
     html = _fetch_html(app)
     assert "40%" in html and "<b>" not in html and "&lt;b&gt;" in html      # escaped
-    app.fetches[SMOLLM2.target].state = {"stage": "failed", "fraction": 0.0, "message": "no network"}
+    app.pairs.fetches.by_id[SMOLLM2.target].state = {"stage": "failed", "fraction": 0.0, "message": "no network"}
     with pytest.raises(ConfigError, match="could not be fetched on this server \\(no network\\): pick another pair"):
-        app.pair(SMOLLM2)                                         # a visitor gets no CLI advice
-    assert not app.fetching() and "could not be fetched: no network" in app.fetch_status()
-    assert fetch_module.fetched(SMOLLM2.target) is None and app.default_preset() is SMOLLM2  # the only preset
+        app.pairs.pair(SMOLLM2)                                         # a visitor gets no CLI advice
+    assert not app.pairs.fetches.running() and "could not be fetched: no network" in app.pairs.fetches.status()
+    assert fetch_module.fetched(SMOLLM2.target) is None and app.pairs.default_preset() is SMOLLM2  # the only preset

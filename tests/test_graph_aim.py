@@ -295,7 +295,7 @@ def test_a_zerogpu_call_starts_with_an_empty_pool(tiny_dirs, monkeypatch):
     from specviz.app import gpu_calls
     from .helpers import tiny_app
     app = tiny_app(tiny_dirs)
-    pair = app.pair(app.known("tiny"))
+    pair = app.pairs.pair(app.pairs.known("tiny"))
     seed(pair.target, pair.vocab_size, EagerCapturer())
     (free,) = graph_model.POOL.bundles(pair.target)
     monkeypatch.setattr(gpu_calls, "ON_ZEROGPU", True)

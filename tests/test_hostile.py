@@ -9,21 +9,12 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from types import SimpleNamespace
 
 import pytest
 
 from specviz.app.slots import FairSlots
-from tests.helpers import LONG_GENERATE, form_values, generate_fn, join_from, tiny_app
-
-
-def _until(check, timeout=30.0):
-    """Wait for a state (not a duration): fails only if the state never comes."""
-    end = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < end, "never happened"
-        time.sleep(0.01)
+from tests.helpers import LONG_GENERATE, form_values, generate_fn, join_from, tiny_app, wait_for
 
 
 def _waiting(slots: FairSlots) -> int:
@@ -43,7 +34,7 @@ def test_a_client_with_many_jobs_gets_one_turn_in_each_round():
     for name, client in (("a1", "A"), ("a2", "A"), ("a3", "A"), ("b1", "B"), ("c1", "C"), ("b2", "B")):
         threads.append(threading.Thread(target=wait, args=(name, client)))
         threads[-1].start()
-        _until(lambda n=len(threads): _waiting(slots) == n)      # joined in this order
+        wait_for(lambda n=len(threads): _waiting(slots) == n)      # joined in this order
     slots.release()
     for t in threads:
         t.join(10)
@@ -57,7 +48,7 @@ def test_jobs_without_a_client_are_still_served_in_the_order_they_asked():
     for name in "xyz":
         threads.append(threading.Thread(target=lambda n=name: (slots.acquire(), order.append(n), slots.release())))
         threads[-1].start()
-        _until(lambda k=len(threads): _waiting(slots) == k)
+        wait_for(lambda k=len(threads): _waiting(slots) == k)
     slots.release()
     for t in threads:
         t.join(10)
@@ -71,12 +62,12 @@ def test_a_served_decoding_job_takes_its_turn_as_its_clients(tiny_dirs, monkeypa
     monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")
     app = tiny_app(tiny_dirs)
     seen = []
-    acquire = app._decoders.acquire
+    acquire = app.decoders.slots.acquire
 
     def noting(stop=slots.never, holder=None, client=None):
         seen.append(client)
         return acquire(stop, holder, client)
-    app._decoders.acquire = noting
+    app.decoders.slots.acquire = noting
     demo, url = serve(app)
     try:
         from gradio_client import Client
@@ -206,7 +197,7 @@ def test_a_race_streams_to_its_end_while_another_client_churns_sessions(tiny_dir
         stop = next(i for i, f in demo.fns.items() if f.api_name == "stop")
         job = Client(url, verbose=False, headers={"X-Forwarded-For": "198.51.100.20"}).submit(
             *LONG_GENERATE[:6], 128, *LONG_GENERATE[7:], api_name="/generate")
-        _until(lambda: any(e.alive for e in demo._queue.event_ids_to_events.values()))
+        wait_for(lambda: any(e.alive for e in demo._queue.event_ids_to_events.values()))
         for i in range(30):
             assert join_from(url, stop, f"churn-{i}", [None], "203.0.113.9").status_code == 200
         out = job.result(timeout=120)
@@ -229,13 +220,13 @@ def test_the_replay_is_its_own_limited_group_counted_in_the_caps(tiny_dirs):
 def test_a_replay_waits_for_its_turn_of_the_device(tiny_dirs):
     from specviz.view.replay import replay_in_turn
     app = tiny_app(tiny_dirs)
-    app._decoders.acquire()                        # another visitor's decoding holds the slot
+    app.decoders.slots.acquire()                        # another visitor's decoding holds the slot
     done = []
     t = threading.Thread(target=lambda: done.append(replay_in_turn(app, "not json")))
     t.start()
-    _until(lambda: _waiting(app._decoders) == 1)   # queued for a turn, not computing beside it
+    wait_for(lambda: _waiting(app.decoders.slots) == 1)   # queued for a turn, not computing beside it
     assert not done
-    app._decoders.release()
+    app.decoders.slots.release()
     t.join(30)
     assert done and "status-error" in done[0][0] and done[0][-1] == ""   # its box emptied in the session
 
@@ -334,7 +325,7 @@ def test_a_client_inventing_sessions_keeps_the_state_of_a_few_only(tiny_dirs, mo
         assert join_from(url, stop, "someone", [None], "203.0.113.7").status_code == 200
         for i in range(12):
             assert join_from(url, stop, f"invented-{i}", [None], "203.0.113.8").status_code == 200
-            _until(lambda: not demo._queue.event_ids_to_events)          # that Stop has run
+            wait_for(lambda: not demo._queue.event_ids_to_events)          # that Stop has run
         held = demo.state_holder.session_data
         assert sum(f"invented-{i}" in held for i in range(12)) <= 3
         assert "invented-11" in held and "someone" in held

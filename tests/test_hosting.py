@@ -9,19 +9,12 @@ import pytest
 
 from specviz.app import zerogpu
 from specviz.bench.load_client import check_against_solo, percentiles, run_clients
-from specviz.app.profile import Limits
 from specviz.view.serve import serve
-from specviz.models.presets import Preset
-from specviz.app.state import AppState
+from specviz.app.pairs import Pairs
 from specviz.view.handlers import run_race
+from tests.helpers import app_with, form, tiny_app, tiny_preset
 
-ARGS = dict(prompt="import os\n", preset="tiny", custom_target="", custom_draft="", drafter="model", k=4,
-            adaptive_k=False, temperature=0.7, top_k=0, top_p=1.0, max_new_tokens=40, seed=3, stop_strings="")
-
-
-def tiny_app(tiny_dirs, **kw) -> AppState:
-    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("import os\n", "def f(x):\n"))
-    return AppState(presets={"tiny": preset}, device="cpu", **kw)
+ARGS = form(temperature=0.7, max_new_tokens=40, seed=3)
 
 
 def final(updates):
@@ -73,7 +66,7 @@ def test_spaces_decorator_is_applied_with_a_duration(monkeypatch):
 @pytest.mark.slow    # a served app and concurrent clients
 def test_concurrent_clients_each_get_their_own_seeded_output(tiny_dirs, monkeypatch):
     monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")      # each client its own address (load_client.py)
-    app = tiny_app(tiny_dirs, limits=Limits(queue_size=16, concurrency_per_device=1))
+    app = tiny_app(tiny_dirs, queue_size=16, concurrency_per_device=1)
     demo, url = serve(app)
     try:
         results = run_clients(url, "tiny", ["import os\n", "def f(x):\n"], clients=6, max_new_tokens=24,
@@ -81,7 +74,7 @@ def test_concurrent_clients_each_get_their_own_seeded_output(tiny_dirs, monkeypa
     finally:
         demo.close()
     assert len(results) == 6 and not [r["error"] for r in results if "error" in r]      # no result lost
-    assert check_against_solo(app.pair(app.preset("tiny")), results, 24, 1.0) == []
+    assert check_against_solo(app.pairs.pair(app.pairs.preset("tiny")), results, 24, 1.0) == []
     assert len({tuple(r["token_ids"]) for r in results}) > 1      # different seeds, different outputs
     p = percentiles(results)
     print(f"\n6 clients: p50 {p['p50_s']:.2f} s, p95 {p['p95_s']:.2f} s")
@@ -91,12 +84,11 @@ def test_concurrent_clients_each_get_their_own_seeded_output(tiny_dirs, monkeypa
 def test_clients_keep_streaming_while_one_switches_to_a_pair_not_loaded_yet(tiny_dirs, monkeypatch):
     """One visitor picks a pair whose first load is slow; everyone else is served meanwhile, and
     every output is still the one its seed gives alone (nothing lost, nothing crossed)."""
-    presets = {"tiny": Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("import os\n",)),
-               "late": Preset("late", "late", tiny_dirs["target"], tiny_dirs["random"], 4, ("def f(x):\n",))}
-    app = AppState(presets=presets, device="cpu", limits=Limits(queue_size=16, concurrency_per_device=1))
-    app.pair(presets["tiny"])
+    presets = {"tiny": tiny_preset(tiny_dirs), "late": tiny_preset(tiny_dirs, "late", "random", examples=("def f(x):\n",))}
+    app = app_with(presets, queue_size=16, concurrency_per_device=1)
+    app.pairs.pair(presets["tiny"])
     loaded = {}
-    original = AppState._load
+    original = Pairs._load
 
     def slow_load(self, preset):
         pair = original(self, preset)
@@ -104,7 +96,7 @@ def test_clients_keep_streaming_while_one_switches_to_a_pair_not_loaded_yet(tiny
             time.sleep(8.0)                          # a real model's first load takes tens of seconds
             loaded["late_at"] = time.monotonic()
         return pair
-    monkeypatch.setattr(AppState, "_load", slow_load)
+    monkeypatch.setattr(Pairs, "_load", slow_load)
     monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")      # each client its own address (load_client.py)
     demo, url = serve(app)
     try:
@@ -116,7 +108,7 @@ def test_clients_keep_streaming_while_one_switches_to_a_pair_not_loaded_yet(tiny
     late = [r for r in results if r["preset"] == "late"]
     others = [r for r in results if r["preset"] == "tiny"]
     for key, group in (("late", late), ("tiny", others)):
-        assert check_against_solo(app.pair(app.preset(key)), group, 24, 1.0) == []
+        assert check_against_solo(app.pairs.pair(app.pairs.preset(key)), group, 24, 1.0) == []
     # Everyone on the loaded pair finished while the late pair was still loading.
     assert all(r["finished_at"] < loaded["late_at"] for r in others)
     p = percentiles(others)

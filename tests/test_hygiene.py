@@ -19,12 +19,9 @@ from tests.helpers import FORM, tiny_app
 
 # --- 5a, 5b: the app checks every value itself and answers in one line ----------------------
 @pytest.fixture(scope="module")
-def served(tiny_dirs):
+def client(served):
     from gradio_client import Client
-    from specviz.view.serve import serve
-    demo, url = serve(tiny_app(tiny_dirs))
-    yield Client(url, verbose=False)
-    demo.close()
+    return Client(served, verbose=False)
 
 
 def _race(client, **changes):
@@ -40,21 +37,21 @@ def _race(client, **changes):
     (dict(seed="seven"), "seed must be a whole number"),
     (dict(preset="nope"), "unknown model pair 'nope'"),
 ])
-def test_an_out_of_range_race_value_gets_one_line_naming_the_field(served, changes, message):
-    status = _race(served, **changes)
+def test_an_out_of_range_race_value_gets_one_line_naming_the_field(client, changes, message):
+    status = _race(client, **changes)
     assert "status-error" in status and message in status and "\n" not in status
     assert "Value" not in status and "Starting" not in status and "Racing" not in status
 
 
-def test_a_numeric_string_is_read_as_its_number(served):
-    assert "race-summary" in _race(served, seed="7")
+def test_a_numeric_string_is_read_as_its_number(client):
+    assert "race-summary" in _race(client, seed="7")
 
 
-def test_step_and_lossless_answer_out_of_range_values_in_one_line(served):
+def test_step_and_lossless_answer_out_of_range_values_in_one_line(client):
     form = {**FORM, "chat": False}
-    pane, explain = served.predict(*{**form, "k": -1}.values(), api_name="/step")
+    pane, explain = client.predict(*{**form, "k": -1}.values(), api_name="/step")
     assert "status-error" in explain and "k must be between 1 and 12, not -1" in explain
-    result, _ = served.predict(10, *form.values(), api_name="/lossless")
+    result, _ = client.predict(10, *form.values(), api_name="/lossless")
     assert "status-error" in result and "samples must be between 50 and 2000, not 10" in result
 
 
@@ -67,10 +64,10 @@ def _call(url, api, data):
     return 200, httpx.get(f"{url}/gradio_api/call/{api}/{r.json()['event_id']}", timeout=60).text
 
 
-def test_generate_applies_its_defaults_and_names_a_missing_field(served):
-    status, text = _call(served.src.rstrip("/"), "generate", ["def f():", "tiny"])
+def test_generate_applies_its_defaults_and_names_a_missing_field(client):
+    status, text = _call(client.src.rstrip("/"), "generate", ["def f():", "tiny"])
     assert status == 200 and "event: complete" in text and "stop_reason" in text
-    status, detail = _call(served.src.rstrip("/"), "generate", ["def f():"])
+    status, detail = _call(client.src.rstrip("/"), "generate", ["def f():"])
     assert status == 400 and detail == "/generate needs preset (after prompt): it has no default"
 
 
@@ -184,7 +181,7 @@ def _no_server_detail(text: str, *paths) -> None:
 
 def test_a_damaged_model_file_is_reported_to_visitors_without_its_path(tiny_dirs, tmp_path, caplog):
     import shutil
-    from specviz.app.state import AppState
+    from tests.helpers import app_with
     from specviz.app.request import RunRequest, prepare
     from specviz.errors import LoadError
     from specviz.models.presets import Preset
@@ -192,7 +189,7 @@ def test_a_damaged_model_file_is_reported_to_visitors_without_its_path(tiny_dirs
     shutil.copytree(tiny_dirs["target"], folder)
     weights = folder / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])
-    app = AppState(presets={"d": Preset("d", "damaged pair", str(folder), None, 4, ("x",))}, device="cpu")
+    app = app_with({"d": Preset("d", "damaged pair", str(folder), None, 4, ("x",))})
     with caplog.at_level("WARNING"), pytest.raises(LoadError) as err:
         prepare(app, RunRequest(prompt="def f():", preset="d"))
     _no_server_detail(str(err.value), tmp_path)
@@ -201,7 +198,7 @@ def test_a_damaged_model_file_is_reported_to_visitors_without_its_path(tiny_dirs
 
 
 def test_an_unwritable_home_is_reported_to_visitors_without_its_path(tmp_path, monkeypatch, offline, caplog):
-    from specviz.app.state import AppState
+    from tests.helpers import app_with
     from specviz.errors import ConfigError
     from specviz.models.presets import get_preset
     home = tmp_path / "home"
@@ -209,16 +206,16 @@ def test_an_unwritable_home_is_reported_to_visitors_without_its_path(tmp_path, m
     monkeypatch.setenv("SPECVIZ_HOME", str(home))
     _read_only(monkeypatch, home)
     smollm2 = get_preset("smollm2")
-    app = AppState(presets={"smollm2": smollm2}, device="cpu")
+    app = app_with({"smollm2": smollm2})
     with caplog.at_level("WARNING"):
-        app.start_fetches()
-        for f in app.fetches.values():
+        app.pairs.start_fetches()
+        for f in app.pairs.fetches.by_id.values():
             f.join(30)
-    line = app.fetch_status()
+    line = app.pairs.fetches.status()
     assert "could not be fetched" in line
     _no_server_detail(line, home)
     with pytest.raises(ConfigError) as err:
-        app.pair(smollm2)
+        app.pairs.pair(smollm2)
     _no_server_detail(str(err.value), home)
     assert str(home) in caplog.text
 

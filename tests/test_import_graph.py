@@ -126,3 +126,30 @@ def test_the_check_sees_a_circle():
     # and a late import counts: a function-level import is read like a top-level one
     tree = PACKAGE / "engine" / "loop" / "config.py"
     assert "specviz.engine.loop.rules" in imports_of("specviz.engine.loop.config", tree, set(all_modules()))
+
+
+def outside_imports(path: Path) -> set[str]:
+    """The top-level names of what a file imports from outside specviz (`import torch.nn` -> torch),
+    anywhere in the file, a function's late import too."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found - {"specviz"}
+
+
+def test_no_view_module_imports_torch():
+    # The view folds events into HTML and figures: it times no model and reads no tensor. What needs
+    # torch (a device out of memory, the threads torch decodes with, a pair's dtype) is the app's.
+    importing = sorted(str(p.relative_to(ROOT)) for p in (PACKAGE / "view").rglob("*.py")
+                       if "torch" in outside_imports(p))
+    assert not importing, f"view modules import torch: {importing}"
+
+
+def test_the_torch_check_sees_an_import():
+    assert "torch" in outside_imports(PACKAGE / "app" / "decoders.py")        # at the top of the file
+    # and inside a function (needs_network imports huggingface_hub late)
+    assert "huggingface_hub" in outside_imports(PACKAGE / "app" / "pairs.py")
+    assert "specviz" not in outside_imports(PACKAGE / "app" / "pairs.py")

@@ -3,61 +3,52 @@ from __future__ import annotations
 
 import time
 
-from specviz.app.state import AppState
+from tests.helpers import app_with
 from specviz.models.presets import Preset
 
-from .helpers import steady
-
-
-def _wait_for(check, seconds: float = 120.0) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if check():
-            return True
-        time.sleep(0.2)
-    return False
+from .helpers import steady, wait_for
 
 
 def _steady_timing(monkeypatch):
     """The load-time timing replaced by a quiet machine's (a busy test machine's tiny-model passes are
     inside their noise, and then no k is advised: test_noisy_timings_advise_nothing)."""
-    from specviz.app import state
+    from specviz.app import advisor
     from specviz.engine.analysis.calibrate import MachineCosts
     costs = MachineCosts(plain_s=0.01, draft_s=0.001, pass_s={1: 0.01, **{n: 0.01 * (1 + 0.04 * n) for n in range(2, 14)}},
                          round_draft_s={k: 0.0012 * k for k in range(1, 13)})
-    monkeypatch.setattr(state, "measure_costs", lambda pair, k_max: steady(costs))
+    monkeypatch.setattr(advisor, "measure_costs", lambda pair, k_max: steady(costs))
 
 
 def test_a_loaded_pair_is_measured_and_its_k_offered(tiny_dirs, monkeypatch):
     _steady_timing(monkeypatch)
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=7, acceptance=0.6)
-    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
-    assert app.suggested_k(preset) == 7 and app.k_note(preset) == ""       # not measured yet: the preset's k
-    app.pair(preset)
-    assert _wait_for(lambda: "tiny" in app.advice)
-    advice = app.advice["tiny"]
+    app = app_with({"tiny": preset}, advise_k=True)
+    assert app.advisor.suggested_k(preset) == 7 and app.advisor.k_note(preset) == ""       # not measured yet: the preset's k
+    app.pairs.pair(preset)
+    assert wait_for(lambda: "tiny" in app.advisor.advice, timeout=120)
+    advice = app.advisor.advice["tiny"]
     lo, hi = app.limits.k_range
-    assert lo <= advice.k <= hi and app.suggested_k(preset) == advice.k
-    assert app.k_note(preset).startswith(f"k = {advice.k} suits this machine") and "a = 0.60" in app.k_note(preset)
+    assert lo <= advice.k <= hi and app.advisor.suggested_k(preset) == advice.k
+    assert app.advisor.k_note(preset).startswith(f"k = {advice.k} suits this machine") and "a = 0.60" in app.advisor.k_note(preset)
 
 
 def test_no_measuring_unless_asked_or_without_an_acceptance(tiny_dirs):
     quiet = Preset("q", "q", tiny_dirs["target"], tiny_dirs["cut"], k=3, acceptance=0.6)
-    app = AppState(presets={"q": quiet}, device="cpu")                    # advise_k off: tests, scripts
-    app.pair(quiet)
+    app = app_with({"q": quiet})                    # advise_k off: tests, scripts
+    app.pairs.pair(quiet)
     unknown = Preset("u", "u", tiny_dirs["target"], tiny_dirs["cut"], k=3)   # no held-out acceptance
-    app2 = AppState(presets={"u": unknown}, device="cpu", advise_k=True)
-    app2.pair(unknown)
+    app2 = app_with({"u": unknown}, advise_k=True)
+    app2.pairs.pair(unknown)
     time.sleep(1.0)
-    assert app.advice == {} and app2.advice == {} and app2.suggested_k(unknown) == 3
+    assert app.advisor.advice == {} and app2.advisor.advice == {} and app2.advisor.suggested_k(unknown) == 3
 
 
 def test_hub_pairs_that_would_need_a_download_say_so_in_the_menu(tiny_dirs):
     local = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"])
     hub = Preset("hub", "gpt2 pair", "specviz-tests/never-cached-target", "specviz-tests/never-cached-draft")
-    app = AppState(presets={"tiny": local, "hub": hub}, device="cpu")
-    assert app.menu_label(local) == "tiny pair"
-    assert app.menu_label(hub) == "gpt2 pair · needs the network"      # nothing of it is cached here
+    app = app_with({"tiny": local, "hub": hub})
+    assert app.pairs.menu_label(local) == "tiny pair"
+    assert app.pairs.menu_label(hub) == "gpt2 pair · needs the network"      # nothing of it is cached here
 
 
 def test_picking_a_pair_swaps_an_example_prompt_and_keeps_the_visitors_own(tiny_dirs):
@@ -66,7 +57,7 @@ def test_picking_a_pair_swaps_an_example_prompt_and_keeps_the_visitors_own(tiny_
     from specviz.view.form import _on_preset
     chatty = Preset("chatty", "chatty", tiny_dirs["target"], tiny_dirs["cut"], 4, ("What is a star?",), chat=True)
     code = Preset("code", "code", tiny_dirs["target"], tiny_dirs["cut"], 4, ("def add(a, b):",))
-    app = AppState(presets={"chatty": chatty, "code": code}, device="cpu")
+    app = app_with({"chatty": chatty, "code": code})
     assert _on_preset(app, "code", "What is a star?")[-1] == "def add(a, b):"
     assert _on_preset(app, "chatty", "def add(a, b):")[-1] == "What is a star?"
     kept = _on_preset(app, "code", "My own question")[-1]
@@ -80,14 +71,14 @@ def test_the_page_s_k_watch_offers_a_late_measurement_without_moving_the_slider(
     from specviz.view.form import _k_measured, _on_preset, _use_k
     _steady_timing(monkeypatch)
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=7, acceptance=0.6)
-    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    app = app_with({"tiny": preset}, advise_k=True)
     note, use, watch = _k_measured(app, "tiny")
-    assert not app.advice_pending(preset) and watch.active is False and use.visible is False
-    app.pair(preset)                                                      # loads it; the measurement follows
-    assert app.advice_pending(preset) or "tiny" in app.advice
-    assert _wait_for(lambda: "tiny" in app.advice) and not app.advice_pending(preset)
+    assert not app.advisor.pending(preset) and watch.active is False and use.visible is False
+    app.pairs.pair(preset)                                                      # loads it; the measurement follows
+    assert app.advisor.pending(preset) or "tiny" in app.advisor.advice
+    assert wait_for(lambda: "tiny" in app.advisor.advice, timeout=120) and not app.advisor.pending(preset)
     note, use, watch = _k_measured(app, "tiny")
-    measured = app.advice["tiny"].k
+    measured = app.advisor.advice["tiny"].k
     assert "suits this machine" in note and watch.active is False
     assert use.visible is True and use.value == f"use k = {measured}" and _use_k(app, "tiny") == measured
     assert _on_preset(app, "tiny", "")[1] == 7                            # a pick sets the preset's own k
@@ -102,15 +93,15 @@ def test_the_calculator_takes_this_machine_s_figures_once_the_pair_is_measured(t
     _steady_timing(monkeypatch)
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=7, acceptance=0.6)
     untimed = Preset("plain", "plain pair", tiny_dirs["target"], tiny_dirs["cut"], k=3)
-    app = AppState(presets={"tiny": preset, "plain": untimed}, device="cpu", advise_k=True)
-    *sliders, note = machine_figures(app, "tiny")
+    app = app_with({"tiny": preset, "plain": untimed}, advise_k=True)
+    *sliders, note = machine_figures(app.advisor, app.pairs.presets, "tiny")
     assert not any(isinstance(x, float) for x in sliders) and "run a race with it first" in note
-    *sliders, note = machine_figures(app, "plain")
+    *sliders, note = machine_figures(app.advisor, app.pairs.presets, "plain")
     assert not any(isinstance(x, float) for x in sliders) and "does not time its pairs" in note
-    app.pair(preset)
-    assert _wait_for(lambda: "tiny" in app.advice)
-    advice = app.advice["tiny"]
-    a, c, v, note = machine_figures(app, "tiny")
+    app.pairs.pair(preset)
+    assert wait_for(lambda: "tiny" in app.advisor.advice, timeout=120)
+    advice = app.advisor.advice["tiny"]
+    a, c, v, note = machine_figures(app.advisor, app.pairs.presets, "tiny")
     assert a == 0.6 and c == round(min(advice.c, 1.0), 2) and 0.5 <= v <= 3.0
     assert f"c = {advice.c:.3f}" in note and f"v = {advice.v:.2f}" in note
 
@@ -123,22 +114,22 @@ def test_the_calculator_says_when_its_one_c_and_v_pick_another_k_than_the_advice
     from specviz.engine.analysis.calibrate import MachineCosts
     from specviz.view.tabs.explain import machine_figures
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=3, acceptance=0.51)
-    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    app = app_with({"tiny": preset}, advise_k=True)
     v = {1: 1.05, 2: 1.2, 3: 1.3, 4: 1.25, 5: 1.0, 6: 1.05, 7: 1.1, 8: 1.15}     # a verify pass dearer at k = 3
     costs = MachineCosts(plain_s=1.0, draft_s=0.04, pass_s={k + 1: s for k, s in v.items()}, threads=1,
                          round_draft_s={k: 0.04 * k for k in v})
-    app.advice["tiny"] = advise(steady(costs), 0.51, (1, 8))
-    assert app.advice["tiny"].k == 5
-    *_, note = machine_figures(app, "tiny", 12)
+    app.advisor.advice["tiny"] = advise(steady(costs), 0.51, (1, 8))
+    assert app.advisor.advice["tiny"].k == 5
+    *_, note = machine_figures(app.advisor, app.pairs.presets, "tiny", 12)
     note = __import__("html").unescape(note)
     assert "k = 5 (1.67×)" in note and "the best is k = 3 (1.70×)" in note and "each k's own" in note
     assert "chart stops" not in note
-    *_, note = machine_figures(app, "tiny", 4)                # the advised k beyond the chart's largest
+    *_, note = machine_figures(app.advisor, app.pairs.presets, "tiny", 4)                # the advised k beyond the chart's largest
     assert "The chart stops at k = 4" in __import__("html").unescape(note)
     flat = MachineCosts(plain_s=1.0, draft_s=0.04, pass_s={k + 1: 1.0 for k in v}, threads=1,
                         round_draft_s={k: 0.04 * k for k in v})
-    app.advice["tiny"] = advise(steady(flat), 0.51, (1, 8))
-    *_, note = machine_figures(app, "tiny", 12)
+    app.advisor.advice["tiny"] = advise(steady(flat), 0.51, (1, 8))
+    *_, note = machine_figures(app.advisor, app.pairs.presets, "tiny", 12)
     assert "each k&#x27;s own" not in note and "k = " not in note.split("the k advised.")[1]                        # the same best k: nothing to reconcile
 
 
@@ -149,10 +140,10 @@ def test_the_calculator_blames_per_k_timings_only_where_they_differ(tiny_dirs):
     from specviz.engine.analysis.calibrate import MachineCosts
     from specviz.view.tabs.explain import machine_figures
     preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], k=3, acceptance=0.84)
-    app = AppState(presets={"tiny": preset}, device="cpu", advise_k=True)
+    app = app_with({"tiny": preset}, advise_k=True)
     ks = range(1, 13)
     costs = MachineCosts(plain_s=1.0, draft_s=0.27595, pass_s={k + 1: 0.92356 for k in ks}, threads=1,
                          round_draft_s={k: 0.27595 * k for k in ks})
-    app.advice["tiny"] = advise(steady(costs), 0.84, (1, 12))
-    *_, note = machine_figures(app, "tiny", 12)
+    app.advisor.advice["tiny"] = advise(steady(costs), 0.84, (1, 12))
+    *_, note = machine_figures(app.advisor, app.pairs.presets, "tiny", 12)
     assert "each k&#x27;s own" not in note and "chart stops" not in note

@@ -316,10 +316,9 @@ def test_run_clears_the_strip_and_a_stopped_race_is_never_final(pair, tiny_dirs)
     from specviz.engine import SpecConfig, race
     from specviz.view.handlers import starting
     from specviz.view.race_view import RaceView
-    from specviz.app.state import AppState
     from specviz.view.ui import build_demo
-    from tests.test_blocking import tiny_presets
-    demo = build_demo(AppState(presets=tiny_presets(tiny_dirs), device="cpu"))
+    from tests.helpers import app_with, tiny_presets
+    demo = build_demo(app_with(tiny_presets(tiny_dirs)))
     wired = next(d for d in demo.fns.values() if d.fn is starting)
     ids = [getattr(block, "elem_id", None) for block in wired.outputs]
     assert "stats" in ids and starting()[ids.index("stats")] == ""

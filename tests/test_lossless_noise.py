@@ -109,7 +109,7 @@ def test_the_lossless_exercise_gives_the_tabs_verdict(tiny_dirs):
     # Exercise 4 read "0.226 away (noise alone gives about 0.198)" with no verdict: it opens with the
     # Lossless tab's own verdict line for the same samples, reads the distance against the noise, and
     # gives the tab's own sentence on the draft's distance.
-    from specviz.app.state import AppState
+    from tests.helpers import app_with
     from specviz.app.workshop import BY_KEY
     import html
     from specviz.app.settings import MAX_SAMPLES, SAMPLES_STEP
@@ -117,7 +117,7 @@ def test_the_lossless_exercise_gives_the_tabs_verdict(tiny_dirs):
     from specviz.view.tabs.lossless import _lossless_summary
     from specviz.models.presets import Preset
     preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("def add(a, b):\n    return",))
-    app = AppState(presets={"tiny": preset}, device="cpu")
+    app = app_with({"tiny": preset})
     out = BY_KEY["lossless"].run(app)
     result = out.chart[1][0]
     assert out.why.startswith(verdict_line(result.p_value()))

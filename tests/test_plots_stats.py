@@ -7,7 +7,9 @@ from specviz.engine.metrics import theory
 from specviz.engine.loop.events import Accepted, Bonus, Done, Drafted, Rejected, Resampled, RoundEnd, TargetToken
 from specviz.engine.metrics.measures import LaneStats, LaneTally
 from specviz.engine.analysis.stats import RunStats
-from specviz.view.plots import all_figures, what_if
+from specviz.view import race_plots
+from specviz.view.plots import what_if
+from specviz.view.race_view import RaceView
 
 
 def fixed_trace():
@@ -57,8 +59,15 @@ def test_fold():
     assert th["speedup"] < theory.expected_speedup(0.8, 3, 0.2, theory.GPU_IDEAL_V)   # a dearer verify pass lowers it
 
 
+def folded_view() -> RaceView:
+    view = RaceView(k=3)
+    for event in fixed_trace():
+        view.add(event)
+    return view
+
+
 def test_figures_from_the_trace():
-    figures = all_figures(folded())
+    figures = race_plots.figures(folded_view())
     acc, race_fig, hist, pos = (figures[name] for name in ("plot_acceptance", "plot_race", "plot_hist", "plot_position"))
     assert list(acc.data[0].y) == [1.0, 0.5] and list(acc.data[1].y)[-1] == pytest.approx(folded().acceptance_rate)
     # the chart names its figure as the strip does: a = accepted / judged
@@ -70,6 +79,18 @@ def test_figures_from_the_trace():
     assert list(pos.data[0].y) == [1.0, 0.5, 1.0]
     for fig in (acc, race_fig, hist, pos):
         json.loads(fig.to_json())                                # serializable for the browser
+
+
+def test_the_race_plots_are_declared_once():
+    from specviz.view.handlers import NO_PLOTS, RaceUpdate
+    names = [p.name for p in race_plots.RACE_PLOTS]
+    assert "plot_kinds" in names and len(set(names)) == len(names)
+    assert set(names) <= set(RaceUpdate._fields) and set(NO_PLOTS) == set(names)      # each one an update field
+    assert len({p.elem_id for p in race_plots.RACE_PLOTS}) == len(names)
+    # a streaming race redraws all but the kinds chart, which is whole only at the end
+    assert set(race_plots.figures(folded_view(), live_only=True)) == set(names) - {"plot_kinds"}
+    with pytest.raises(ValueError):
+        race_plots.RacePlot("plot_x", "plot-y", lambda view: None)
 
 
 def test_theory():

@@ -60,7 +60,7 @@ def test_the_presets_the_code_names_exist():
     # check_identity's default; the app fetches its target at start, which it can only if fetch knows it.
     assert cpu["smollm2"].target in FETCHABLE and cpu["smollm2"].chat
     assert Path(cpu["smollm2"].draft) == MODELS / "smollm2-draft"
-    assert AppState(device="cpu").presets == cpu            # an app built without a profile offers the cpu tier
+    assert AppState(device="cpu").pairs.presets == cpu            # an app built without a profile offers the cpu tier
 
 
 def test_tier_detection():

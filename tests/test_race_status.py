@@ -6,23 +6,19 @@ import re
 
 import pytest
 
-from specviz.app.profile import Limits
-from specviz.app.state import AppState
 from specviz.engine.analysis.ledger import build
 from specviz.engine.loop.events import Done
 from specviz.engine.metrics.measures import LaneStats, LaneTally
-from specviz.models.presets import Preset
 from specviz.view.handlers import _summary, run_race, why
 from specviz.view.race_view import RaceView
+from tests.helpers import ADD, app_with, form, tiny_preset
 
-FORM = dict(prompt="def add(a, b):\n    return", preset="tiny", custom_target="", custom_draft="", drafter="model",
-            k=3, adaptive_k=False, temperature=0.0, top_k=0, top_p=1.0, max_new_tokens=24, seed=0, stop_strings="")
+FORM = form(prompt=ADD, k=3, temperature=0.0, max_new_tokens=24)
 
 
 @pytest.fixture(scope="module")
 def app(tiny_dirs):
-    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 3, ("x",))
-    return AppState(presets={"tiny": preset}, limits=Limits(max_new_tokens=100), device="cpu")
+    return app_with({"tiny": tiny_preset(tiny_dirs, k=3, examples=("x",))}, max_new_tokens=100)
 
 
 def last(app, **changes):

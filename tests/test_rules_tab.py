@@ -8,26 +8,23 @@ import pytest
 import torch
 
 from scripts.color_check import to_lab, to_linear
-from specviz.app.profile import Limits
-from specviz.app.state import AppState
 from specviz.engine.loop.events import Accepted, Drafted, Rejected
 from specviz.engine.analysis.token_kinds import acceptance_by_kind
-from specviz.models.presets import Preset
 from specviz.app import rules_check
 from specviz.view.tabs import rules as rules_tab
 from specviz.view.render import clean
 from specviz.view.kinds_plot import kinds_figure
 from specviz.app.rules_check import RuleRow, check_rule, first_position
 from specviz.view.tabs.rules import LOSSY, run_rules
+from tests.helpers import ADD, app_with, form, tiny_preset
 
-FORM = dict(prompt="def add(a, b):\n    return", preset="tiny-random", custom_target="", custom_draft="",
-            drafter="model", k=3, adaptive_k=False, temperature=0.0, top_k=0, top_p=1.0, max_new_tokens=200, seed=0, stop_strings="")
+FORM = form(prompt=ADD, preset="tiny-random", k=3, temperature=0.0, max_new_tokens=200)
 
 
 @pytest.fixture(scope="module")
 def app(tiny_dirs):
-    preset = Preset("tiny-random", "tiny, random draft", tiny_dirs["target"], tiny_dirs["random"], 3, ("x",))
-    return AppState(presets={"tiny-random": preset}, limits=Limits(max_new_tokens=100), device="cpu")
+    preset = tiny_preset(tiny_dirs, "tiny-random", "random", 3, ("x",), "tiny, random draft")
+    return app_with({"tiny-random": preset}, max_new_tokens=100)
 
 
 def delta_e(a: str, b: str) -> float:
@@ -141,8 +138,7 @@ def test_kinds_plot_from_hand_made_events(tmp_path):
 
 def test_the_kinds_exercise_answers_from_its_own_run(tiny_dirs):
     from specviz.app.workshop import BY_KEY, MIN_JUDGED
-    preset = Preset("tiny", "tiny", tiny_dirs["target"], tiny_dirs["cut"], 4, ("def add(a, b):\n    return",))
-    app = AppState(presets={"tiny": preset}, device="cpu")
+    app = app_with({"tiny": tiny_preset(tiny_dirs, examples=(ADD,))})
     ex = BY_KEY["kinds"]
     out = ex.run(app)
     assert out.value in ex.choices and out.shown.startswith(out.value)

@@ -7,12 +7,13 @@ from specviz.app.state import AppState
 from specviz.models.presets import Preset
 from specviz.view.form import _open_link
 from specviz.view.share import link_query, read_link
+from tests.helpers import app_with
 
 
 def _app(tiny_dirs) -> AppState:
     code = Preset("code", "code pair", tiny_dirs["target"], tiny_dirs["cut"], 4, ("def add(a, b):",))
     chatty = Preset("chatty", "chat pair", tiny_dirs["target"], tiny_dirs["cut"], 6, ("What is a star?",), chat=True)
-    return AppState(presets={"code": code, "chatty": chatty}, device="cpu")
+    return app_with({"code": code, "chatty": chatty})
 
 
 def test_a_link_written_for_a_form_reads_back_as_the_same_values(tiny_dirs):

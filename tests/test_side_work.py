@@ -10,9 +10,10 @@ import time
 import pytest
 
 from specviz.app.side_work import KEEP_ENDED, MIN_CPU_S, SideWork, thread_cpu_s
-from specviz.app.state import AppState
 from specviz.view.handlers import run_race
-from tests.test_blocking import FORM, tiny_presets
+from tests.helpers import app_with, form, tiny_presets
+
+FORM = form(temperature=0.0, max_new_tokens=200)
 
 ME = threading.get_native_id()
 
@@ -161,8 +162,7 @@ class Ticking(Clocks):
 
 def test_a_race_beside_a_load_says_so_and_its_own_load_does_not(tiny_dirs):
     c = Ticking()
-    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu")
-    app.side_work = c.work()
+    app = app_with(tiny_presets(tiny_dirs), side_work=c.work())
     alone = list(run_race(app, **{**FORM, "max_new_tokens": 16}))[-1].status     # loads its own pair first
     assert [s.what for s in app.side_work._spans.values()] == ["loading tiny"]
     assert "status-done" in alone and "While it ran" not in alone and "data-side-work" not in alone
@@ -184,9 +184,8 @@ def test_a_race_beside_a_load_says_so_and_its_own_load_does_not(tiny_dirs):
 
 def test_side_work_names_reach_the_page_escaped(tiny_dirs):
     c = Clocks()
-    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu")
-    app.side_work = c.work()
-    app.pair(app.presets["tiny"])
+    app = app_with(tiny_presets(tiny_dirs), side_work=c.work())
+    app.pairs.pair(app.pairs.presets["tiny"])
     app.side_work.begin('loading <img src=x onerror="alert(1)">')     # CPU unreadable: named
     status = list(run_race(app, **{**FORM, "max_new_tokens": 8}))[-1].status
     assert "<img" not in status and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in status
@@ -197,9 +196,8 @@ def test_a_visitors_own_model_ids_are_not_named_to_others(tiny_dirs, monkeypatch
     from specviz.errors import SpecvizError
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")                     # the load fails at once: its span stays
     c = Clocks()
-    app = AppState(presets=tiny_presets(tiny_dirs), device="cpu", allow_custom_models=True)
-    app.side_work = c.work()
-    custom = app.choose(CUSTOM, "someone/private-model")
+    app = app_with(tiny_presets(tiny_dirs), allow_custom_models=True, side_work=c.work())
+    custom = app.pairs.choose(CUSTOM, "someone/private-model")
     with pytest.raises(SpecvizError):
-        app.pair(custom)
+        app.pairs.pair(custom)
     assert [s.what for s in app.side_work._spans.values()] == ["loading a pair a visitor named"]

@@ -9,19 +9,9 @@ import re
 import tempfile
 from pathlib import Path
 
-import pytest
-
-from tests.helpers import FORM, tiny_app
+from tests.helpers import FORM
 
 LINK = re.compile(r'(specviz/trace/([0-9a-f]{32}))')
-
-
-@pytest.fixture(scope="module")
-def served(tiny_dirs):
-    from specviz.view.serve import serve
-    demo, url = serve(tiny_app(tiny_dirs))
-    yield url
-    demo.close()
 
 
 def _server_paths() -> list[str]:

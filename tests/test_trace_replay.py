@@ -8,23 +8,22 @@ import re
 
 import pytest
 
-from specviz.app.state import AppState
 from specviz.models.presets import tier_presets
 from specviz.view import trace_files
 from specviz.view.handlers import run_race
 from specviz.view.replay import replay_trace
 from specviz.view.trace_read import MAX_BYTES
+from tests.helpers import ADD, app_with, form
 
 XSS = '<img src=x onerror=alert(1)>"\'><script>alert(2)</script>'
-FORM = dict(prompt="def add(a, b):\n    return", preset="bundled", custom_target="", custom_draft="", drafter="model",
-            k=4, adaptive_k=False, temperature=0.0, top_k=0, top_p=1.0, max_new_tokens=24, seed=0, stop_strings="")
+FORM = form(prompt=ADD, preset="bundled", temperature=0.0, max_new_tokens=24)
 SHOWN = ("spec_pane", "base_pane", "spec_meter", "base_meter", "strip", "ledger")
 PLOTS = ("plot_acceptance", "plot_race", "plot_hist", "plot_position", "plot_kinds")
 
 
 @pytest.fixture(scope="module")
 def app():
-    return AppState(presets={"bundled": tier_presets()["bundled"]}, device="cpu")
+    return app_with({"bundled": tier_presets()["bundled"]})
 
 
 def _race(app, **changes):

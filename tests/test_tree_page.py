@@ -10,7 +10,6 @@ from html.parser import HTMLParser
 
 import pytest
 
-from specviz.app.profile import Limits
 from specviz.app.request import RunRequest, settle
 from specviz.app.state import AppState
 from specviz.engine.analysis.calibrate import MachineCosts
@@ -22,8 +21,10 @@ from specviz.view.handlers import run_race
 from specviz.view import trace_files
 from specviz.view.race_view import RaceView
 from specviz.view.tabs.step import step_round
+from specviz.app.run_records import choice_rows
 from specviz.view.tree_results import tree_box_html
 from specviz.view.tree_view import node_fates, rank, round_note, tree_html, tree_sentence
+from tests.helpers import app_with, form
 
 EVIL = '<img src=x onerror="alert(1)">&\''
 
@@ -123,12 +124,11 @@ def test_the_round_note_names_the_branches_and_the_later_choice_kept():
 
 # --- the draft shape setting --------------------------------------------------------------------
 def _app() -> AppState:
-    return AppState(presets={"bundled": get_preset("bundled")}, limits=Limits(), device="cpu", slice_s=0.1)
+    return app_with({"bundled": get_preset("bundled")}, slice_s=0.1)
 
 
-FORM = dict(prompt="def add(a, b):", preset="bundled", custom_target="", custom_draft="", drafter="model", k=4,
-            adaptive_k=False, temperature=0.0, top_k=0, top_p=1.0, max_new_tokens=24, seed=0, stop_strings="",
-            confidence_stop=0.0, tree="2,2,1,1")
+FORM = form(prompt="def add(a, b):", preset="bundled", temperature=0.0, max_new_tokens=24, confidence_stop=0.0,
+            tree="2,2,1,1")
 
 
 @pytest.mark.parametrize("shape, want", [("", None), ("chain", None), (" Chain ", None), ("2,2,1,1", (2, 2, 1, 1)),
@@ -185,7 +185,7 @@ def test_the_tree_box_prices_the_chain_from_the_cost_model():
     model.seed(MachineCosts(plain_s=0.04, draft_s=0.004, pass_s={n: 0.04 * (1 + 0.05 * n) for n in range(2, 14)},
                             pass_samples={n: (0.04 * (1 + 0.05 * n),) * 3 for n in range(2, 14)},
                             round_samples={k: (0.004 * k,) * 3 for k in range(1, 13)}))
-    html = tree_box_html(spec, plain, (2, 2, 1, 1), by_choice, model)
+    html = tree_box_html(spec, plain, (2, 2, 1, 1), choice_rows(by_choice), model)
     assert "estimated chain" in html and "cost model at depth 4" in html
     assert re.search(r'data-verdict="(tree paid|about even|chain paid)"', html)
     assert f"{spec.tokens / spec.elapsed_s / 25:.2f}x against" in html      # the tree's speed: the race's own
@@ -198,11 +198,11 @@ def test_one_source_the_why_the_ledger_and_the_tree_box_read_the_same_c_and_v():
     import html as html_mod
     app = _app()
     _race_text(app, tree="chain")                                    # a chain race: the model's first samples
-    model = app.costs.latest("bundled")
+    model = app.advisor.costs.latest("bundled")
     k = FORM["k"]
     c, v = model.chain(k)
     _, last = _race_text(app, tree="chain")
-    c2, v2 = app.costs.latest("bundled").chain(k)
+    c2, v2 = app.advisor.costs.latest("bundled").chain(k)
     status, ledger = html_mod.unescape(last.status), html_mod.unescape(last.ledger)
     assert c2.samples == c.samples + 1 and v2.samples == v.samples + 1         # each race joined the model
     for shown in (status, ledger):

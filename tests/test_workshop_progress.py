@@ -34,3 +34,15 @@ def test_the_lesson_plan_is_the_docs_file_and_ships_with_a_wheel():
     root = Path(__file__).resolve().parent.parent
     assert lesson_plan() == (root / "docs" / "workshop.md").read_text(encoding="utf-8")
     assert '"docs/workshop.md"' in (root / "setup.py").read_text(encoding="utf-8")
+
+
+def test_the_prose_counts_the_exercises_there_are():
+    # The tab's intro counts them itself; the README and the page's guide say the number in words.
+    import re
+    from pathlib import Path
+    from specviz.view.tabs.workshop import NUMBER_WORDS
+    word = NUMBER_WORDS[len(EXERCISES)].lower()
+    for doc, pattern in (("README.md", r"\((\w+) prediction-first exercises\)"),
+                         ("docs/page.md", r"\*\*Workshop\.\*\* (\w+) exercises")):
+        said = re.search(pattern, (Path(__file__).resolve().parent.parent / doc).read_text(encoding="utf-8"))
+        assert said and said.group(1).lower() == word, f"{doc} counts the workshop's exercises wrong"

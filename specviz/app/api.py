@@ -20,10 +20,10 @@ def generate(app: AppState, req: RunRequest, stop: Callable[[], bool] = never) -
     """Speculative decoding of the request's prompt with a menu pair; returns text, token ids, stop
     reason and stats. A bad input raises SpecvizError. The run goes in slices of the decoding slot
     (others interleave) and raises Stopped once `stop()` is true (the client is gone)."""
-    if not isinstance(req.preset, str) or req.preset not in app.presets:
-        app.preset(req.preset)                        # a menu pair only: raises the readable error
+    if not isinstance(req.preset, str) or req.preset not in app.pairs.presets:
+        app.pairs.preset(req.preset)                        # a menu pair only: raises the readable error
     run = prepare(app, req)
     stream = gpu_calls.run_stream(gpu_calls.handle(app), run.preset.key, run.ids, run.config.to_dict())
-    records = list(app.sliced(stream, stop))
+    records = list(app.decoders.sliced(stream, stop))
     done = from_dict(records[-1])
     return {"text": done.text, "token_ids": done.token_ids, "stop_reason": done.stop_reason, "stats": done.stats.to_dict()}

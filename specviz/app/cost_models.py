@@ -13,6 +13,7 @@ import threading
 import torch
 
 from ..engine.analysis.cost_model import CostModel
+from .run_records import DecodePath
 
 
 def machine() -> str:
@@ -29,7 +30,7 @@ def default_path(device) -> str:
 def path_of(done_stats) -> str:
     """A lane's decode path (`LaneStats.decode_path`). The draft's own step is not part of the key: the
     calibration times the draft through the same lean step a race takes (calibrate.py, cached_model)."""
-    return getattr(done_stats, "decode_path", "eager") or "eager"
+    return str(DecodePath.parse(getattr(done_stats, "decode_path", None)))
 
 
 class CostModels:

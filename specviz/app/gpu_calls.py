@@ -17,7 +17,8 @@ from ..runtime.pair import ModelPair
 from ..runtime.graph_model import POOL
 from .zerogpu import ON_ZEROGPU, gpu
 from ..engine.analysis.lossless import LosslessResult, lossless_check
-from .state import AppState, warm_up
+from .pairs import warm_up
+from .state import AppState
 
 _APPS: dict[str, AppState] = {}    # every app this process serves, by handle (a forked worker inherits it)
 _warm: set[str] = set()     # keys warmed up in this process (a ZeroGPU worker warms its own)
@@ -46,9 +47,9 @@ def _pair(app: str, key: str) -> ModelPair:
         # would still read (the weights' addresses are checked; a cache's own are not).
         POOL.clear()
     state = _APPS[app]
-    pair = state.pair(state.known(key))
-    if state.defer_warm_up and key not in _warm:      # ZeroGPU: warm up on the worker's GPU, not at start
-        # Inside the call's decoding slot (the page runs these functions in app.sliced), so its CUDA
+    pair = state.pairs.pair(state.pairs.known(key))
+    if state.on_zerogpu and key not in _warm:      # ZeroGPU: warm up on the worker's GPU, not at start
+        # Inside the call's decoding slot (the page runs these functions in app.decoders.sliced), so its CUDA
         # graphs are captured here too, once per worker process and pair, whichever function came first.
         warm_up(pair, graphs=None)
         _warm.add(key)

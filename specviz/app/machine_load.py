@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import time
 
+import torch
+
 DISTURBED_CORES = 0.5   # others used this much more than the cores torch leaves free: the race was disturbed
 TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100   # /proc counts CPU time in these
 
@@ -31,8 +33,10 @@ def _own_s() -> float:
     return t.user + t.system
 
 
-def disturbed(share: float | None, threads: int, cores: int | None = None) -> bool:
-    """Did others take cores the decoding threads needed? (a browser on the core left free does not)"""
+def disturbed(share: float | None, threads: int | None = None, cores: int | None = None) -> bool:
+    """Did others take cores the decoding threads needed? (a browser on the core left free does not)
+    `threads`: the threads torch decodes with (by default, this process's setting)."""
+    threads = threads or torch.get_num_threads()
     cores = cores or os.cpu_count() or 1
     return share is not None and share * cores > max(0, cores - threads) + DISTURBED_CORES
 

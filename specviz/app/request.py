@@ -73,6 +73,11 @@ class Prepared:
     ids: list[int]
     config: SpecConfig
 
+    @property
+    def dtype(self) -> str:
+        """The target's weights' dtype as torch names it ("torch.float32"): greedy lanes match only in fp32."""
+        return str(next(self.pair.target.parameters()).dtype)
+
 
 def settle(app: AppState, req: RunRequest, max_new_tokens=None) -> Settled:
     """Check everything that needs no model: the prompt, the settings, the pair's name
@@ -82,7 +87,7 @@ def settle(app: AppState, req: RunRequest, max_new_tokens=None) -> Settled:
                       req.max_new_tokens if max_new_tokens is None else max_new_tokens, req.seed, app.limits,
                       req.stop_strings, 0.0 if req.confidence_stop is None else req.confidence_stop, req.tree)
     # The pair after the settings: a bad setting is refused before a custom pair is registered.
-    preset = app.choose(req.preset, req.custom_target, req.custom_draft)
+    preset = app.pairs.choose(req.preset, req.custom_target, req.custom_draft)
     if req.confidence_stop is None:                 # the pair's own default
         cfg = replace(cfg, confidence_stop=0.0 if cfg.tree else preset.confidence_stop)
     chat = preset.chat if req.chat is None else req.chat
@@ -93,7 +98,7 @@ def settle(app: AppState, req: RunRequest, max_new_tokens=None) -> Settled:
 
 def load(app: AppState, settled: Settled) -> Prepared:
     """Load the settled run's pair (shared cache) and tokenize its prompt (through the chat template if asked)."""
-    pair = app.pair(settled.preset)
+    pair = app.pairs.pair(settled.preset)
     return Prepared(settled.preset, pair, prompt_ids(pair, settled.prompt, app.limits, chat=settled.chat),
                     settled.config)
 

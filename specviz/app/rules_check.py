@@ -85,7 +85,7 @@ def race_rule(app: AppState, run, row: RuleRow, stop) -> None:
     cfg = replace(run.config, rule=row.name)
     stats = RunStats(cfg.k)
     records = gpu_calls.race_records(gpu_calls.handle(app), run.preset.key, run.ids, cfg.to_dict())
-    for record in app.sliced(records, stop):
+    for record in app.decoders.sliced(records, stop):
         stats.add(from_dict(record))
     t = stats.tallies["spec"]
     row.a, row.a_d, row.tau = (measures.acceptance_rate(t), measures.draft_acceptance_rate(t),

@@ -55,23 +55,23 @@ class Exercise:
 # --- running ------------------------------------------------------------------------------
 def pick(app: AppState, role: str) -> str:
     """The preset key for a role: `text` (meaningful text) or `fast` (speed matters more)."""
-    keys = list(app.presets)
+    keys = list(app.pairs.presets)
     if role == "text":
-        for key, preset in app.presets.items():
-            if preset.target in FETCHABLE and (fetched(preset.target) or app.cache.cached(key)):
+        for key, preset in app.pairs.presets.items():
+            if preset.target in FETCHABLE and (fetched(preset.target) or app.pairs.loaded(key)):
                 return key
-    return "bundled" if "bundled" in app.presets else keys[0]
+    return "bundled" if "bundled" in app.pairs.presets else keys[0]
 
 
 def _ids(app: AppState, key: str, prompt: str | None = None) -> list[int]:
-    preset = app.preset(key)
-    pair = app.pair(preset)
+    preset = app.pairs.preset(key)
+    pair = app.pairs.pair(preset)
     return prompt_ids(pair, prompt or preset.examples[0], app.limits, chat=preset.chat)
 
 
 def config(app: AppState, key: str, **settings) -> SpecConfig:
     """An exercise's settings: the pair's k and 64 new tokens unless it says otherwise."""
-    return SpecConfig(**{"k": app.preset(key).k, "max_new_tokens": 64, **settings})
+    return SpecConfig(**{"k": app.pairs.preset(key).k, "max_new_tokens": 64, **settings})
 
 
 def race_stats(app: AppState, key: str, prompt: str | None = None, **settings) -> RunStats:
@@ -79,19 +79,20 @@ def race_stats(app: AppState, key: str, prompt: str | None = None, **settings) -
     cfg = config(app, key, **settings)
     ids = _ids(app, key, prompt)
     stats = RunStats(cfg.k)
-    for record in app.sliced(gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict())):
+    for record in app.decoders.sliced(gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict())):
         stats.add(from_dict(record))
     if set(stats.done) == {"spec", "base"}:              # a finished race joins the pair's cost model
-        preset = app.preset(key)
-        app.fold_race(preset, app.pair(preset), *(measures.LaneTally.from_stats(stats.done[lane]) for lane in ("spec", "base")),
-                      stats.done["spec"], bool(cfg.tree))
+        preset = app.pairs.preset(key)
+        app.advisor.fold_race(preset, app.pairs.pair(preset),
+                              *(measures.LaneTally.from_stats(stats.done[lane]) for lane in ("spec", "base")),
+                              stats.done["spec"], bool(cfg.tree))
     return stats
 
 
 def _advice_words(app: AppState, key: str) -> str:
     """The k the race tab's note offers for this pair (the cost model's advice), so the two never disagree
     unsaid; "" where the host does not advise."""
-    advice = app.advice.get(key)
+    advice = app.advisor.advice.get(key)
     if advice is None:
         return ""
     if advice.k is None:
@@ -104,7 +105,7 @@ def _advice_words(app: AppState, key: str) -> str:
 def model_figures(app: AppState, key: str, stats: RunStats) -> tuple[float, float]:
     """c and v of this race's k from the pair's cost model (this race already in it), the figures the race
     tab's why and ledger give; the race's own where the model has none."""
-    model = app.costs.latest(key)
+    model = app.advisor.costs.latest(key)
     k = round(stats.drafts_per_round())
     c, v = model.chain(k) if model is not None and k >= 1 else (None, None)
     return (c.value if c is not None and c.value is not None else stats.cost_ratio() or 0.0,
@@ -115,7 +116,7 @@ def ran(app: AppState, key: str, *runs: dict, prompt: str | None = None, setting
     """The answer's "Ran:" line: the pair, each run's settings (`runs`: the keyword settings given to
     race_stats, in order), or `settings` in words, and the prompt (default: the pair's first example)."""
     text = settings or "; then ".join(settings_text(config(app, key, **run)) for run in runs)
-    return ran_text(app.preset(key).label, text, prompt or app.preset(key).examples[0])
+    return ran_text(app.pairs.preset(key).label, text, prompt or app.pairs.preset(key).examples[0])
 
 
 def _passes(stats: RunStats) -> tuple[int, int]:
@@ -150,7 +151,7 @@ def race(app: AppState, repeat: int = 1) -> Outcome:
 
 def passes(app: AppState) -> Outcome:
     key, run = pick(app, "fast"), {"max_new_tokens": 96}
-    prompt = app.preset(key).examples[-1]
+    prompt = app.pairs.preset(key).examples[-1]
     stats = race_stats(app, key, prompt=prompt, **run)
     spec, base = _passes(stats)
     return Outcome(spec, f"{spec} target passes (plain decoding: {base})",
@@ -181,7 +182,7 @@ def lossless(app: AppState) -> Outcome:
     key = pick(app, "fast")
     ids = _ids(app, key)
     cfg = config(app, key, temperature=1.0, max_new_tokens=2)
-    result = list(app.sliced(gpu_calls.lossless_results(gpu_calls.handle(app), key, ids, cfg.to_dict(), 300, 1)))[-1]
+    result = list(app.decoders.sliced(gpu_calls.lossless_results(gpu_calls.handle(app), key, ids, cfg.to_dict(), 300, 1)))[-1]
     to_p, to_q, noise = result.tv_to_target(), result.tv_draft(), result.tv_noise()
     closer = "the target's p" if to_q is None or to_p < to_q else "the draft's q"
     # The Lossless tab's words for the same numbers: its verdict (a chi-square test at ALPHA), the distance
@@ -196,7 +197,7 @@ def lossless(app: AppState) -> Outcome:
                    f"drawn from p itself would be about {noise:.3f} away by chance alone: a distance is expected, "
                    f"the test says whether it is more than chance.{contrast} The drafts came from q, but rejections "
                    f"resample from max(0, p - q), which puts back exactly the mass q lacked.",
-                   ("lossless", (result, app.pair(app.preset(key)).tokenizer)),
+                   ("lossless", (result, app.pairs.pair(app.pairs.preset(key)).tokenizer)),
                    ran=ran(app, key, settings=f"k = {cfg.k}, temperature 1, the first new token sampled 300 times"))
 
 
@@ -219,7 +220,7 @@ def best_k(app: AppState) -> Outcome:
     ids = _ids(app, key)
     for k in SWEEP_KS:
         cfg = config(app, key, k=k, max_new_tokens=48)
-        sweep.add_race(k, list(app.sliced(gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict()))))
+        sweep.add_race(k, list(app.decoders.sliced(gpu_calls.race_records(gpu_calls.handle(app), key, ids, cfg.to_dict()))))
     best, predicted, near = sweep.best_measured(), sweep.best_theory(), sweep.within_noise()
     span = f"k = {near[0]}" if len(near) == 1 else f"k = {', '.join(map(str, near))}"
     # Graded as a choice: any k whose speedup is within the sweep's measured noise of the best is right.
@@ -313,7 +314,7 @@ def token_kinds(app: AppState) -> Outcome:
     run = {"max_new_tokens": 96}
     cfg = config(app, key, **run)
     tally = KindTally()
-    for record in app.sliced(gpu_calls.run_stream(gpu_calls.handle(app), key, _ids(app, key), cfg.to_dict())):
+    for record in app.decoders.sliced(gpu_calls.run_stream(gpu_calls.handle(app), key, _ids(app, key), cfg.to_dict())):
         tally.add(from_dict(record))
     rows = sorted((r for r in tally.table() if r["judged"] >= MIN_JUDGED), key=lambda r: -r["acceptance_rate"])
     if not rows:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..app.run_records import choice_rows
 from ..engine import SpecConfig
 from ..engine.analysis import calibrate, tree_ledger
 from ..engine.loop.config import planned_nodes
@@ -40,9 +41,9 @@ def run_tree_bench(pair: ModelPair, prompts: list[dict], cfg: SpecConfig, tree: 
                 timing = specviz_run(pair, ids, configs[name], speculative=name != "plain")
                 tallies[name].append(timing.stats.tally)
                 if name == "tree":
-                    for row in timing.stats.by_choice or []:
-                        choices.judged[(row["depth"], row["choice"])] += row["judged"]
-                        choices.accepted[(row["depth"], row["choice"])] += row["accepted"]
+                    for row in choice_rows(timing.stats.by_choice):
+                        choices.judged[(row.depth, row.choice)] += row.judged
+                        choices.accepted[(row.depth, row.choice)] += row.accepted
         log(f"prompt {i + 1}/{len(prompts)} done")
     pooled = {name: measures.pool(ts) for name, ts in tallies.items()}
     cmp = tree_ledger.compare(pooled["tree"], pooled["chain"], pooled["plain"], depth, choices.rows())

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 
+from ..app.run_records import choice_rows
 from ..engine.analysis import ledger
 from ..engine.analysis.cost_model import CostModel
 from ..engine.analysis.repeat import repeated
@@ -166,10 +167,10 @@ def run(args) -> int:
         if color:
             print(terminal.legend())
         print(terminal.summary_line(done["spec"].stats, "speculative"))
-        if done["spec"].stats.by_choice:
+        rows = choice_rows(done["spec"].stats.by_choice)
+        if rows:
             print("tree, kept / judged by depth and choice: " + "; ".join(
-                f"depth {r['depth']} choice {r['choice'] + 1}: {r['accepted']}/{r['judged']}"
-                for r in done["spec"].stats.by_choice))
+                f"depth {r.depth} choice {r.choice + 1}: {r.accepted}/{r.judged}" for r in rows))
         if "base" in done:
             print(terminal.summary_line(done["base"].stats, "plain target"))
             spec, base = (done[lane].stats.tally for lane in ("spec", "base"))

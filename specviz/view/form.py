@@ -19,7 +19,8 @@ import gradio as gr
 
 from ..app.request import FORM_FIELDS
 from ..app.settings import CHAIN
-from ..app.state import CUSTOM, AppState
+from ..app.pairs import CUSTOM
+from ..app.state import AppState
 from ..engine.loop.config import CONFIDENCE_STOP_MAX
 from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS
 from . import lenient    # the form's inputs: the app checks their values
@@ -56,7 +57,7 @@ class Form:
 def build_form(app: AppState, demo: gr.Blocks) -> Form:
     """The controls: prompt and Run/Stop first (on screen at 1366x768), the settings below them in a
     section that folds away on a phone (assets/page.js), so the race comes next."""
-    first = app.default_preset()
+    first, most = app.pairs.default_preset(), app.limits.max_new_tokens
     with gr.Column(scale=1, min_width=280, elem_id="controls"):
         prompt = gr.Textbox(label="Prompt", value=first.examples[0] if first.examples else "",
                             lines=4, max_lines=14, elem_id="prompt", placeholder=prompt_placeholder(first.chat))
@@ -69,12 +70,12 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
         link_note = gr.HTML(elem_id="link-note")       # what a share link set, or the values it could not
         with gr.Accordion("Settings: pair, drafter, k, sampling", open=True, elem_id="settings"):
             examples = gr.Examples([[e] for e in first.examples], inputs=[prompt], label="Examples")
-            choices = [(app.menu_label(p), p.key) for p in app.presets.values()]
-            if app.allow_custom_models:
+            choices = [(app.pairs.menu_label(p), p.key) for p in app.pairs.presets.values()]
+            if app.pairs.allow_custom_models:
                 choices.append(("your own hub models (type their ids below)", CUSTOM))
             preset = lenient.Dropdown(choices, value=first.key, label="Model pair", elem_id="preset")
             fetch_line = gr.HTML(_fetch_html(app), elem_id="fetch-status")
-            with gr.Row(visible=app.allow_custom_models):
+            with gr.Row(visible=app.pairs.allow_custom_models):
                 custom_target = gr.Textbox(label="target hub id", placeholder="owner/name", elem_id="custom-target")
                 custom_draft = gr.Textbox(label="draft hub id", placeholder="owner/name", elem_id="custom-draft")
             chat = gr.Checkbox(first.chat, label="chat template (wrap the prompt as a user message)",
@@ -105,7 +106,7 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
                 top_p = lenient.Slider(0.05, 1, value=1, step=0.01, label="top-p", elem_id="top-p",
                                        min_width=PAIRED_MIN_WIDTH)
             with gr.Row():
-                max_new = lenient.Slider(1, app.max_new_tokens, value=min(128, app.max_new_tokens), step=1,
+                max_new = lenient.Slider(1, most, value=min(128, most), step=1,
                                          label="max new tokens", elem_id="max-new", min_width=PAIRED_MIN_WIDTH)
                 seed = lenient.Number(0, precision=0, label="seed", elem_id="seed", min_width=PAIRED_MIN_WIDTH)
             stops = gr.Textbox(label="stop strings (one per line, optional)", lines=1, max_lines=4,
@@ -120,8 +121,8 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
               "confidence_stop": confidence_stop, "tree": tree}
     form = Form(fields, run, stop, k_note, k_watch, app, use_k, link, run3)
 
-    if app.fetches:      # a background fetch: its progress in the page until it ends
-        ticker = gr.Timer(2.0, active=app.fetching())
+    if app.pairs.fetches:      # a background fetch: its progress in the page until it ends
+        ticker = gr.Timer(2.0, active=app.pairs.fetches.running())
         ticker.tick(partial(_fetch_tick, app), None, [fetch_line, ticker], api_name=False, show_progress="hidden")
     # The empty box's tip follows the chat switch (a pair's pick sets it): a chat model is asked, a
     # raw model is continued.
@@ -163,11 +164,11 @@ def _open_link(app: AppState, params):
     its field left at the default), its class setup locking the pair and k, its prompts as examples.
     A field the link does not name is left as it is (a visitor may already be typing)."""
     got: Opening = read_link(app, params)
-    preset = app.presets.get(got.pair) if got.pair else app.default_preset()
+    preset = app.pairs.presets.get(got.pair) if got.pair else app.pairs.default_preset()
     skip = gr.skip()
     if preset is None:
         return (skip,) * 11
-    repaired = got.pair is not None and got.pair != app.default_preset().key    # the pair's own settings follow
+    repaired = got.pair is not None and got.pair != app.pairs.default_preset().key    # the pair's own settings follow
     examples = got.prompts or preset.examples
     prompt = got.prompt if got.prompt is not None else (
         examples[0] if (got.prompts or repaired) and examples else skip)
@@ -195,8 +196,8 @@ def _share_query(preset, prompt, k, temperature, seed, link, tree=None):
 
 
 def _use_k(app: AppState, key):
-    p = app.presets.get(key)
-    return app.suggested_k(p) if p is not None else gr.skip()
+    p = app.pairs.presets.get(key)
+    return app.advisor.suggested_k(p) if p is not None else gr.skip()
 
 
 def prompt_placeholder(chat: bool) -> str:
@@ -211,12 +212,12 @@ def _prompt_tip(chat):
 
 
 def _fetch_html(app: AppState) -> str:
-    text = app.fetch_status()
+    text = app.pairs.fetches.status()
     return "" if not text else "".join(f'<div class="fetch-status">{clean(line)}</div>' for line in text.split("\n"))
 
 
 def _fetch_tick(app: AppState):
-    return _fetch_html(app), gr.Timer(active=app.fetching())
+    return _fetch_html(app), gr.Timer(active=app.pairs.fetches.running())
 
 
 def _on_preset(app: AppState, key, prompt=None):
@@ -226,10 +227,10 @@ def _on_preset(app: AppState, key, prompt=None):
     visitor's own text stays."""
     if key == CUSTOM:
         return gr.skip(), gr.skip(), gr.Checkbox(interactive=True), "", 0.0, gr.skip()
-    p = app.presets.get(key)
+    p = app.pairs.presets.get(key)
     if p is None:
         return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-    an_example = any(prompt == e for other in app.presets.values() for e in other.examples)
+    an_example = any(prompt == e for other in app.pairs.presets.values() for e in other.examples)
     new_prompt = p.examples[0] if an_example and p.examples else gr.skip()
     return (gr.Dataset(samples=[[e] for e in p.examples]), p.k,
             gr.Checkbox(value=p.chat, interactive=p.chat), _k_note_html(app, p), p.confidence_stop, new_prompt)
@@ -237,8 +238,8 @@ def _on_preset(app: AppState, key, prompt=None):
 
 def _watch_k(app: AppState, key):
     """Tick (k_watch) while the pair's k advice is on its way: loading, or waiting to be measured."""
-    p = app.presets.get(key)
-    return gr.Timer(active=p is not None and app.advice_pending(p))
+    p = app.pairs.presets.get(key)
+    return gr.Timer(active=p is not None and app.advisor.pending(p))
 
 
 def _k_measured(app: AppState, key, link=None):
@@ -246,15 +247,15 @@ def _k_measured(app: AppState, key, link=None):
     line and a "use k = N" button (the slider stays where it is: the preset's k or the visitor's);
     the watch stops then, or ticks on while the measurement is on its way. A class link's pinned k
     gets no suggestion."""
-    p = app.presets.get(key)
+    p = app.pairs.presets.get(key)
     if (link or {}).get("pinned"):
         return "", gr.Button(visible=False), gr.Timer(active=False)
-    if p is None or p.key not in app.advice:
+    if p is None or p.key not in app.advisor.advice:
         return gr.skip(), gr.Button(visible=False), _watch_k(app, key)
-    k = app.advice[p.key].k                  # None: the cost model cannot advise yet (the note says why)
+    k = app.advisor.advice[p.key].k                  # None: the cost model cannot advise yet (the note says why)
     return (_k_note_html(app, p), gr.Button(f"use k = {k}", visible=k is not None), gr.Timer(active=False))
 
 
 def _k_note_html(app: AppState, preset) -> str:
-    note = app.k_note(preset)
+    note = app.advisor.k_note(preset)
     return figures_line(note) if note else ""

@@ -13,10 +13,10 @@ import logging
 import threading
 import time
 
-from typing import Iterator, NamedTuple
+from collections import namedtuple
+from typing import Iterator
 
 import gradio as gr
-import torch
 
 from ..engine import race
 from ..engine.loop.events import Event, from_dict
@@ -24,8 +24,8 @@ from ..errors import SpecvizError
 from ..app import zerogpu
 from ..app import gpu_calls
 from ..app.state import AppState
-from .kinds_plot import kinds_figure
-from .plots import RACE_PLOTS, all_figures
+from . import race_plots
+from .race_plots import NO_PLOTS
 from .race_view import RaceView
 from . import trace_files
 from .trace_route import download_html
@@ -36,6 +36,7 @@ from .tree_results import tree_box_html
 from .render import status_html
 from .race_status import _summary, busy_reason, ran_line, why  # noqa: F401  (replay.py and tests read them here)
 from ..app.request import Prepared, RunRequest, load, settle
+from ..app.run_records import choice_rows
 from ..app.slots import Sharing, Stopped
 from ..app.visitor_text import without_paths
 from .visitor import current_client, visitor_gone
@@ -44,29 +45,16 @@ log = logging.getLogger(__name__)
 PANE_EVERY_S, PLOTS_EVERY_S = 0.08, 1.0
 
 
-class RaceUpdate(NamedTuple):
+# The race tab's outputs: the panes and meters, each race plot by its registry name (view/race_plots.py),
+# the trace's download, the Stop flag, the ledger, and the page's gr.Tabs (Run shows the race tab).
+RACE_FIELDS = ("status", "strip", "spec_meter", "spec_pane", "base_meter", "base_pane", *race_plots.NAMES,
+               "download", "cancel", "ledger", "tab")
+
+
+class RaceUpdate(namedtuple("RaceUpdate", RACE_FIELDS, defaults=(gr.skip(),) * len(RACE_FIELDS))):
     """One update of the race tab, by name: view/tabs/race.py wires the outputs from these field names,
-    so a handler never has to match a positional list. A field left out is not touched (gr.skip()).
-    The plot fields are plots.RACE_PLOTS' names, and plot_kinds."""
-    status: object = gr.skip()
-    strip: object = gr.skip()
-    spec_meter: object = gr.skip()
-    spec_pane: object = gr.skip()
-    base_meter: object = gr.skip()
-    base_pane: object = gr.skip()
-    plot_acceptance: object = gr.skip()
-    plot_race: object = gr.skip()
-    plot_hist: object = gr.skip()
-    plot_position: object = gr.skip()
-    download: object = gr.skip()
-    cancel: object = gr.skip()
-    ledger: object = gr.skip()
-    plot_kinds: object = gr.skip()     # acceptance by kind of token, from the fold's KindTally
-    tab: object = gr.skip()            # the page's gr.Tabs: Run shows the race tab
-
-
-NO_PLOTS = dict.fromkeys((*RACE_PLOTS, "plot_kinds"))     # every race plot cleared
-KINDS_TITLE = "Acceptance by kind of token (this race's speculative lane)"
+    so a handler never has to match a positional list. A field left out is not touched (gr.skip())."""
+    __slots__ = ()
 
 
 def _only(status: str, kind: str = "info", cancel=None) -> RaceUpdate:
@@ -104,7 +92,7 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
     try:
         req = RunRequest.from_form(*form, **named)
         settled = settle(app, req)
-        if not app.cache.cached(settled.preset.key):
+        if not app.pairs.loaded(settled.preset.key):
             yield _only(f"Loading {settled.preset.label} …", cancel=cancel)
         run = load(app, settled)
         events = event_stream(app, run, cancel)
@@ -113,7 +101,7 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
         return
     cfg = run.config
     view = RaceView(cfg.k)
-    if app.decoders_busy():
+    if app.decoders.busy():
         yield _only("Waiting for the device: another race is running …", cancel=cancel)
     # The race runs in slices of the decoding slot (app/slots.py): other visitors' jobs interleave
     # (each lane's clock counts only its own compute); Stop while waiting, or the visitor gone, ends it.
@@ -123,32 +111,29 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
     others, side_mark = OtherLoad(), app.side_work.mark()      # after the pair's own load (prepare, above)
     sharing = Sharing()            # another decoding job beside this one (concurrency_per_device > 1)
     try:
-        yield from _stream(view, app.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing))
+        yield from _stream(view, app.decoders.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing))
     except Stopped:
         if gone():
             return
         cancel.set()
-    except torch.OutOfMemoryError:
-        yield _only("The device ran out of memory: try fewer new tokens or a smaller pair.", "error")
-        return
     except SpecvizError as err:
         yield _only(str(err), "error")
         return
     finally:
         events.close()
     stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
-    dtype = str(next(run.pair.target.parameters()).dtype)
+    dtype = run.dtype
     share, side = others.share(), app.side_work.since(side_mark)
     # This race's own c and v join the pair's cost model first; its why, ledger and tree box read the model.
-    model = None if stopped else app.fold_race(run.preset, run.pair, *tallies(view.stats),
-                                                getattr(view.dones.get("spec"), "stats", None), bool(cfg.tree))
+    model = None if stopped else app.advisor.fold_race(run.preset, run.pair, *tallies(view.stats),
+                                                        getattr(view.dones.get("spec"), "stats", None), bool(cfg.tree))
     busy = busy_reason(share, side, sharing.shared)
     led = build_ledger(view.stats, model, busy)   # once: the verdict, the ledger's HTML and the saved trace read it
     ran = ran_line(run.preset.label, cfg)
     rep = None
     if repeat > 1 and not stopped:
         def again():
-            return app.sliced(event_stream(app, run, cancel), gone, lambda: gone() or cancel.is_set())
+            return app.decoders.sliced(event_stream(app, run, cancel), gone, lambda: gone() or cancel.is_set())
         more = more_races(app, run, again, view.stats.measured_speedup(), min(repeat, MAX_REPEAT),
                           lambda: gone() or cancel.is_set())
         try:
@@ -173,8 +158,8 @@ def finished(view: RaceView, led, status: str, stopped: bool, download: str, tre
     ledger (with a tree race's box under it). A race that just ran and a replayed trace (view/replay.py)
     both end here, so they match."""
     return RaceUpdate(status=status, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
-                      base_meter=view.meter("base"), base_pane=view.pane("base"), **all_figures(view.stats),
-                      plot_kinds=kinds_figure(view.kinds.table(), KINDS_TITLE), download=download,
+                      base_meter=view.meter("base"), base_pane=view.pane("base"), **race_plots.figures(view),
+                      download=download,
                       cancel=None, ledger=ledger_html(led, stopped=stopped, path=path_line(view.stats), tree=tree)
                       + tree_box)
 
@@ -187,7 +172,7 @@ def _tree_box(view: RaceView, run: Prepared, stopped: bool, model) -> str:
         return ""
     spec, plain = tallies(view.stats)
     done = view.dones.get("spec")
-    by_choice = getattr(getattr(done, "stats", None), "by_choice", None) or []
+    by_choice = choice_rows(getattr(getattr(done, "stats", None), "by_choice", None))
     return tree_box_html(spec, plain, cfg.tree, by_choice, model, stopped=stopped)
 
 
@@ -198,7 +183,7 @@ def _stream(view: RaceView, events: Iterator[Event]):
         view.add(event)
         now = time.monotonic()
         if now - last_pane >= PANE_EVERY_S:
-            plots = all_figures(view.stats) if now - last_plots >= PLOTS_EVERY_S else {}
+            plots = race_plots.figures(view, live_only=True) if now - last_plots >= PLOTS_EVERY_S else {}
             last_plots = now if now - last_plots >= PLOTS_EVERY_S else last_plots
             last_pane = now
             yield RaceUpdate(strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),

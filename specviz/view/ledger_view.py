@@ -10,6 +10,7 @@ from the Ledger; nothing here computes a figure.
 """
 from __future__ import annotations
 
+from ..app.run_records import DecodePath
 from ..engine.analysis import ledger as ledger_mod
 from ..runtime.lean_draft import format_of
 from ..engine.metrics.measures import LaneTally
@@ -60,9 +61,10 @@ def path_line(stats) -> str:
     forward (runtime/lean_draft.py). "" when both are eager."""
     dones = [d for d in stats.done.values() if d is not None]
     lines = []
-    paths = sorted({getattr(d, "decode_path", "eager") for d in dones} - {"eager"})
+    records = {DecodePath.parse(getattr(d, "decode_path", None)) for d in dones}
+    paths = sorted(str(p) for p in records if not p.plain_eager)
     capture = sum(getattr(d, "capture_s", 0.0) or 0.0 for d in dones)
-    if any(p.startswith("eager (") for p in paths):     # the graph path closed: every step ran eagerly
+    if any(p.fell_back for p in records):     # the graph path closed: every step ran eagerly
         lines.append(f"Decode path: {', '.join(paths)}.")
     elif paths and capture > 0:
         lines.append(f"Decode path: {', '.join(paths)}, captured in {capture:.1f} s during this race: a one-time cost "

@@ -1,4 +1,5 @@
-"""RunStats -> lean plotly figures (few traces, no animation), for the race view.
+"""RunStats -> lean plotly figures (few traces, no animation), for the race view (declared, with their
+page elements, in view/race_plots.py), the Explain tab's what-if and the lossless check.
 
 Figures are rebuilt from the fold in specviz.engine.analysis.stats; nothing here touches the engine.
 """
@@ -79,16 +80,6 @@ def acceptance_by_position(stats: RunStats) -> go.Figure:
                     hovertemplate="position %{x}: %{y:.2f} of %{customdata} verified<extra></extra>")
     fig.update_yaxes(range=[0, 1.05])
     return fig
-
-
-# The race tab's plots drawn from its RunStats, by the name of their RaceUpdate field (view/handlers.py).
-RACE_PLOTS = {"plot_acceptance": acceptance_per_round, "plot_race": race_chart, "plot_hist": tokens_per_round_hist,
-              "plot_position": acceptance_by_position}
-
-
-def all_figures(stats: RunStats) -> dict[str, go.Figure]:
-    """Every race plot of the fold so far, by its RaceUpdate field name."""
-    return {name: draw(stats) for name, draw in RACE_PLOTS.items()}
 
 
 def what_if(a: float, c: float, v: float, k_max: int = 12, width: int = 1, a2: float = 0.0) -> go.Figure:

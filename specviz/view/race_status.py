@@ -4,8 +4,6 @@ replayed trace, view/replay.py, both end here). HTML only: every piece of text e
 """
 from __future__ import annotations
 
-import torch
-
 from ..app.machine_load import disturbed
 from ..app.run_setup import ran_text, settings_text
 from ..engine.analysis.headline import headline
@@ -57,7 +55,7 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
 
 def busy_reason(others: float | None, side: list[str], shared: bool) -> str:
     """"" for a quiet machine, else the few words the verdict gives for not trusting one race."""
-    if disturbed(others, torch.get_num_threads()):
+    if disturbed(others):
         return f"other programs used {others:.0%} of its CPU"
     if side:
         return "this server was " + "; ".join(side)

@@ -29,7 +29,7 @@ def more_races(app, run, stream, first: float | None, total: int, stopped):
         if stopped() or "cancelled" in stats.stop_reasons.values():
             return None
         spec = stats.done.get("spec")
-        app.fold_race(run.preset, run.pair, *tallies(stats), spec, bool(run.config.tree))
+        app.advisor.fold_race(run.preset, run.pair, *tallies(stats), spec, bool(run.config.tree))
         speedups.append(stats.measured_speedup())
     return repeated(speedups)
 

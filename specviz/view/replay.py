@@ -93,7 +93,7 @@ def replay_in_turn(app, text) -> tuple:
     stays in the session)."""
     update = None
     try:
-        for step in app.sliced(replay_steps(text)):      # the slot may pass to the next client between steps
+        for step in app.decoders.sliced(replay_steps(text)):      # the slot may pass to the next client between steps
             update = step if step is not None else update
     except Stopped:            # the visitor left, or never came to read it: nothing to draw
         update = _refused("Stopped.")

@@ -73,12 +73,12 @@ def read_link(app: AppState, params) -> Opening:
         return out
     pair = _one(params, "pair")
     if pair is not None:
-        if pair in app.presets:
+        if pair in app.pairs.presets:
             out.pair = pair
         else:
             out.problems.append(f"pair {pair[:40]!r} is not one of this server's pairs "
-                                f"({', '.join(app.presets)})")
-    preset = app.presets.get(out.pair) if out.pair else app.default_preset()
+                                f"({', '.join(app.pairs.presets)})")
+    preset = app.pairs.presets.get(out.pair) if out.pair else app.pairs.default_preset()
     text = _one(params, "prompt")
     if text is not None:
         try:

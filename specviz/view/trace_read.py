@@ -2,19 +2,21 @@
 
 `read` takes the file's text as the browser sent it and returns the race it records (settings,
 pair, prompt, events), or raises TraceRefused with one line for the visitor: too large, not JSON,
-not a specviz trace, a version this code does not read, damaged settings or a damaged event. The
-events are rebuilt with the engine's own `from_dict`, so each checks its invariants as it does
-when the engine makes it, and then checked as one coherent race (`_coherent`): each lane ends with
-one Done; the plain lane's tokens in order; the speculative lane's rounds in order, each with no
-more events than it drafted and three; neither lane past the settings' max_new_tokens. So a real
-trace's events repeated, or padded with events, is refused, and a trace's replay costs no more than
-the race it records. Nothing here renders: view/replay.py draws the race.
+not a specviz trace, a version this code does not read, damaged settings, a damaged event, or a
+lane's damaged record of how it ran (app/run_records.py). The events are rebuilt with the engine's
+own `from_dict`, so each checks its invariants as it does when the engine makes it, and then checked
+as one coherent race (`_coherent`): each lane ends with one Done; the plain lane's tokens in order;
+the speculative lane's rounds in order, each with no more events than it drafted and three; neither
+lane past the settings' max_new_tokens. So a real trace's events repeated, or padded with events, is
+refused, and a trace's replay costs no more than the race it records. Nothing here renders:
+view/replay.py draws the race.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
+from ..app.run_records import DecodePath, choice_rows
 from ..app.visitor_text import one_line
 from ..engine.loop.config import TREE_NODES_MAX, SpecConfig
 from ..engine.loop.events import Event, from_dict
@@ -61,6 +63,7 @@ def read(text) -> Recorded:
     config = _config(data.get("config"))
     events = _events(data.get("events"))
     _coherent(config, events)
+    _run_records(events)
     prompt = data.get("prompt")
     return Recorded(prompt=prompt if isinstance(prompt, str) else "", label=_label(data), dtype=_dtype(data),
                     config=config, events=events, cost=_cost(data.get("cost")))
@@ -131,6 +134,18 @@ def _coherent(config: SpecConfig, events: list[Event]) -> None:
             raise TraceRefused("This trace's speculative lane holds plain tokens: it cannot be replayed.")
     if in_round > TREE_NODES_MAX + 3:
         raise TraceRefused("This trace's last round holds more events than a round can: it cannot be replayed.")
+
+
+def _run_records(events: list[Event]) -> None:
+    """Refuse a lane whose record of how it ran does not check (app/run_records.py): a decode path no
+    engine writes, a tree row kept more often than judged."""
+    for done in (e for e in events if e.kind == "done"):
+        try:
+            DecodePath.parse(getattr(done.stats, "decode_path", None))
+            choice_rows(getattr(done.stats, "by_choice", None))
+        except ValueError as err:
+            raise TraceRefused(f"This trace's record of how its {done.lane} lane ran is damaged "
+                               f"({one_line(err)}): it cannot be replayed.") from None
 
 
 def _label(data: dict) -> str:

@@ -6,10 +6,12 @@ predict, priced from the pair's cost model (engine/analysis/cost_model.py: c(dep
 Where a figure it needs is noise, or the pair has no cost model, there is no verdict, and the box says
 why and what it still needs. The table is the lane's
 `Done.stats.by_choice`: per depth, how often the draft's first, second, ... choice was kept where the
-target judged it. Every number comes from the engine; every text is escaped.
+target judged it, read as app/run_records.py's ChoiceRow records. Every number comes from the engine;
+every text is escaped.
 """
 from __future__ import annotations
 
+from ..app.run_records import ChoiceRow, as_dicts
 from ..engine.analysis import tree_ledger, tree_price
 from ..engine.metrics.measures import LaneTally
 from .render import clean
@@ -19,13 +21,13 @@ VERDICT_CLASS = {"tree paid": "verdict-faster", "about even": "verdict-about-eve
                  "unmeasured": "verdict-unmeasured"}
 
 
-def choice_table(by_choice: list[dict], widths) -> str:
+def choice_table(by_choice: tuple[ChoiceRow, ...], widths) -> str:
     """Per depth (rows) and choice (columns): accepted / judged and the rate; '—' where never judged."""
     if not by_choice:
         return ""
-    cells = {(r["depth"], r["choice"]): r for r in by_choice}
-    depth = max(len(widths or ()), max(r["depth"] for r in by_choice))
-    width = max(max(widths or (1,)), max(r["choice"] for r in by_choice) + 1)
+    cells = {(r.depth, r.choice): r for r in by_choice}
+    depth = max(len(widths or ()), max(r.depth for r in by_choice))
+    width = max(max(widths or (1,)), max(r.choice for r in by_choice) + 1)
     head = "".join(f"<th>{rank(c)} choice</th>" for c in range(width))
     rows = []
     for d in range(1, depth + 1):
@@ -35,21 +37,22 @@ def choice_table(by_choice: list[dict], widths) -> str:
             if r is None:
                 tds.append('<td class="none">—</td>')
             else:
-                tip = (f"depth {d}, the draft's {rank(c)} choice: kept {r['accepted']} of the {r['judged']} "
+                tip = (f"depth {d}, the draft's {rank(c)} choice: kept {r.accepted} of the {r.judged} "
                        f"times the target judged it")
-                tds.append(f'<td tabindex="0" data-tip="{clean(tip)}" data-rate="{r["rate"]:.4f}">'
-                           f'{r["rate"]:.0%} <small>{int(r["accepted"])}/{int(r["judged"])}</small></td>')
+                tds.append(f'<td tabindex="0" data-tip="{clean(tip)}" data-rate="{r.rate:.4f}">'
+                           f'{r.rate:.0%} <small>{r.accepted}/{r.judged}</small></td>')
         rows.append(f"<tr><th>depth {d}</th>{''.join(tds)}</tr>")
     return (f'<table class="choice-table" id="tree-choices"><caption>Kept where judged, per depth: the draft\'s '
             f'first choice, and the later ones a chain never offers</caption><thead><tr><th></th>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>')
 
 
-def tree_box_html(spec: LaneTally, plain: LaneTally, tree, by_choice, model, stopped: bool = False) -> str:
+def tree_box_html(spec: LaneTally, plain: LaneTally, tree, by_choice: tuple[ChoiceRow, ...], model,
+                  stopped: bool = False) -> str:
     """The box: the tree-vs-chain sentence (or why there is none), then the per-depth table. `model`: the
     pair's cost model (None where the pair has none: the chain is then not priced)."""
     shape = ",".join(str(int(w)) for w in tree)
-    cmp = tree_price.against_model(spec, plain, len(tree), by_choice, model)
+    cmp = tree_price.against_model(spec, plain, len(tree), as_dicts(by_choice), model)
     verdict, sentence = cmp.verdict, cmp.cause
     if model is None:
         sentence += " The table shows what the second choices bought."

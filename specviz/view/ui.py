@@ -50,7 +50,7 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
     app = app or AppState()
     gpu_calls.handle(app)       # registered before ZeroGPU forks its worker, as the decoding functions find it
     # No Gradio limit on the decoding group: the decoding itself is bounded by the app's own slots
-    # (AppState.sliced), so a request whose pair is still loading holds up no one. Requests in
+    # (app.decoders.sliced), so a request whose pair is still loading holds up no one. Requests in
     # flight are bounded by Gradio's worker threads, its queue size and view/fair_queue.py's
     # per-session cap.
     decode = {"concurrency_id": "decode", "concurrency_limit": None}

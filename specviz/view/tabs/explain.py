@@ -13,7 +13,7 @@ from pathlib import Path
 import gradio as gr
 
 from ...app.settings import as_float, as_int
-from ...app.state import AppState
+from ...app.advisor import Advisor
 from ...engine.metrics import theory
 from ..plots import what_if
 from ..render import figures_line
@@ -62,7 +62,7 @@ def build(shared: Shared) -> gr.Tab:
     for control in (a, c, v, k, width, a2):
         control.change(what_if_plot, [a, c, k, v, width, a2], plot, api_name=False, show_progress="hidden")
     shared.demo.load(what_if_plot, [a, c, k, v, width, a2], plot, api_name=False)
-    here.click(partial(machine_figures, shared.app), [shared.form.fields["preset"], k], [a, c, v, here_note],
+    here.click(partial(machine_figures, shared.app.advisor, shared.app.pairs.presets), [shared.form.fields["preset"], k], [a, c, v, here_note],
                api_name=False, show_progress="hidden")
     return tab
 
@@ -83,7 +83,7 @@ def _chart_k_max(value) -> int:
     return min(max(as_int("k max", value), 2), 32)
 
 
-def machine_figures(app: AppState, key, k_max=None):
+def machine_figures(advisor: Advisor, presets: dict, key, k_max=None):
     """The calculator's a, c and v from what the app measured here for the selected pair (app/k_advice.py):
     its draft's held-out acceptance, and the draft step and verify pass timed at load, at the k offered.
     Outputs: the a, c and v sliders, and a line saying where they come from (or why there are none yet).
@@ -92,13 +92,13 @@ def machine_figures(app: AppState, key, k_max=None):
     of 6 on a CPU, as its kernels block the rows); the chart draws every k with the one c and v set here.
     Where that moves the best k, the line says both; where the advised k lies beyond the chart's
     largest (`k_max`), it says so."""
-    p = app.presets.get(key)
+    p = presets.get(key)
     if p is None:
         return gr.skip(), gr.skip(), gr.skip(), figures_line(
             "Pick one of the listed pairs: a pair of your own is not measured here.")
-    advice = app.advice.get(p.key)
+    advice = advisor.advice.get(p.key)
     if advice is None:
-        why = ("this host does not time its pairs" if not app.advise_k or p.acceptance is None else
+        why = ("this host does not time its pairs" if not advisor.enabled or p.acceptance is None else
                "it is timed once loaded: run a race with it first, then press again")
         return gr.skip(), gr.skip(), gr.skip(), figures_line(f"{p.label} is not measured on this machine yet ({why}).")
     if advice.k is None:
@@ -112,7 +112,7 @@ def machine_figures(app: AppState, key, k_max=None):
             f"model's medians here (the timing at load and every race since), at k = {advice.k}, the k advised.")
     # The best k with this one c and v at every k, over the same ks the advice weighed and with the same
     # unrounded figures: a difference is then the per-k timings' alone (not the sliders' rounding).
-    flat_k = advice.flat_k(app.limits.k_range)
+    flat_k = advice.flat_k(advisor.k_range)
     if flat_k != advice.k:
         line += (f" Priced with each k's own timings, k = {advice.k} ({advice.expected:.2f}×) is this machine's "
                  f"best, as the k advice says; with k = {advice.k}'s c and v at every k, as the chart draws them, "

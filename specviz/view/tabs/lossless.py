@@ -66,12 +66,12 @@ def run_lossless(app: AppState, samples, *form, stop=None, **named):
         if n > allowed:
             raise SpecvizError(f"samples × prompt tokens may be at most {budget:,} here: with this "
                                f"{len(run.ids):,}-token prompt, use at most {allowed:,} samples")
-        yield status_html("Waiting for the device …" if app.decoders_busy() else "Sampling …"), gr.skip(), cancel
+        yield status_html("Waiting for the device …" if app.decoders.busy() else "Sampling …"), gr.skip(), cancel
         every = 25 if (app.via_records or zerogpu.ON_ZEROGPU) else 1
         results = gpu_calls.lossless_results(gpu_calls.handle(app), run.preset.key, run.ids,
                                              run.config.to_dict(), n, every)
         shown = 0.0
-        for result in app.sliced(results, lambda: cancel.is_set() or gone()):
+        for result in app.decoders.sliced(results, lambda: cancel.is_set() or gone()):
             if time.monotonic() - shown >= LOSSLESS_EVERY_S and result.samples < n:
                 shown = time.monotonic()
                 yield _lossless_summary(result, final=False), lossless_bars(result, run.pair.tokenizer), gr.skip()

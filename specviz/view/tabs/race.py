@@ -1,6 +1,6 @@
 """The Race tab: two streaming panes (speculative and plain decoding of the same prompt), their
-meters, the stats strip, the ledger, the race's plots, acceptance by kind of token, the trace
-download and "Load a trace" (view/replay.py replays a downloaded trace here, with no model run).
+meters, the stats strip, the ledger, the race's plots (acceptance by kind of token among them, each
+declared once in view/race_plots.py), the trace download and "Load a trace" (view/replay.py replays a downloaded trace here, with no model run).
 Run clears the last race and shows this tab at once, then view/handlers.py's `run_race` streams
 RaceUpdates into it; its outputs are wired by RaceUpdate's field names, so no handler matches a
 positional list (a replay fills the same outputs). Stop sets the visitor's cancel flag.
@@ -12,6 +12,7 @@ from functools import partial
 import gradio as gr
 
 from ...app import zerogpu
+from .. import race_plots
 from ..handlers import RaceUpdate, run_race, starting, stop_run
 from ..render import LEGEND, hint
 from ..fair_queue import REPLAY_GROUP
@@ -51,13 +52,7 @@ def build(shared: Shared) -> gr.Tab:
         gr.HTML(LEGEND, elem_id="legend")
         strip = gr.HTML(elem_id="stats")
         ledger = gr.HTML(elem_id="ledger")
-        with gr.Row():
-            plot_acc = gr.Plot(elem_id="plot-acceptance", show_label=False, min_width=PLOT_MIN_WIDTH)
-            plot_race = gr.Plot(elem_id="plot-race", show_label=False, min_width=PLOT_MIN_WIDTH)
-        with gr.Row():
-            plot_hist = gr.Plot(elem_id="plot-hist", show_label=False, min_width=PLOT_MIN_WIDTH)
-            plot_pos = gr.Plot(elem_id="plot-position", show_label=False, min_width=PLOT_MIN_WIDTH)
-        plot_kinds = gr.Plot(elem_id="plot-kinds", show_label=False)
+        plots = race_plots.lay_out(PLOT_MIN_WIDTH)        # every race plot, as its registry lays it out
         with gr.Row(elem_id="trace-row"):
             download = gr.HTML(download_html(), elem_id="trace-download", min_width=280)   # by token (trace_route.py)
             gr.HTML(LOAD_TRACE, elem_id="trace-load", min_width=280)      # side by side, stacked on a phone
@@ -66,10 +61,8 @@ def build(shared: Shared) -> gr.Tab:
         trace_text = gr.Textbox(visible=False)
         trace_go = gr.Button("Replay the trace", visible="hidden", elem_id="trace-load-go")
     outputs = {"status": status, "strip": strip, "spec_meter": spec_meter, "spec_pane": spec_pane,
-               "base_meter": base_meter, "base_pane": base_pane, "plot_acceptance": plot_acc,
-               "plot_race": plot_race, "plot_hist": plot_hist, "plot_position": plot_pos,
-               "download": download, "cancel": shared.cancel, "ledger": ledger, "plot_kinds": plot_kinds,
-               "tab": shared.tabs}
+               "base_meter": base_meter, "base_pane": base_pane, **plots,
+               "download": download, "cancel": shared.cancel, "ledger": ledger, "tab": shared.tabs}
     wired = [outputs[name] for name in RaceUpdate._fields]       # by name (handlers.RaceUpdate)
     form = shared.form
     # Instant feedback first (and no stale "done" from the previous run), then the race.

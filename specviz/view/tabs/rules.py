@@ -73,9 +73,9 @@ def run_rules(app: AppState, rule_temperature, *form, stop=None, draws: int = DR
         if draft_shape(req.tree) is not None:
             raise SpecvizError("The rules tab races the acceptance rules on a chain, and a token tree runs only the "
                                "exact rule: set the draft shape to chain")
-        run = prepare(app, req, max_new_tokens=min(RULE_TOKENS, app.max_new_tokens))
-        yield status_html("Waiting for the device …" if app.decoders_busy() else "First position …"), gr.skip(), cancel
-        first = list(app.sliced(gpu_calls.lossless_results(gpu_calls.handle(app), run.preset.key, run.ids,
+        run = prepare(app, req, max_new_tokens=min(RULE_TOKENS, app.limits.max_new_tokens))
+        yield status_html("Waiting for the device …" if app.decoders.busy() else "First position …"), gr.skip(), cancel
+        first = list(app.decoders.sliced(gpu_calls.lossless_results(gpu_calls.handle(app), run.preset.key, run.ids,
                                                            run.config.to_dict(), 1, 1), halt))[-1]
         figure, note = None, "The drafter proposes no distribution q (prompt lookup): no first-position check."
         if first.q is not None:

@@ -106,10 +106,10 @@ def _step(app: AppState, state: dict, form, named, stop):
             run = load(app, settle(app, req).capped(STEP_MAX_TOKENS))
             cfg = run.config
             stream = gpu_calls.run_stream(gpu_calls.handle(app), run.preset.key, run.ids, run.config.to_dict())
-            records = list(app.sliced(stream, stop))
+            records = list(app.decoders.sliced(stream, stop))
             done = from_dict(records[-1]) if records else None
             if getattr(done, "kind", None) == "done" and done.stop_reason != "cancelled":
-                app.fold_step_run(run.preset, run.pair, done.stats, bool(cfg.tree))   # the cost model learns
+                app.advisor.fold_step_run(run.preset, run.pair, done.stats, bool(cfg.tree))   # the cost model learns
         except Stopped:
             return gr.skip(), status_html("Stopped: click “Next round” to start again.", "done"), None
         except SpecvizError as err:

@@ -155,7 +155,7 @@ def run(app: AppState, key, number, choice, progress, repeat=False):
         return
     yield '<div class="status">Running it, measured live …</div>', gr.Plot(value=None, visible=False), progress, gr.skip()
     try:
-        with app.job(visitor_gone()):          # its decoding goes in slices and ends if the visitor leaves
+        with app.decoders.job(visitor_gone()):          # its decoding goes in slices and ends if the visitor leaves
             outcome = ex.run(app, repeat=REPEAT) if ex.repeatable and repeat is True else ex.run(app)
     except Stopped:
         yield '<div class="status status-done">Stopped.</div>', gr.skip(), progress, gr.skip()

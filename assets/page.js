@@ -205,6 +205,62 @@
   addSwitch();
   setInterval(addSwitch, 1000);
 
+
+  // Stop, at once: "Stopped." replaces the race's status the moment Stop is clicked (the server's own
+  // last update, with its summary, follows when the lanes have ended), body[data-race-stopped] makes
+  // the live panes and timeline take no more tokens (view/live_html.py) and both meters say stopped
+  // (style.css). Run, Race 3x or a trace replay starts a fresh race and clears it.
+  const RACING = /^(Starting|Racing|Waiting|Loading)/;
+  document.addEventListener("click", (event) => {
+    const t = event.target.closest ? event.target.closest("#stop, #run, #run3, #trace-load-go") : null;
+    if (!t) return;
+    if (t.id !== "stop") { delete document.body.dataset.raceStopped; return; }
+    const status = document.querySelector("#status .status");
+    const live = document.querySelector("#spec-meter .running, #base-meter .running");
+    if (!live && !(status && RACING.test(status.textContent.trim()))) return;
+    document.body.dataset.raceStopped = "1";
+    if (status) {
+      status.className = "status status-stopped";
+      status.textContent = "Stopped.";
+    }
+  }, true);
+
+  // The round timeline (view/timeline.py): every block is placed by its start and length in seconds;
+  // the axis' length --T grows by steps (so blocks do not shift on every update) to cover the latest
+  // block's end, with tick labels in seconds.
+  const niceStep = (T) => { const raw = T / 5, e = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / e;
+                            return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * e; };
+  const drawAxis = (box, T) => {
+    const axis = box.querySelector(".tl-axis");
+    if (!axis) return;
+    const step = niceStep(T), ticks = [];
+    for (let x = 0; x <= T + 1e-9; x += step) {
+      const tick = node("span", "tl-tick", (step < 0.1 ? x.toFixed(2) : step < 1 ? x.toFixed(1) : x.toFixed(0)) + " s");
+      tick.style.left = (100 * x / T) + "%";
+      ticks.push(tick);
+    }
+    axis.replaceChildren(...ticks);
+  };
+  const fitTimeline = (box, whole) => {
+    let end = 0;
+    // After an append only the newest blocks can end later than the axis: the last few, read from the
+    // end; after a whole new content (a new race, a replay), every block.
+    let el = box.lastElementChild;
+    for (let i = 0; el && (whole || i < 8); i++, el = el.previousElementSibling) end = Math.max(end, Number(el.dataset.end || 0));
+    const T = whole ? 0 : Number(box.dataset.span || 0);
+    if (T && end <= T) return;
+    const next = Math.max(end * 1.25, 0.1);
+    box.dataset.span = String(next);
+    box.style.setProperty("--T", String(next));
+    drawAxis(box, next);
+  };
+  document.addEventListener("live-grew", (event) => {
+    const box = event.target;
+    if (!box.closest || !box.closest("#timeline, #step-timeline")) return;
+    if (!box.querySelector(".tl-b")) { delete box.dataset.span; return; }
+    fitTimeline(box, !box.querySelector(".tl-tick"));
+  });
+
   // The Explain tab's toy (#pq-toy): a fixed target p over five tokens and a draft q the student sets with
   // sliders (q renormalised as one moves). It shows the chance a draft is kept, sum min(p, q), and for each
   // token what comes out: kept drafts, q(x) min(1, p(x)/q(x)) = min(p, q), plus corrections,

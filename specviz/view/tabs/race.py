@@ -14,6 +14,7 @@ import gradio as gr
 from ...app import zerogpu
 from ..handlers import RaceUpdate, run_race, starting, stop_run
 from ..render import LEGEND, hint
+from ..live_html import live_html
 from ..fair_queue import REPLAY_GROUP
 from ..replay import replay_in_turn
 from ..trace_read import MAX_BYTES
@@ -44,10 +45,12 @@ def build(shared: Shared) -> gr.Tab:
         with gr.Row(equal_height=True, elem_id="panes"):
             with gr.Column(min_width=240):
                 spec_meter = gr.HTML(elem_id="spec-meter")
-                spec_pane = gr.HTML(hint("spec"), elem_id="spec-pane", elem_classes=["token-pane"])
+                spec_pane = live_html(hint("spec"), elem_id="spec-pane", elem_classes=["token-pane"])
             with gr.Column(min_width=240):
                 base_meter = gr.HTML(elem_id="base-meter")
-                base_pane = gr.HTML(hint("base"), elem_id="base-pane", elem_classes=["token-pane"])
+                base_pane = live_html(hint("base"), elem_id="base-pane", elem_classes=["token-pane"])
+        # Both lanes on one clock (view/timeline.py), appended live as the panes are.
+        timeline = live_html("", elem_id="timeline")
         gr.HTML(LEGEND, elem_id="legend")
         strip = gr.HTML(elem_id="stats")
         ledger = gr.HTML(elem_id="ledger")
@@ -69,7 +72,7 @@ def build(shared: Shared) -> gr.Tab:
                "base_meter": base_meter, "base_pane": base_pane, "plot_acceptance": plot_acc,
                "plot_race": plot_race, "plot_hist": plot_hist, "plot_position": plot_pos,
                "download": download, "cancel": shared.cancel, "ledger": ledger, "plot_kinds": plot_kinds,
-               "tab": shared.tabs}
+               "tab": shared.tabs, "timeline": timeline}
     wired = [outputs[name] for name in RaceUpdate._fields]       # by name (handlers.RaceUpdate)
     form = shared.form
     # Instant feedback first (and no stale "done" from the previous run), then the race.

@@ -1,0 +1,87 @@
+"""A race watched live in Chromium: what streaming does to the page, independent of timing.
+
+Updates append tokens to the panes (the nodes already shown stay the same nodes), the charts are not
+touched while the race streams, nothing arrives after "Stopped.", and the round timeline under the
+panes has one verify block per round and one plain pass per plain token."""
+import re
+import time
+
+import pytest
+
+from tests.browser_support import (kinds, run_race, app_url, browser, page, slow_target,  # noqa: F401
+                                   wait_finished)   # fixtures among them
+
+pytestmark = pytest.mark.slow    # Chromium driving the served app
+
+# Installed before Run: counts pane tokens removed and chart nodes touched, once the race's first token is in.
+WATCH = """() => {
+  const w = window.__watch = { removed: 0, charts: 0, started: false };
+  const seen = (r) => [...r.addedNodes].some((n) => n.nodeType === 1 && (n.matches('[data-kind]') || n.querySelector('[data-kind]')));
+  new MutationObserver((records) => {
+    for (const r of records) {
+      if (seen(r)) w.started = true;
+      if (w.started) w.removed += [...r.removedNodes].filter((n) => n.nodeType === 1 && n.matches('[data-kind]')).length;
+    }
+  }).observe(document.querySelector('#spec-pane'), { childList: true, subtree: true });
+  const charts = new MutationObserver((records) => {
+    // the race's last update (its status, its plots) ends the streaming
+    if (w.started && !document.querySelector('#status .status-done')) w.charts += records.length;
+  });
+  document.querySelectorAll('[id^=plot-]').forEach((el) => charts.observe(el, { childList: true, subtree: true, attributes: true }));
+}"""
+
+
+def test_updates_append_tokens_and_leave_charts_alone(page, slow_target):
+    run_race(page, "import os\n", max_new=48)
+    page.evaluate(WATCH)
+    page.wait_for_function("document.querySelectorAll('#spec-pane [data-kind]').length >= 3", timeout=30_000)
+    # the first token shown, marked on the node itself: an update that re-rendered the pane would drop it
+    page.evaluate("() => { window.__first = document.querySelector('#spec-pane [data-kind]'); }")
+    shown = len(kinds(page, "spec-pane"))
+    wait_finished(page)
+    assert len(kinds(page, "spec-pane")) > shown
+    assert page.evaluate("() => window.__first.isConnected && document.querySelector('#spec-pane [data-kind]') === window.__first")
+    watch = page.evaluate("() => window.__watch")
+    assert watch["started"] and watch["removed"] == 0
+    assert watch["charts"] == 0          # no chart touched while the race streamed
+    page.wait_for_selector("#plot-race .js-plotly-plot .main-svg", timeout=20_000)     # drawn at the end
+
+
+def test_nothing_arrives_after_stopped(page, slow_target):
+    run_race(page, "import os\n", max_new=200)
+    page.wait_for_function("document.querySelectorAll('#base-pane [data-kind]').length > 5", timeout=30_000)
+    page.click("#stop")
+    # said at once, by the page itself, before the server has ended the lanes
+    assert page.inner_text("#status", timeout=500).strip() == "Stopped."
+    counts = (len(kinds(page, "spec-pane")), len(kinds(page, "base-pane")))
+    blocks = page.locator("#timeline .tl-b").count()
+    page.wait_for_selector("#status .status-done", timeout=15_000)       # the server's own last update
+    time.sleep(0.5)
+    assert "Stopped" in page.inner_text("#status")
+    assert (len(kinds(page, "spec-pane")), len(kinds(page, "base-pane"))) == counts
+    assert page.locator("#timeline .tl-b").count() == blocks
+    for meter in ("#spec-meter", "#base-meter"):
+        assert "running" not in page.inner_text(meter)
+        assert "stopped" in page.inner_text(meter)
+    run_race(page, "import os\n", max_new=16)        # the next race streams again
+    wait_finished(page)
+    assert len([k for k in kinds(page, "spec-pane") if k != "rejected"]) == 16
+
+
+def test_timeline_draws_each_round_and_each_plain_pass(page):
+    run_race(page, "def add(a, b):\n    return", max_new=32)
+    wait_finished(page)
+    rounds = int(re.search(r"(\d+) rounds", page.inner_text("#spec-meter")).group(1))
+    assert page.locator("#timeline .tl-verify").count() == rounds
+    assert page.locator("#timeline .tl-pass").count() == len(kinds(page, "base-pane")) == 32
+    # every round drew as many draft steps as it drafted, and under its pass the fate of each token it decided
+    fates = page.eval_on_selector_all("#timeline .tl-fates-spec .tl-f", "els => els.map(e => e.className)")
+    spec = [k for k in kinds(page, "spec-pane")]
+    assert len(fates) == len(spec)
+    assert page.locator("#timeline .tl-draft").count() >= rounds
+    # the axis was fitted: the last block ends inside the box, ticks are drawn
+    assert page.locator("#timeline .tl-tick").count() >= 2
+    box = page.locator("#timeline .live-box").bounding_box()
+    last = page.locator("#timeline .tl-b").last.bounding_box()
+    assert last["x"] + last["width"] <= box["x"] + box["width"] + 1
+    assert box["height"] >= 100

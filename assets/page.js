@@ -225,6 +225,18 @@
     }
   }, true);
 
+
+  // The race's "why?" (view/race_status.py): on a projector and a phone the why, its notes and the
+  // "Ran:" line fold under the one-line headline; the button opens and closes them.
+  document.addEventListener("click", (event) => {
+    const b = event.target.closest ? event.target.closest(".why-toggle") : null;
+    const summary = b && b.closest("#race-summary");
+    if (!summary) return;
+    const open = summary.classList.toggle("why-open");
+    b.setAttribute("aria-expanded", String(open));
+    b.textContent = open ? "hide why" : "why?";
+  });
+
   // The round timeline (view/timeline.py): every block is placed by its start and length in seconds;
   // the axis' length --T grows by steps (so blocks do not shift on every update) to cover the latest
   // block's end, with tick labels in seconds.

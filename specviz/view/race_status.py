@@ -15,6 +15,12 @@ from .render import clean
 from .tree_results import tree_why
 
 
+# On a projector and a phone the headline stands alone on one line (two on a phone) and what qualifies it
+# (notes, why, the "Ran:" line) folds under this button (assets/style.css, assets/page.js), so the panes
+# keep their place when the race ends; elsewhere the button is not shown and the why reads in full.
+WHY_TOGGLE = '<button type="button" class="why-toggle" aria-expanded="false">why?</button>'
+
+
 def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str | None,
              side: list[str] = (), shared: bool = False, tree: tuple[int, ...] | None = None) -> str:
     """The finished race's status (HTML), styled by the ledger's verdict (a loss is never shown as a
@@ -51,7 +57,7 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
     note = f'<div class="race-note">{clean(" ".join(notes))}</div>' if notes else ""
     return (f'<div class="status status-done {verdict_class(led.verdict)}" id="race-summary" '
             f'data-verdict="{clean(led.verdict)}"{attrs}><div class="headline" id="race-headline">{clean(text)}</div>'
-            f'{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(because or why(led))}"><b>Why:</b> '
+            f'{WHY_TOGGLE}{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(because or why(led))}"><b>Why:</b> '
             f'{clean(because or why(led))}</p></div>')
 
 

@@ -110,13 +110,34 @@
     }
     return box;
   };
+  const details = (el) => {
+    const part = [node("div", "tip-text", el.dataset.tip)];
+    if (el.dataset.pic) {
+      try { part.push(drawPicture(JSON.parse(el.dataset.pic))); } catch (err) { /* text stays */ }
+    }
+    return part;
+  };
+  // In the Text view a correction stands for the drafts thrown away where it stands (hidden there, just
+  // before it): its details open with theirs, then its own.
+  const thrownBefore = (el) => {
+    const out = [];
+    if (!el.classList.contains("tok-resampled") || !el.closest('#spec-pane[data-view="text"]')) return out;
+    for (let n = el.previousElementSibling; n && n.classList.contains("tok-rejected"); n = n.previousElementSibling) out.unshift(n);
+    return out;
+  };
   const open = (el, pin) => {
     if (owner && owner !== el) owner.removeAttribute("aria-describedby");
     owner = el;
     pinned = pin;
-    pop.replaceChildren(node("div", "tip-text", el.dataset.tip));
-    if (el.dataset.pic) {
-      try { pop.appendChild(drawPicture(JSON.parse(el.dataset.pic))); } catch (err) { /* text stays */ }
+    const thrown = thrownBefore(el);
+    if (thrown.length) {
+      const n = Number(el.dataset.thrown || thrown.length);
+      const parts = [node("div", "tip-head", n === 1 ? "1 draft thrown away here:" : n + " drafts thrown away here (the first judged, the rest after it):")];
+      for (const r of thrown) parts.push(...details(r));
+      parts.push(node("div", "tip-head", "The target's correction:"), ...details(el));
+      pop.replaceChildren(...parts);
+    } else {
+      pop.replaceChildren(...details(el));
     }
     pop.hidden = false;
     el.setAttribute("aria-describedby", "tip-pop");
@@ -190,7 +211,10 @@
       b.addEventListener("click", () => setView(view));
       bar.appendChild(b);
     }
-    bar.appendChild(node("span", "view-hint", "× = a draft thrown away: tap it"));
+    // "click" with a mouse, "tap" on a touch screen (style.css shows one by the pointer: coarse query)
+    const hint = node("span", "view-hint", "tinted: a word the target corrected; its small number, the drafts thrown away there: ");
+    hint.append(node("span", "say-click", "click"), node("span", "say-tap", "tap"), " it");
+    bar.appendChild(hint);
     pane.parentNode.insertBefore(bar, pane);
     // The plain pane gets an invisible twin of the switch, so both panes' text starts level.
     const base = document.querySelector("#base-pane");

@@ -91,22 +91,26 @@ def picture(event) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def token_span(event) -> str:
+def token_span(event, thrown: int = 0) -> str:
+    """One token's span; `thrown` > 0 on a correction: the drafts thrown away where it stands (the Text
+    view shows that count beside the corrected word, and opens them from it: assets/page.js)."""
     data_kind, css = KINDS[event.kind]
     text = clean(visible(event.piece)) if event.kind == "rejected" else marked(event.piece)
     round_attr = f' data-round="{int(event.round)}"' if hasattr(event, "round") else ""
+    thrown_attr = f' data-thrown="{int(thrown)}"' if thrown > 0 else ""
     pic = picture(event)
     pic_attr = f' data-pic="{clean(pic)}"' if pic else ""
-    return (f'<span class="{css}" data-kind="{data_kind}"{round_attr} tabindex="0" '
+    return (f'<span class="{css}" data-kind="{data_kind}"{round_attr}{thrown_attr} tabindex="0" '
             f'data-tip="{clean(tip(event))}"{pic_attr}>{text}</span>')
 
 
-def fragment(event) -> str:
-    """The HTML one event appends to its lane's pane ("" for events that show nothing)."""
+def fragment(event, thrown: int = 0) -> str:
+    """The HTML one event appends to its lane's pane ("" for events that show nothing); `thrown` as
+    token_span's."""
     if event.kind == "drafted":
         return f'<span class="round-mark" data-round="{int(event.round)}"></span>'
     if event.kind in KINDS:
-        return token_span(event)
+        return token_span(event, thrown)
     return ""
 
 
@@ -153,7 +157,7 @@ _VERDICT_KEYS = (
 _READING_KEYS = (
     '<span class="round-mark"></span> round boundary · '
     '<span class="ws-key">· space ⏎ newline → tab &lt;0xE2&gt; part of a character</span> · '
-    'hover, tap or focus a token for its numbers'
+    'hover, <span class="say-click">click</span><span class="say-tap">tap</span> or focus a token for its numbers'
 )
 LEGEND = f'<div class="legend">{_VERDICT_KEYS}{_READING_KEYS}</div>'
 # Step mode shows the round's drafts before their verdicts: the dashed chips get their key too.

@@ -85,3 +85,19 @@ def test_timeline_draws_each_round_and_each_plain_pass(page):
     last = page.locator("#timeline .tl-b").last.bounding_box()
     assert last["x"] + last["width"] <= box["x"] + box["width"] + 1
     assert box["height"] >= 100
+
+
+def test_step_mode_draws_the_revealed_rounds_on_the_clock(page):
+    page.fill("#prompt textarea", "def add(a, b):\n    return")
+    page.click("button[role=tab]:has-text('Step mode')")
+    for n in (1, 2, 3):
+        page.click("#step")
+        page.wait_for_function("(n) => document.querySelectorAll('#step-timeline .tl-verify').length === n",
+                               arg=n, timeout=60_000)
+    # each revealed round: its draft steps, its one verify pass, and a fate under it for each token it decided
+    decided = page.locator("#step-pane [data-kind]").count()
+    assert page.locator("#step-timeline .tl-fates-spec .tl-f").count() == decided
+    assert page.locator("#step-timeline .tl-draft").count() >= 3
+    assert page.locator("#step-timeline .tl-tick").count() >= 2
+    page.click("#step-reset")
+    page.wait_for_function("document.querySelectorAll('#step-timeline .tl-b').length === 0", timeout=10_000)

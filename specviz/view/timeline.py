@@ -20,7 +20,7 @@ from __future__ import annotations
 from .render import clean
 
 # No wrapper element: appended pieces land at the end of the live box (view/live_html.py), which
-# assets/style.css draws as the timeline (#timeline .live-box).
+# assets/style.css draws as the timeline (.tl-box .live-box).
 HEAD = ('<div class="tl-lane tl-lane-spec">speculative</div><div class="tl-lane tl-lane-base">plain</div>'
         '<div class="tl-axis"></div>'
         '<div class="tl-key">dashed: a draft step · solid: one target pass · under it, the tokens it decided '

@@ -50,7 +50,7 @@ def build(shared: Shared) -> gr.Tab:
                 base_meter = gr.HTML(elem_id="base-meter")
                 base_pane = live_html(hint("base"), elem_id="base-pane", elem_classes=["token-pane"])
         # Both lanes on one clock (view/timeline.py), appended live as the panes are.
-        timeline = live_html("", elem_id="timeline")
+        timeline = live_html("", elem_id="timeline", elem_classes=["tl-box"])
         gr.HTML(LEGEND, elem_id="legend")
         strip = gr.HTML(elem_id="stats")
         ledger = gr.HTML(elem_id="ledger")

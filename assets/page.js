@@ -39,13 +39,17 @@
   let owner = null, pinned = false;
   const place = (el) => {
     // At least EDGE px from every side of the window (a phone's rounded corners and bezel hid a 4 px margin).
-    const EDGE = 10, r = el.getBoundingClientRect(), w = pop.offsetWidth, h = pop.offsetHeight;
+    // Projector mode zooms the body, the popover with it: its left and top are zoomed CSS pixels, while
+    // the token's rectangle and the window are the screen's, so every length is read in screen pixels
+    // and set divided by the zoom (unzoomed, it ran off a projector's right edge).
+    const z = parseFloat(getComputedStyle(document.body).zoom) || 1;
+    const EDGE = 10, r = el.getBoundingClientRect(), w = pop.offsetWidth * z, h = pop.offsetHeight * z;
     const width = document.documentElement.clientWidth;     // without a desktop's scrollbar
     let left = Math.min(Math.max(EDGE, r.left), width - w - EDGE);
     let top = r.bottom + 6;
     if (top + h > window.innerHeight - EDGE) top = Math.max(EDGE, r.top - h - 6);
-    pop.style.left = left + "px";
-    pop.style.top = top + "px";
+    pop.style.left = (left / z) + "px";
+    pop.style.top = (top / z) + "px";
   };
   // A judged token's picture (render.py's data-pic: numbers and token texts, set as text only): p and q
   // over the position's most likely tokens, each bar split where they overlap (green: min(p, q), the

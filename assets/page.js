@@ -129,10 +129,19 @@
     for (let n = el.previousElementSibling; n && n.classList.contains("tok-rejected"); n = n.previousElementSibling) out.unshift(n);
     return out;
   };
+  // A token picked (click, tap, Enter) docks its details and p-and-q picture in a panel at the panes' text
+  // size: the lower right of a wide screen, beside the panes; a bottom sheet on a phone (style.css,
+  // .tip-pop.docked). Hover still floats them beside the token. Step mode's tokens dock the same way.
+  const dockClose = node("button", "dock-close", "×");
+  dockClose.type = "button";
+  dockClose.setAttribute("aria-label", "Close the details");
+  dockClose.addEventListener("click", (event) => { event.stopPropagation(); const el = owner; close(); if (el && el.focus) el.focus(); });
   const open = (el, pin) => {
     if (owner && owner !== el) owner.removeAttribute("aria-describedby");
     owner = el;
     pinned = pin;
+    const docked = pin && !!el.closest(".token-pane, #step-explain, .tree-draw");
+    pop.classList.toggle("docked", docked);
     const thrown = thrownBefore(el);
     if (thrown.length) {
       const n = Number(el.dataset.thrown || thrown.length);
@@ -143,9 +152,10 @@
     } else {
       pop.replaceChildren(...details(el));
     }
+    if (docked) pop.prepend(dockClose);
     pop.hidden = false;
     el.setAttribute("aria-describedby", "tip-pop");
-    place(el);
+    if (docked) { pop.style.left = ""; pop.style.top = ""; pop.scrollTop = 0; } else place(el);
   };
   const close = () => {
     if (owner) owner.removeAttribute("aria-describedby");
@@ -184,7 +194,10 @@
     event.stopImmediatePropagation();
     if (el === owner && pinned) close(); else open(el, true);
   }, true);
-  window.addEventListener("scroll", () => { if (owner) { if (owner.isConnected) place(owner); else close(); } }, true);
+  window.addEventListener("scroll", (event) => {
+    if (!owner || (event.target && event.target.closest && event.target.closest("#tip-pop"))) return;
+    if (!owner.isConnected) close(); else if (!pop.classList.contains("docked")) place(owner);
+  }, true);
 
   // The speculative pane's view: "text" (the output as written, rejected drafts folded into marks) or
   // "rounds" (every draft inline, round bars, whitespace drawn). A switch above the pane, kept in the

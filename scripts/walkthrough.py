@@ -46,10 +46,12 @@ GEOMETRY = """() => {
     if (p.scrollHeight <= p.clientHeight + 1 && b.bottom <= window.innerHeight) return 99;
     const seen = Math.min(b.bottom, window.innerHeight) - Math.max(b.top + parseFloat(cs.paddingTop) * zoom, 0);
     return seen / (parseFloat(cs.lineHeight) * zoom); };
-  const sw = rect('#projector'), head = rect('#race-headline'), box = rect('#title');
+  const shown = [...document.querySelectorAll('#race-summary > .headline, #race-summary > .headline-short')]
+    .find((e) => e.getClientRects().length);
+  const sw = rect('#projector'), head = shown ? shown.getBoundingClientRect() : null, box = rect('#title');
   const titleEnd = box.right - parseFloat(getComputedStyle(document.querySelector('#title')).paddingRight) * zoom;
   return { spec: lines('#spec-pane'), base: lines('#base-pane'), specTop: rect('#spec-pane').top,
-           headLines: head ? Math.round(head.height / (parseFloat(getComputedStyle(document.querySelector('#race-headline')).lineHeight) * zoom)) : 0,
+           headLines: head ? Math.round(head.height / (parseFloat(getComputedStyle(shown).lineHeight) * zoom)) : 0,
            titleClear: !sw || titleEnd <= sw.left + 1 || rect('#title').bottom <= sw.top };
 }"""
 

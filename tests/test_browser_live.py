@@ -101,3 +101,50 @@ def test_step_mode_draws_the_revealed_rounds_on_the_clock(page):
     assert page.locator("#step-timeline .tl-tick").count() >= 2
     page.click("#step-reset")
     page.wait_for_function("document.querySelectorAll('#step-timeline .tl-b').length === 0", timeout=10_000)
+
+
+def _docked(page) -> dict:
+    return page.evaluate("""() => { const p = document.querySelector('#tip-pop'), b = p.getBoundingClientRect();
+      const pane = document.querySelector('.prose.token-pane');
+      return { docked: p.classList.contains('docked') && !p.hidden, left: b.left, right: b.right, bottom: b.bottom,
+               width: window.innerWidth, height: window.innerHeight, rows: p.querySelectorAll('.pic-row').length,
+               size: parseFloat(getComputedStyle(p).fontSize), pane: parseFloat(getComputedStyle(pane).fontSize) }; }""")
+
+
+def test_a_picked_token_docks_its_p_and_q_picture_in_the_race_and_in_step_mode(page):
+    run_race(page, "def add(a, b):\n    return", max_new=24, temperature=1.0)
+    wait_finished(page)
+    page.locator("#spec-pane [data-kind=accepted]").first.click()
+    page.wait_for_selector("#tip-pop.docked", state="visible")
+    d = _docked(page)
+    assert d["docked"] and d["rows"] >= 2 and d["size"] == d["pane"]          # at the panes' text size
+    assert 0 <= d["left"] and d["right"] <= d["width"] and d["bottom"] <= d["height"]
+    page.keyboard.press("Escape")
+    assert page.locator("#tip-pop").is_hidden()
+    page.click("button[role=tab]:has-text('Step mode')")
+    page.click("#step")
+    page.wait_for_selector("#step-pane [data-kind=accepted], #step-pane [data-kind=rejected]", timeout=60_000)
+    page.locator("#step-pane [data-kind=accepted], #step-pane [data-kind=rejected]").first.click()
+    page.wait_for_selector("#tip-pop.docked", state="visible")
+    assert _docked(page)["rows"] >= 2
+    page.click("#tip-pop .dock-close")
+    assert page.locator("#tip-pop").is_hidden()
+
+
+def test_a_phone_gets_the_picture_as_a_bottom_sheet(browser, app_url):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    pg = context.new_page()
+    try:
+        pg.goto(app_url)
+        pg.wait_for_selector("#run")
+        run_race(pg, "def add(a, b):\n    return", max_new=24, temperature=1.0)
+        wait_finished(pg)
+        token = pg.locator("#spec-pane [data-kind=accepted]").first
+        token.scroll_into_view_if_needed()
+        token.tap()
+        pg.wait_for_selector("#tip-pop.docked", state="visible")
+        d = _docked(pg)
+        assert d["left"] <= 1 and abs(d["right"] - d["width"]) <= 1 and abs(d["bottom"] - d["height"]) <= 1
+        assert d["rows"] >= 2
+    finally:
+        context.close()

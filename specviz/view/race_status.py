@@ -55,10 +55,24 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
         attrs += "" if head.same_text is None else f' data-same-text="{int(head.same_text)}"'
         attrs += ' data-repetitive="1"' if head.repetition else ""
     note = f'<div class="race-note">{clean(" ".join(notes))}</div>' if notes else ""
+    short = _short(view, head, glyph, label)
     return (f'<div class="status status-done {verdict_class(led.verdict)}" id="race-summary" '
             f'data-verdict="{clean(led.verdict)}"{attrs}><div class="headline" id="race-headline">{clean(text)}</div>'
-            f'{WHY_TOGGLE}{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(because or why(led))}"><b>Why:</b> '
+            f'{short}{WHY_TOGGLE}{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(because or why(led))}"><b>Why:</b> '
             f'{clean(because or why(led))}</p></div>')
+
+
+def _short(view: RaceView, head, glyph: str, label: str) -> str:
+    """A sampled race's headline names each lane before its figure, too long for one projected line: there
+    (assets/style.css) the verdict and the figure alone stand in for it until "why?" opens the whole
+    line. "" where the headline is already short (greedy, the same text)."""
+    if not head or not head.per_token:
+        return ""
+    speedup, over = view.stats.compared()
+    if speedup is None:
+        return ""
+    basis = "per token" if over is None else f"like for like over {over} tokens"
+    return f'<div class="headline-short">{clean(f"{glyph} {label}: {speedup:.2f}× the plain rate, {basis}")}</div>'
 
 
 def busy_reason(others: float | None, side: list[str], shared: bool) -> str:

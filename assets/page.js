@@ -229,7 +229,7 @@
       bar.appendChild(b);
     }
     // "click" with a mouse, "tap" on a touch screen (style.css shows one by the pointer: coarse query)
-    const hint = node("span", "view-hint", "tinted: a word the target corrected; its small number, the drafts thrown away there: ");
+    const hint = node("span", "view-hint", "tinted: a correction; its number: the drafts thrown away; ");
     hint.append(node("span", "say-click", "click"), node("span", "say-tap", "tap"), " it");
     bar.appendChild(hint);
     pane.parentNode.insertBefore(bar, pane);

@@ -148,3 +148,18 @@ def test_a_phone_gets_the_picture_as_a_bottom_sheet(browser, app_url):
         assert d["rows"] >= 2
     finally:
         context.close()
+
+
+def test_projector_folds_the_why_under_a_one_line_headline_and_nothing_moves(page):
+    page.click("#projector input")
+    page.wait_for_selector("body.projector", state="attached")
+    run_race(page, "def add(a, b):\n    return", max_new=32)
+    page.wait_for_selector("#spec-pane [data-kind]", state="attached", timeout=30_000)
+    top = page.evaluate("document.querySelector('#spec-pane').getBoundingClientRect().top")
+    wait_finished(page)
+    assert abs(page.evaluate("document.querySelector('#spec-pane').getBoundingClientRect().top") - top) <= 2
+    assert page.locator("#race-why").is_hidden() and page.locator("#race-ran").is_hidden()
+    toggle = page.locator("#race-summary .why-toggle")
+    assert toggle.is_visible()
+    toggle.click()
+    assert page.locator("#race-why").is_visible() and toggle.get_attribute("aria-expanded") == "true"

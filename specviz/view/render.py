@@ -84,11 +84,21 @@ def picture(event) -> str:
     # the most likely under p or under q first, then this event's own token wherever it falls
     keep = sorted(others, key=lambda r: -max(r[2], r[3] or 0.0))[:PICTURE_ROWS - len(chosen)] + chosen
     keep.sort(key=lambda r: (-r[2], -(r[3] or 0.0)))
-    data = {"kind": event.kind, "rule": getattr(event, "rule", None), "overlap": event.overlap,
+    data = {"kind": event.kind, "rule": _rule(event), "overlap": event.overlap,
             "accept": getattr(event, "accept_prob", None), "u": getattr(event, "u", None),
             "rows": [[visible(piece) or f"id {int(tid)}", round(p, 5), None if q is None else round(q, 5),
                       mark if tid == event.token_id else ""] for tid, piece, p, q in keep]}
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _rule(event) -> str | None:
+    """The rule that judged the position, for the picture's caption. A correction carries none: a greedy
+    one is the target's own argmax (its probability is p itself, as engine/analysis/explain.py reads it),
+    so its caption says greedy, as its details do, not the residual a sampled correction is drawn from."""
+    rule = getattr(event, "rule", None)
+    if rule is None and event.kind == "resampled" and event.top_residual and abs(event.prob - event.p) < 1e-9:
+        return "argmax"
+    return rule
 
 
 def token_span(event, thrown: int = 0) -> str:

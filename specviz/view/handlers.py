@@ -3,7 +3,7 @@
 `run_race` builds one RunRequest from the form, settles it once (request.settle: the API accepts
 what sliders never send), says when its pair must load first, loads it and tokenizes once
 (request.load), then folds the engine's race into HTML and figures: panes, meters and the round
-timeline about 12 times a second (appended in the browser, view/live_html.py), the strip once a
+timeline about 6 times a second (appended in the browser, view/live_html.py), the strip once a
 second (gr.skip() in between), the plots only once, at the end, with the kinds chart from the fold
 and the ledger built once. Errors become a readable line.
 Stop sets this run's own cancel flag; the engine then ends both lanes within one round.
@@ -42,7 +42,10 @@ from ..app.visitor_text import without_paths
 from .visitor import current_client, visitor_gone
 
 log = logging.getLogger(__name__)
-PANE_EVERY_S, STRIP_EVERY_S = 0.08, 1.0
+# Each update costs the browser a fixed share (Gradio parses, clones and dispatches every output) besides
+# what it appends: ~6 a second keep the gaps between visible updates well under half a second while a
+# phone's throttled main thread stays mostly idle.
+PANE_EVERY_S, STRIP_EVERY_S = 0.16, 1.0
 
 
 class RaceUpdate(NamedTuple):
@@ -196,7 +199,7 @@ def _tree_box(view: RaceView, run: Prepared, stopped: bool, model) -> str:
 
 
 def _stream(view: RaceView, events: Iterator[Event], cancel: threading.Event | None = None):
-    """Fold the events into the view: panes, meters and timeline ~12 times a second (each an append,
+    """Fold the events into the view: panes, meters and timeline ~6 times a second (each an append,
     view/live_html.py), the strip once a second, no plots (they are drawn once, when the race ends:
     each re-sent figure was re-mounted below the fold while tokens waited). Once Stop is clicked
     nothing more is folded or sent: what was on screen is the stopped race."""

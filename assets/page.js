@@ -39,13 +39,17 @@
   let owner = null, pinned = false;
   const place = (el) => {
     // At least EDGE px from every side of the window (a phone's rounded corners and bezel hid a 4 px margin).
-    const EDGE = 10, r = el.getBoundingClientRect(), w = pop.offsetWidth, h = pop.offsetHeight;
+    // Projector mode zooms the body, the popover with it: its left and top are zoomed CSS pixels, while
+    // the token's rectangle and the window are the screen's, so every length is read in screen pixels
+    // and set divided by the zoom (unzoomed, it ran off a projector's right edge).
+    const z = parseFloat(getComputedStyle(document.body).zoom) || 1;
+    const EDGE = 10, r = el.getBoundingClientRect(), w = pop.offsetWidth * z, h = pop.offsetHeight * z;
     const width = document.documentElement.clientWidth;     // without a desktop's scrollbar
     let left = Math.min(Math.max(EDGE, r.left), width - w - EDGE);
     let top = r.bottom + 6;
     if (top + h > window.innerHeight - EDGE) top = Math.max(EDGE, r.top - h - 6);
-    pop.style.left = left + "px";
-    pop.style.top = top + "px";
+    pop.style.left = (left / z) + "px";
+    pop.style.top = (top / z) + "px";
   };
   // A judged token's picture (render.py's data-pic: numbers and token texts, set as text only): p and q
   // over the position's most likely tokens, each bar split where they overlap (green: min(p, q), the
@@ -110,17 +114,48 @@
     }
     return box;
   };
+  const details = (el) => {
+    const part = [node("div", "tip-text", el.dataset.tip)];
+    if (el.dataset.pic) {
+      try { part.push(drawPicture(JSON.parse(el.dataset.pic))); } catch (err) { /* text stays */ }
+    }
+    return part;
+  };
+  // In the Text view a correction stands for the drafts thrown away where it stands (hidden there, just
+  // before it): its details open with theirs, then its own.
+  const thrownBefore = (el) => {
+    const out = [];
+    if (!el.classList.contains("tok-resampled") || !el.closest('#spec-pane[data-view="text"]')) return out;
+    for (let n = el.previousElementSibling; n && n.classList.contains("tok-rejected"); n = n.previousElementSibling) out.unshift(n);
+    return out;
+  };
+  // A token picked (click, tap, Enter) docks its details and p-and-q picture in a panel at the panes' text
+  // size: the lower right of a wide screen, beside the panes; a bottom sheet on a phone (style.css,
+  // .tip-pop.docked). Hover still floats them beside the token. Step mode's tokens dock the same way.
+  const dockClose = node("button", "dock-close", "×");
+  dockClose.type = "button";
+  dockClose.setAttribute("aria-label", "Close the details");
+  dockClose.addEventListener("click", (event) => { event.stopPropagation(); const el = owner; close(); if (el && el.focus) el.focus(); });
   const open = (el, pin) => {
     if (owner && owner !== el) owner.removeAttribute("aria-describedby");
     owner = el;
     pinned = pin;
-    pop.replaceChildren(node("div", "tip-text", el.dataset.tip));
-    if (el.dataset.pic) {
-      try { pop.appendChild(drawPicture(JSON.parse(el.dataset.pic))); } catch (err) { /* text stays */ }
+    const docked = pin && !!el.closest(".token-pane, #step-explain, .tree-draw");
+    pop.classList.toggle("docked", docked);
+    const thrown = thrownBefore(el);
+    if (thrown.length) {
+      const n = Number(el.dataset.thrown || thrown.length);
+      const parts = [node("div", "tip-head", n === 1 ? "1 draft thrown away here:" : n + " drafts thrown away here (the first judged, the rest after it):")];
+      for (const r of thrown) parts.push(...details(r));
+      parts.push(node("div", "tip-head", "The target's correction:"), ...details(el));
+      pop.replaceChildren(...parts);
+    } else {
+      pop.replaceChildren(...details(el));
     }
+    if (docked) pop.prepend(dockClose);
     pop.hidden = false;
     el.setAttribute("aria-describedby", "tip-pop");
-    place(el);
+    if (docked) { pop.style.left = ""; pop.style.top = ""; pop.scrollTop = 0; } else place(el);
   };
   const close = () => {
     if (owner) owner.removeAttribute("aria-describedby");
@@ -159,7 +194,10 @@
     event.stopImmediatePropagation();
     if (el === owner && pinned) close(); else open(el, true);
   }, true);
-  window.addEventListener("scroll", () => { if (owner) { if (owner.isConnected) place(owner); else close(); } }, true);
+  window.addEventListener("scroll", (event) => {
+    if (!owner || (event.target && event.target.closest && event.target.closest("#tip-pop"))) return;
+    if (!owner.isConnected) close(); else if (!pop.classList.contains("docked")) place(owner);
+  }, true);
 
   // The speculative pane's view: "text" (the output as written, rejected drafts folded into marks) or
   // "rounds" (every draft inline, round bars, whitespace drawn). A switch above the pane, kept in the
@@ -190,7 +228,10 @@
       b.addEventListener("click", () => setView(view));
       bar.appendChild(b);
     }
-    bar.appendChild(node("span", "view-hint", "× = a draft thrown away: tap it"));
+    // "click" with a mouse, "tap" on a touch screen (style.css shows one by the pointer: coarse query)
+    const hint = node("span", "view-hint", "tinted: a correction; its number: the drafts thrown away; ");
+    hint.append(node("span", "say-click", "click"), node("span", "say-tap", "tap"), " it");
+    bar.appendChild(hint);
     pane.parentNode.insertBefore(bar, pane);
     // The plain pane gets an invisible twin of the switch, so both panes' text starts level.
     const base = document.querySelector("#base-pane");
@@ -204,6 +245,74 @@
   };
   addSwitch();
   setInterval(addSwitch, 1000);
+
+
+  // Stop, at once: "Stopped." replaces the race's status the moment Stop is clicked (the server's own
+  // last update, with its summary, follows when the lanes have ended), body[data-race-stopped] makes
+  // the live panes and timeline take no more tokens (view/live_html.py) and both meters say stopped
+  // (style.css). Run, Race 3x or a trace replay starts a fresh race and clears it.
+  const RACING = /^(Starting|Racing|Waiting|Loading)/;
+  document.addEventListener("click", (event) => {
+    const t = event.target.closest ? event.target.closest("#stop, #run, #run3, #trace-load-go") : null;
+    if (!t) return;
+    if (t.id !== "stop") { delete document.body.dataset.raceStopped; return; }
+    const status = document.querySelector("#status .status");
+    const live = document.querySelector("#spec-meter .running, #base-meter .running");
+    if (!live && !(status && RACING.test(status.textContent.trim()))) return;
+    document.body.dataset.raceStopped = "1";
+    if (status) {
+      status.className = "status status-stopped";
+      status.textContent = "Stopped.";
+    }
+  }, true);
+
+
+  // The race's "why?" (view/race_status.py): on a projector and a phone the why, its notes and the
+  // "Ran:" line fold under the one-line headline; the button opens and closes them.
+  document.addEventListener("click", (event) => {
+    const b = event.target.closest ? event.target.closest(".why-toggle") : null;
+    const summary = b && b.closest("#race-summary");
+    if (!summary) return;
+    const open = summary.classList.toggle("why-open");
+    b.setAttribute("aria-expanded", String(open));
+    b.textContent = open ? "hide why" : "why?";
+  });
+
+  // The round timeline (view/timeline.py): every block is placed by its start and length in seconds;
+  // the axis' length --T grows by steps (so blocks do not shift on every update) to cover the latest
+  // block's end, with tick labels in seconds.
+  const niceStep = (T) => { const raw = T / 5, e = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / e;
+                            return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * e; };
+  const drawAxis = (box, T) => {
+    const axis = box.querySelector(".tl-axis");
+    if (!axis) return;
+    const step = niceStep(T), ticks = [];
+    for (let x = 0; x <= T + 1e-9; x += step) {
+      const tick = node("span", "tl-tick", (step < 0.1 ? x.toFixed(2) : step < 1 ? x.toFixed(1) : x.toFixed(0)) + " s");
+      tick.style.left = (100 * x / T) + "%";
+      ticks.push(tick);
+    }
+    axis.replaceChildren(...ticks);
+  };
+  const fitTimeline = (box, whole) => {
+    let end = 0;
+    // After an append only the newest blocks can end later than the axis: the last few, read from the
+    // end; after a whole new content (a new race, a replay), every block.
+    let el = box.lastElementChild;
+    for (let i = 0; el && (whole || i < 8); i++, el = el.previousElementSibling) end = Math.max(end, Number(el.dataset.end || 0));
+    const T = whole ? 0 : Number(box.dataset.span || 0);
+    if (T && end <= T) return;
+    const next = Math.max(end * 1.25, 0.1);
+    box.dataset.span = String(next);
+    box.style.setProperty("--T", String(next));
+    drawAxis(box, next);
+  };
+  document.addEventListener("live-grew", (event) => {
+    const box = event.target;
+    if (!box.closest || !box.closest("#timeline, #step-timeline")) return;
+    if (!box.querySelector(".tl-b")) { delete box.dataset.span; return; }
+    fitTimeline(box, !box.querySelector(".tl-tick"));
+  });
 
   // The Explain tab's toy (#pq-toy): a fixed target p over five tokens and a draft q the student sets with
   // sliders (q renormalised as one moves). It shows the chance a draft is kept, sum min(p, q), and for each

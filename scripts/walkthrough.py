@@ -1,14 +1,23 @@
 """A newcomer's walkthrough of the page, in Chromium: both screens, both pairs, chat and code, greedy and T = 0.8.
 
     python scripts/walkthrough.py [--out docs/screenshots/walkthrough] [--pairs bundled,smollm2] [--max-new-tokens 64]
+                                  [--screens laptop,phone,projector,projector-wide]
 
 For each combination it opens the page as a share link would (`?pair=..&prompt=..&temperature=..&seed=1`)
-on a 1366x768 laptop or a 390x844 phone (touch, no hover), clicks Run, waits for both lanes, and
-checks what a first-time visitor meets:
-- the speculative pane opens in Text view, with no "·" between words in either pane;
+on a 1366x768 laptop, a 390x844 phone (touch, no hover) or a projector (projector mode at 1280x720 and
+1366x768), clicks Run, waits for both lanes, and checks what a first-time visitor meets:
+- the speculative pane opens in Text view, with no "·" between words in either pane; it reads as text:
+  no thrown-away draft takes room, kept drafts are not coloured, a correction's underline stops at its
+  word (not its leading space) and it is at least 24 px tall to tap; the hint says "tap" on a touch
+  screen and "click" elsewhere;
 - the headline is true: a greedy race says "Same text", a sampled one says it compares per token;
 - on the laptop, the headline and its why are on the first screen;
-- a token's details (a tap on the phone, Enter on the laptop) give a sentence and the p-and-q picture;
+- on a projector, the headline is one line, the panes did not move when it came, at least 8 lines of
+  each pane show, and the title is clear of the projector switch;
+- on the phone, the speculative text is on the first screen;
+- the round timeline under the panes has one verify pass per round and one plain pass per plain token;
+- a token's details (a tap on the phone, Enter on the laptop) give a sentence and the p-and-q picture,
+  in text no smaller than the panes';
 - nothing on the page reports an error.
 It saves the first screen of each race and of the open popover (`<out>-<screen>-<pair>-<kind>-<T>.jpg`
 and `...-tip.jpg`, JPEG to keep the set small) to be looked at, prints one line per combination with
@@ -25,7 +34,26 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 PROMPTS = {"code": "def is_palindrome(s):\n    \"\"\"Return True if s reads the same backwards.\"\"\"\n",
            "chat": "Give three short tips for learning a new language."}
-SCREENS = {"laptop": (1366, 768), "phone": (390, 844)}
+SCREENS = {"laptop": (1366, 768), "phone": (390, 844), "projector": (1280, 720), "projector-wide": (1366, 768)}
+# Each pane's lines on the first screen, its top and the title against the switch (device pixels: the
+# projector's zoom included).
+GEOMETRY = """() => {
+  const rect = (s) => { const e = document.querySelector(s); return e ? e.getBoundingClientRect() : null; };
+  const zoom = parseFloat(getComputedStyle(document.body).zoom || 1);
+  // lines of a pane on the first screen; a pane whose whole text shows counts as enough
+  const lines = (s) => { const p = document.querySelector(s + ' .prose.token-pane'); if (!p) return 0;
+    const b = p.getBoundingClientRect(), cs = getComputedStyle(p);
+    if (p.scrollHeight <= p.clientHeight + 1 && b.bottom <= window.innerHeight) return 99;
+    const seen = Math.min(b.bottom, window.innerHeight) - Math.max(b.top + parseFloat(cs.paddingTop) * zoom, 0);
+    return seen / (parseFloat(cs.lineHeight) * zoom); };
+  const shown = [...document.querySelectorAll('#race-summary > .headline, #race-summary > .headline-short')]
+    .find((e) => e.getClientRects().length);
+  const sw = rect('#projector'), head = shown ? shown.getBoundingClientRect() : null, box = rect('#title');
+  const titleEnd = box.right - parseFloat(getComputedStyle(document.querySelector('#title')).paddingRight) * zoom;
+  return { spec: lines('#spec-pane'), base: lines('#base-pane'), specTop: rect('#spec-pane').top,
+           headLines: head ? Math.round(head.height / (parseFloat(getComputedStyle(shown).lineHeight) * zoom)) : 0,
+           titleClear: !sw || titleEnd <= sw.left + 1 || rect('#title').bottom <= sw.top };
+}"""
 
 
 def check(page, screen: str, temperature: float) -> list[str]:
@@ -54,11 +82,73 @@ def check(page, screen: str, temperature: float) -> list[str]:
             box = page.locator(part).bounding_box()
             if box is None or box["y"] + box["height"] > SCREENS["laptop"][1]:
                 found.append(f"{part} below the first screen ({box})")
+    return found + reads_as_text(page, screen) + layout(page, screen) + timeline(page)
+
+
+def reads_as_text(page, screen: str) -> list[str]:
+    """The Text view's calm: what a newcomer met as a page of spell-check marks."""
+    found = []
+    shown = page.eval_on_selector_all("#spec-pane [data-kind=rejected]",
+                                      "els => els.filter(e => e.getClientRects().length).length")
+    if shown:
+        found.append(f"{shown} thrown-away drafts take room in the Text view")
+    tinted = page.eval_on_selector_all("#spec-pane [data-kind=accepted]", "els => els.filter(e => !['rgba(0, 0, 0, 0)', "
+                                       "'transparent'].includes(getComputedStyle(e).backgroundColor)).length")
+    if tinted:
+        found.append(f"{tinted} kept drafts coloured in the Text view")
+    spaces = page.eval_on_selector_all("#spec-pane [data-kind=resampled] > .ws:not(.nl)",
+                                       "els => els.filter(e => getComputedStyle(e).display !== 'inline-block').length")
+    if spaces:
+        found.append(f"{spaces} corrections underlined from their leading space")
+    small = page.eval_on_selector_all("#spec-pane [data-kind=resampled]",
+                                      "els => els.filter(e => e.getBoundingClientRect().height < 24 * "
+                                      "parseFloat(getComputedStyle(document.body).zoom || 1) - 0.5).length")
+    if small:
+        found.append(f"{small} corrections under 24 px to tap")
+    hint = page.locator(".view-switch:not(.view-spacer) .view-hint")
+    word = "tap" if screen == "phone" else "click"
+    if hint.is_visible() and not hint.inner_text().endswith(f"{word} it"):
+        found.append(f"the Text view's hint does not say {word}: {hint.inner_text()!r}")
+    return found
+
+
+def layout(page, screen: str) -> list[str]:
+    """Text first: a projector's panes under a one-line headline, a phone's speculative text on screen."""
+    found = []
+    page.evaluate("window.scrollTo(0, 0)")
+    g = page.evaluate(GEOMETRY)
+    if screen.startswith("projector"):
+        if min(g["spec"], g["base"]) < 8:
+            found.append(f"projector: {g['spec']:.1f} and {g['base']:.1f} lines of the panes on the first screen")
+        if g["headLines"] != 1:
+            found.append(f"projector: the headline takes {g['headLines']} lines")
+        if abs(g["specTop"] - page.evaluate("window.__specTopRacing || 0")) > 2:
+            found.append(f"projector: the panes moved {g['specTop'] - page.evaluate('window.__specTopRacing'):.0f} px "
+                         "when the race ended")
+        if not g["titleClear"]:
+            found.append("projector: the title runs under the projector switch")
+    if screen == "phone" and g["spec"] < 2:
+        found.append(f"phone: {g['spec']:.1f} lines of the speculative text on the first screen")
+    return found
+
+
+def timeline(page) -> list[str]:
+    """The round on one clock: one verify pass per round, one plain pass per plain token."""
+    meter = page.inner_text("#spec-meter")
+    rounds = int(meter.split(" rounds")[0].split()[-1]) if " rounds" in meter else None
+    verify = page.locator("#timeline .tl-verify").count()
+    passes = page.locator("#timeline .tl-pass").count()
+    plain = page.locator("#base-pane [data-kind]").count()
+    found = []
+    if rounds is not None and verify != rounds:
+        found.append(f"timeline: {verify} verify passes for {rounds} rounds")
+    if passes != plain:
+        found.append(f"timeline: {passes} plain passes for {plain} plain tokens")
     return found
 
 
 def open_tip(page, screen: str) -> list[str]:
-    tokens = page.locator("#spec-pane [data-kind=rejected]")
+    tokens = page.locator("#spec-pane [data-kind=resampled]")      # opens the drafts thrown away there too
     token = tokens.first if tokens.count() else page.locator("#spec-pane [data-kind=accepted]").first
     if not token.count():
         return ["no token to open"]
@@ -77,6 +167,10 @@ def open_tip(page, screen: str) -> list[str]:
         found.append("token details without the p-and-q picture")
     if len(pop.inner_text().split()) < 8:
         found.append("token details without a sentence")
+    sizes = page.evaluate("() => [parseFloat(getComputedStyle(document.querySelector('#tip-pop .tip-text')).fontSize),"
+                          " parseFloat(getComputedStyle(document.querySelector('#spec-pane .prose.token-pane')).fontSize)]")
+    if sizes[0] < 0.85 * sizes[1]:
+        found.append(f"token details in {sizes[0]:g} px text beside {sizes[1]:g} px panes")
     box = pop.bounding_box()
     width = SCREENS[screen][0]
     if box and (box["x"] < 0 or box["x"] + box["width"] > width + 1):
@@ -89,6 +183,7 @@ def main() -> int:
     parser.add_argument("--out", default="docs/screenshots/walkthrough")
     parser.add_argument("--pairs", default="bundled,smollm2")
     parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--screens", default=",".join(SCREENS))
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -104,7 +199,8 @@ def main() -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium",
                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-            for screen, (width, height) in SCREENS.items():
+            for screen in args.screens.split(","):
+                width, height = SCREENS[screen]
                 phone = width < 640
                 for pair in args.pairs.split(","):
                     for kind, prompt in PROMPTS.items():
@@ -129,10 +225,16 @@ def main() -> int:
                                 arg=args.max_new_tokens)
                             if phone:
                                 page.click("#settings > button.label-wrap")      # folded again, as a visitor would
+                            if screen.startswith("projector"):
+                                page.click("#projector input")
                             start = time.monotonic()
                             page.click("#run")
                             page.wait_for_selector("#status .status-done, #status .status-error",
                                                    state="detached", timeout=15_000)
+                            # where the panes stood while racing (a projector's must not move at the end)
+                            page.wait_for_selector("#spec-pane [data-kind]", state="attached", timeout=300_000)
+                            page.evaluate("window.scrollTo(0, 0); window.__specTopRacing = "
+                                          "document.querySelector('#spec-pane').getBoundingClientRect().top")
                             page.wait_for_selector("#status .status-done, #status .status-error", timeout=300_000)
                             time.sleep(1.5)          # the last round's reveal
                             name = f"{args.out}-{screen}-{pair}-{kind}-{temperature:g}"

@@ -26,6 +26,24 @@ def test_text_view_folds_rejected_drafts_and_rounds_view_shows_them(page):
     glyph = page.locator("#spec-pane .tok-accepted .ws, #spec-pane .tok-resampled .ws").first
     if glyph.count():
         assert glyph.evaluate("e => getComputedStyle(e, '::after').content") in ("none", "normal")
+    # Calm: kept drafts read as plain text; a correction is tinted, counts the drafts thrown away there,
+    # is tall enough to tap, and opens those drafts with itself; the hint says "click" with a mouse.
+    accepted = page.locator("#spec-pane [data-kind=accepted]").first
+    assert accepted.evaluate("e => getComputedStyle(e).backgroundColor") in ("rgba(0, 0, 0, 0)", "transparent")
+    fixed = page.locator("#spec-pane [data-kind=resampled][data-thrown]").first
+    thrown = int(fixed.get_attribute("data-thrown"))
+    assert thrown >= 1 and fixed.evaluate("e => getComputedStyle(e, '::after').content") == f'"{thrown}"'
+    assert fixed.evaluate("e => e.getBoundingClientRect().height") >= 24
+    space = page.locator("#spec-pane [data-kind=resampled] > .ws:not(.nl)").first
+    if space.count():        # the underline stops at the word: its leading space is a box of its own
+        assert space.evaluate("e => getComputedStyle(e).display") == "inline-block"
+    assert page.inner_text(".view-switch:not(.view-spacer) .view-hint").endswith("click it")
+    fixed.click()
+    pop = page.locator("#tip-pop")
+    pop.wait_for(state="visible")
+    assert "thrown away here" in pop.inner_text() and "correction" in pop.inner_text()
+    assert pop.locator(".pic-row.pic-draft").count() >= 1                 # the thrown draft's own picture
+    page.keyboard.press("Escape")
     # Rounds: every draft inline again, and the choice survives a reload.
     page.click(".view-switch button[data-view=rounds]")
     assert page.get_attribute("#spec-pane", "data-view") == "rounds"
@@ -38,7 +56,7 @@ def test_text_view_folds_rejected_drafts_and_rounds_view_shows_them(page):
 def test_a_tokens_popover_draws_p_and_q_with_the_draft_marked(page):
     run_race(page, "def add(a, b):\n    return", max_new=32, temperature=1.0)
     wait_finished(page)
-    token = page.locator("#spec-pane [data-kind=rejected], #spec-pane [data-kind=accepted]").first
+    token = page.locator("#spec-pane [data-kind=accepted]").first     # in the Text view a rejected draft is hidden
     token.click()
     pop = page.locator("#tip-pop")
     pop.wait_for(state="visible")
@@ -122,12 +140,14 @@ def test_a_phone_says_what_the_page_is(browser, app_url):
 
 def test_a_tap_on_a_folded_draft_opens_its_details_on_a_phone(browser, app_url):
     """A tap also sends mouseover; opening there once put the details under the finger, the tap's click
-    never came and they closed again: on a phone the × of a thrown-away draft opened nothing."""
+    never came and they closed again: on a phone the × of a thrown-away draft opened nothing. The thrown
+    drafts open from the corrected word that stands for them; the hint says "tap" on a touch screen."""
     context, pg = _open(browser, app_url, 390, 844)
     try:
         run_race(pg, "def add(a, b):\n    return", max_new=48, temperature=1.0)
         wait_finished(pg)
-        mark = pg.locator("#spec-pane [data-kind=rejected]").first
+        assert pg.inner_text(".view-switch:not(.view-spacer) .view-hint").endswith("tap it")
+        mark = pg.locator("#spec-pane [data-kind=resampled][data-thrown]").first
         mark.scroll_into_view_if_needed()
         mark.tap()
         pop = pg.locator("#tip-pop")

@@ -39,6 +39,8 @@ def test_a_share_link_fills_the_form_and_copy_link_writes_it_back(browser, app_u
         query = parse_qs(urlsplit(url).query)
         assert url.startswith(app_url) and query["pair"] == ["tiny"] and query["k"] == ["5"]
         assert query["prompt"] == [prompt] and query["seed"] == ["7"] and query["temperature"] == ["0.5"]
+        # the button says what happened: copied, or where to copy the link from (no clipboard granted here)
+        pg.wait_for_function("() => /Link copied|Copy it from the box/.test(document.querySelector('#copy-link').textContent)")
     finally:
         context.close()
 

@@ -1,5 +1,6 @@
 """Token HTML: escaped, classes from a fixed set, append-only, text preserved."""
 import html
+import json
 import re
 from html.parser import HTMLParser
 
@@ -237,3 +238,18 @@ def test_a_judged_token_carries_its_picture_as_escaped_data():
     plain = token_span(Rejected(round=1, position=0, token_id=3, piece="a", p=0.1, q=0.4, accept_prob=0.25,
                                 u=0.7, rule="ratio", discarded=0))
     assert "data-pic" not in plain           # an event without a picture (an old trace) draws none
+
+
+def test_a_greedy_correction_s_picture_caption_says_greedy_as_its_details_do():
+    """The details of a greedy correction say "its own most likely token"; its picture's caption must not
+    speak of a residual drawn from (render.picture's rule is what assets/page.js captions by)."""
+    from specviz.engine.analysis.explain import tooltip
+    from specviz.view.render import picture
+    pic = [(5, "a", 0.449, 0.2), (6, "b", 0.3, 0.5)]
+    greedy = Resampled(round=4, position=1, token_id=5, piece="a", prob=0.449, p=0.449, top_residual=[(5, "a", 0.449)],
+                       picture=pic, overlap=0.5)
+    sampled = Resampled(round=4, position=1, token_id=5, piece="a", prob=0.7, p=0.449, top_residual=[(5, "a", 0.7)],
+                        picture=pic, overlap=0.5)
+    assert "its own most likely token" in tooltip(greedy)
+    assert json.loads(picture(greedy))["rule"] == "argmax"
+    assert json.loads(picture(sampled))["rule"] is None

@@ -152,9 +152,20 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
     return form
 
 
+# The link to the clipboard where the browser allows it, and the button says which happened for a moment
+# ("Link copied", or where to copy it from); fixed text only.
 COPY_JS = """(query) => {
   const url = location.origin + location.pathname + (query ? '?' + query : '');
-  try { navigator.clipboard.writeText(url).catch(() => {}); } catch (e) { /* no clipboard: the box shows it */ }
+  const button = document.querySelector('#copy-link');
+  const say = (text) => {
+    if (!button) return;
+    if (!button.dataset.label) button.dataset.label = button.textContent;
+    button.textContent = text;
+    clearTimeout(button.sayTimer);
+    button.sayTimer = setTimeout(() => { button.textContent = button.dataset.label; }, 2500);
+  };
+  const fallback = () => say('Copy it from the box below');
+  try { navigator.clipboard.writeText(url).then(() => say('Link copied'), fallback); } catch (e) { fallback(); }
   return url;
 }"""
 

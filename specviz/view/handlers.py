@@ -2,9 +2,10 @@
 
 `run_race` builds one RunRequest from the form, settles it once (request.settle: the API accepts
 what sliders never send), says when its pair must load first, loads it and tokenizes once
-(request.load), then folds the engine's race into HTML and figures: panes and meters about 12
-times a second, plots once a second (gr.skip() in between), everything once more at the end,
-with the kinds chart from the fold and the ledger built once. Errors become a readable line.
+(request.load), then folds the engine's race into HTML and figures: panes, meters and the round
+timeline about 6 times a second (appended in the browser, view/live_html.py), the strip once a
+second (gr.skip() in between), the plots only once, at the end, with the kinds chart from the fold
+and the ledger built once. Errors become a readable line.
 Stop sets this run's own cancel flag; the engine then ends both lanes within one round.
 """
 from __future__ import annotations
@@ -42,13 +43,16 @@ from ..app.visitor_text import without_paths
 from .visitor import current_client, visitor_gone
 
 log = logging.getLogger(__name__)
-PANE_EVERY_S, PLOTS_EVERY_S = 0.08, 1.0
+# Each update costs the browser a fixed share (Gradio parses, clones and dispatches every output) besides
+# what it appends: ~6 a second keep the gaps between visible updates well under half a second while a
+# phone's throttled main thread stays mostly idle.
+PANE_EVERY_S, STRIP_EVERY_S = 0.16, 1.0
 
 
 # The race tab's outputs: the panes and meters, each race plot by its registry name (view/race_plots.py),
 # the trace's download, the Stop flag, the ledger, and the page's gr.Tabs (Run shows the race tab).
 RACE_FIELDS = ("status", "strip", "spec_meter", "spec_pane", "base_meter", "base_pane", *race_plots.NAMES,
-               "download", "cancel", "ledger", "tab")
+               "download", "cancel", "ledger", "tab", "timeline")
 
 
 class RaceUpdate(namedtuple("RaceUpdate", RACE_FIELDS, defaults=(gr.skip(),) * len(RACE_FIELDS))):
@@ -66,7 +70,7 @@ def _refused(text: str) -> RaceUpdate:
     on screen belongs to a run that is not the one the visitor just asked for."""
     return RaceUpdate(status=status_html(text, "error"), strip="", spec_meter="", spec_pane="", base_meter="",
                       base_pane="", **NO_PLOTS, download=download_html(),
-                      ledger="")
+                      ledger="", timeline="")
 
 
 def run_race(app: AppState, *form, repeat: int = 1, **named):
@@ -107,11 +111,11 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
     # (each lane's clock counts only its own compute); Stop while waiting, or the visitor gone, ends it.
     yield RaceUpdate(status=status_html("Racing …"), strip=view.strip(), spec_meter=view.meter("spec"), spec_pane="",
                      base_meter=view.meter("base"), base_pane="", download=download_html(),
-                     cancel=cancel, ledger="")
+                     cancel=cancel, ledger="", timeline="")
     others, side_mark = OtherLoad(), app.side_work.mark()      # after the pair's own load (prepare, above)
     sharing = Sharing()            # another decoding job beside this one (concurrency_per_device > 1)
     try:
-        yield from _stream(view, app.decoders.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing))
+        yield from _stream(view, app.decoders.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing), cancel)
     except Stopped:
         if gone():
             return
@@ -122,6 +126,8 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
     finally:
         events.close()
     stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
+    if stopped:
+        view.stopped()           # a lane cut off before its Done says "stopped", never "running"
     dtype = run.dtype
     share, side = others.share(), app.side_work.since(side_mark)
     # This race's own c and v join the pair's cost model first; its why, ledger and tree box read the model.
@@ -161,7 +167,7 @@ def finished(view: RaceView, led, status: str, stopped: bool, download: str, tre
                       base_meter=view.meter("base"), base_pane=view.pane("base"), **race_plots.figures(view),
                       download=download,
                       cancel=None, ledger=ledger_html(led, stopped=stopped, path=path_line(view.stats), tree=tree)
-                      + tree_box)
+                      + tree_box, timeline=view.timeline.html())
 
 
 def _tree_box(view: RaceView, run: Prepared, stopped: bool, model) -> str:
@@ -176,18 +182,25 @@ def _tree_box(view: RaceView, run: Prepared, stopped: bool, model) -> str:
     return tree_box_html(spec, plain, cfg.tree, by_choice, model, stopped=stopped)
 
 
-def _stream(view: RaceView, events: Iterator[Event]):
-    """Fold the events into the view; panes and meters ~12 times a second, plots once a second."""
-    last_pane = last_plots = 0.0
+def _stream(view: RaceView, events: Iterator[Event], cancel: threading.Event | None = None):
+    """Fold the events into the view: panes, meters and timeline ~6 times a second (each an append,
+    view/live_html.py), the strip once a second, no plots (they are drawn once, when the race ends:
+    each re-sent figure was re-mounted below the fold while tokens waited). Once Stop is clicked
+    nothing more is folded or sent: what was on screen is the stopped race."""
+    last_pane = last_strip = 0.0
     for event in events:
+        if cancel is not None and cancel.is_set():
+            return
         view.add(event)
         now = time.monotonic()
         if now - last_pane >= PANE_EVERY_S:
-            plots = race_plots.figures(view, live_only=True) if now - last_plots >= PLOTS_EVERY_S else {}
-            last_plots = now if now - last_plots >= PLOTS_EVERY_S else last_plots
+            strip = gr.skip()
+            if now - last_strip >= STRIP_EVERY_S:
+                strip, last_strip = view.strip(), now
             last_pane = now
-            yield RaceUpdate(strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
-                             base_meter=view.meter("base"), base_pane=view.pane("base"), **plots)
+            yield RaceUpdate(strip=strip, spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
+                             base_meter=view.meter("base"), base_pane=view.pane("base"),
+                             timeline=view.timeline.html())
 
 
 def event_stream(app: AppState, run: Prepared, cancel: threading.Event) -> Iterator[Event]:
@@ -215,9 +228,9 @@ def starting() -> RaceUpdate:
     """Run was clicked: clear the previous race from view at once (its ledger too), and show the Race
     tab (Run is also on screen beside the other tabs; the race's status line, its refusals included,
     is in the Race tab). The strip goes too: its #speedup[data-final] must never belong to the race
-    before (a script waits for it)."""
+    before (a script waits for it); so do the plots, which the new race draws once, at its end."""
     return RaceUpdate(status=status_html("Starting …"), strip="", spec_pane="", base_pane="", spec_meter="",
-                      base_meter="", ledger="", tab=gr.Tabs(selected="race"))
+                      base_meter="", ledger="", timeline="", tab=gr.Tabs(selected="race"), **NO_PLOTS)
 
 
 def stop_run(cancel) -> None:

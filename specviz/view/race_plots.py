@@ -1,6 +1,7 @@
 """The race tab's plots, each declared once: its name (the RaceUpdate field that carries it), the page
-element it fills, its draw function (from the folded RaceView, so a replayed trace draws the same) and
-whether it redraws while the race streams (`live`) or once at the end. The tab lays them out from here
+element it fills and its draw function (from the folded RaceView, so a replayed trace draws the same).
+Every plot is drawn once, when the race ends: a streaming race sends its panes and timeline only, so a
+phone's main thread is not spent redrawing charts below the fold. The tab lays them out from here
 (`lay_out`), the handlers draw and clear them from here (`figures`, NO_PLOTS); nothing else names them.
 """
 from __future__ import annotations
@@ -23,7 +24,6 @@ class RacePlot:
     name: str                               # the RaceUpdate field (view/handlers.py) that carries its figure
     elem_id: str                            # the page element (assets/style.css, the browser tests find it so)
     draw: Callable[[RaceView], go.Figure]   # the figure from the race folded so far
-    live: bool = True                       # redrawn while the race streams; else drawn when it ends
     wide: bool = False                      # a row of its own; the others go two to a row
 
     def __post_init__(self):
@@ -37,16 +37,15 @@ RACE_PLOTS = (
     RacePlot("plot_hist", "plot-hist", lambda view: plots.tokens_per_round_hist(view.stats)),
     RacePlot("plot_position", "plot-position", lambda view: plots.acceptance_by_position(view.stats)),
     # Acceptance by kind of token, from the fold's KindTally: whole only once the race has ended.
-    RacePlot("plot_kinds", "plot-kinds", lambda view: kinds_figure(view.kinds.table(), KINDS_TITLE),
-             live=False, wide=True),
+    RacePlot("plot_kinds", "plot-kinds", lambda view: kinds_figure(view.kinds.table(), KINDS_TITLE), wide=True),
 )
 NAMES = tuple(p.name for p in RACE_PLOTS)
 NO_PLOTS = dict.fromkeys(NAMES)          # every race plot cleared
 
 
-def figures(view: RaceView, live_only: bool = False) -> dict[str, go.Figure]:
-    """The race plots of the fold so far, by field name (`live_only`: those a streaming race redraws)."""
-    return {p.name: p.draw(view) for p in RACE_PLOTS if p.live or not live_only}
+def figures(view: RaceView) -> dict[str, go.Figure]:
+    """The race plots of the folded race, by field name."""
+    return {p.name: p.draw(view) for p in RACE_PLOTS}
 
 
 def lay_out(min_width: int) -> dict[str, gr.Plot]:

@@ -13,6 +13,12 @@ from .render import clean
 from .tree_results import tree_why
 
 
+# On a projector and a phone the headline stands alone on one line (two on a phone) and what qualifies it
+# (notes, why, the "Ran:" line) folds under this button (assets/style.css, assets/page.js), so the panes
+# keep their place when the race ends; elsewhere the button is not shown and the why reads in full.
+WHY_TOGGLE = '<button type="button" class="why-toggle" aria-expanded="false">why?</button>'
+
+
 def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str | None,
              side: list[str] = (), shared: bool = False, tree: tuple[int, ...] | None = None) -> str:
     """The finished race's status (HTML), styled by the ledger's verdict (a loss is never shown as a
@@ -47,10 +53,24 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
         attrs += "" if head.same_text is None else f' data-same-text="{int(head.same_text)}"'
         attrs += ' data-repetitive="1"' if head.repetition else ""
     note = f'<div class="race-note">{clean(" ".join(notes))}</div>' if notes else ""
+    short = _short(view, head, glyph, label)
     return (f'<div class="status status-done {verdict_class(led.verdict)}" id="race-summary" '
             f'data-verdict="{clean(led.verdict)}"{attrs}><div class="headline" id="race-headline">{clean(text)}</div>'
-            f'{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(because or why(led))}"><b>Why:</b> '
+            f'{short}{WHY_TOGGLE}{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(because or why(led))}"><b>Why:</b> '
             f'{clean(because or why(led))}</p></div>')
+
+
+def _short(view: RaceView, head, glyph: str, label: str) -> str:
+    """A sampled race's headline names each lane before its figure, too long for one projected line: there
+    (assets/style.css) the verdict and the figure alone stand in for it until "why?" opens the whole
+    line. "" where the headline is already short (greedy, the same text)."""
+    if not head or not head.per_token:
+        return ""
+    speedup, over = view.stats.compared()
+    if speedup is None:
+        return ""
+    basis = "per token" if over is None else f"like for like over {over} tokens"
+    return f'<div class="headline-short">{clean(f"{glyph} {label}: {speedup:.2f}× the plain rate, {basis}")}</div>'
 
 
 def busy_reason(others: float | None, side: list[str], shared: bool) -> str:

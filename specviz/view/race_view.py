@@ -12,6 +12,7 @@ from ..engine.analysis.stats import RunStats
 from ..engine.analysis.token_kinds import KindTally
 from .render import clean, fragment
 from .tree_view import round_note
+from .timeline import Timeline
 
 STOP_WORDS = {"eos": "end of text", "max_tokens": "max tokens", "stop_string": "stop string",
               "cancelled": "stopped", "length_limit": "model length limit"}
@@ -26,6 +27,8 @@ class RaceView:
         self.dones: dict = {}                         # lane -> its Done event (the headline reads both)
         self.tree_round: list = []                    # a token tree round of the spec lane: Drafted, then its verdicts
         self.tree = False                             # a token tree race (its Drafted events carry parents)
+        self.timeline = Timeline()                    # both lanes on one clock (view/timeline.py)
+        self.thrown = 0                               # drafts thrown away so far in the spec lane's round
 
     def add(self, event) -> None:
         self.trace.append(to_dict(event))
@@ -34,11 +37,31 @@ class RaceView:
             self.kinds.add(event)
         if event.kind == "done":
             self.dones[event.lane] = event
-        piece = fragment(event)
+        piece = fragment(event, self._thrown(event))
         if piece:
             self.parts[event.lane].append(piece)
         if event.lane == "spec":
             self._tree_note(event)
+        self.timeline.add(event)
+
+    def _thrown(self, event) -> int:
+        """Drafts thrown away in the speculative lane's current round (each rejected draft and those after
+        it, or under it in a tree), given to the round's correction, where the Text view counts them."""
+        if event.lane != "spec":
+            return 0
+        if event.kind == "drafted":
+            self.thrown = 0
+        elif event.kind == "rejected":
+            self.thrown += 1 + int(event.discarded)
+        elif event.kind == "resampled":
+            return self.thrown
+        return 0
+
+    def stopped(self) -> None:
+        """Stop was clicked: a lane that had not finished is marked stopped (its meter never says
+        "running" beside "Stopped.")."""
+        for lane in ("spec", "base"):
+            self.stats.stop_reasons.setdefault(lane, "cancelled")
 
     def _tree_note(self, event) -> None:
         """A tree round's compact note (tree_view.round_note), appended after its tokens at its RoundEnd."""

@@ -84,29 +84,43 @@ def picture(event) -> str:
     # the most likely under p or under q first, then this event's own token wherever it falls
     keep = sorted(others, key=lambda r: -max(r[2], r[3] or 0.0))[:PICTURE_ROWS - len(chosen)] + chosen
     keep.sort(key=lambda r: (-r[2], -(r[3] or 0.0)))
-    data = {"kind": event.kind, "rule": getattr(event, "rule", None), "overlap": event.overlap,
+    data = {"kind": event.kind, "rule": _rule(event), "overlap": event.overlap,
             "accept": getattr(event, "accept_prob", None), "u": getattr(event, "u", None),
             "rows": [[visible(piece) or f"id {int(tid)}", round(p, 5), None if q is None else round(q, 5),
                       mark if tid == event.token_id else ""] for tid, piece, p, q in keep]}
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def token_span(event) -> str:
+def _rule(event) -> str | None:
+    """The rule that judged the position, for the picture's caption. A correction carries none: a greedy
+    one is the target's own argmax (its probability is p itself, as engine/analysis/explain.py reads it),
+    so its caption says greedy, as its details do, not the residual a sampled correction is drawn from."""
+    rule = getattr(event, "rule", None)
+    if rule is None and event.kind == "resampled" and event.top_residual and abs(event.prob - event.p) < 1e-9:
+        return "argmax"
+    return rule
+
+
+def token_span(event, thrown: int = 0) -> str:
+    """One token's span; `thrown` > 0 on a correction: the drafts thrown away where it stands (the Text
+    view shows that count beside the corrected word, and opens them from it: assets/page.js)."""
     data_kind, css = KINDS[event.kind]
     text = clean(visible(event.piece)) if event.kind == "rejected" else marked(event.piece)
     round_attr = f' data-round="{int(event.round)}"' if hasattr(event, "round") else ""
+    thrown_attr = f' data-thrown="{int(thrown)}"' if thrown > 0 else ""
     pic = picture(event)
     pic_attr = f' data-pic="{clean(pic)}"' if pic else ""
-    return (f'<span class="{css}" data-kind="{data_kind}"{round_attr} tabindex="0" '
+    return (f'<span class="{css}" data-kind="{data_kind}"{round_attr}{thrown_attr} tabindex="0" '
             f'data-tip="{clean(tip(event))}"{pic_attr}>{text}</span>')
 
 
-def fragment(event) -> str:
-    """The HTML one event appends to its lane's pane ("" for events that show nothing)."""
+def fragment(event, thrown: int = 0) -> str:
+    """The HTML one event appends to its lane's pane ("" for events that show nothing); `thrown` as
+    token_span's."""
     if event.kind == "drafted":
         return f'<span class="round-mark" data-round="{int(event.round)}"></span>'
     if event.kind in KINDS:
-        return token_span(event)
+        return token_span(event, thrown)
     return ""
 
 
@@ -153,7 +167,7 @@ _VERDICT_KEYS = (
 _READING_KEYS = (
     '<span class="round-mark"></span> round boundary · '
     '<span class="ws-key">· space ⏎ newline → tab &lt;0xE2&gt; part of a character</span> · '
-    'hover, tap or focus a token for its numbers'
+    'hover, <span class="say-click">click</span><span class="say-tap">tap</span> or focus a token for its numbers'
 )
 LEGEND = f'<div class="legend">{_VERDICT_KEYS}{_READING_KEYS}</div>'
 # Step mode shows the round's drafts before their verdicts: the dashed chips get their key too.

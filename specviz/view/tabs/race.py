@@ -15,6 +15,7 @@ from ...app import zerogpu
 from .. import race_plots
 from ..handlers import RaceUpdate, run_race, starting, stop_run
 from ..render import LEGEND, hint
+from ..live_html import live_html
 from ..fair_queue import REPLAY_GROUP
 from ..replay import replay_in_turn
 from ..trace_read import MAX_BYTES
@@ -45,10 +46,12 @@ def build(shared: Shared) -> gr.Tab:
         with gr.Row(equal_height=True, elem_id="panes"):
             with gr.Column(min_width=240):
                 spec_meter = gr.HTML(elem_id="spec-meter")
-                spec_pane = gr.HTML(hint("spec"), elem_id="spec-pane", elem_classes=["token-pane"])
+                spec_pane = live_html(hint("spec"), elem_id="spec-pane", elem_classes=["token-pane"])
             with gr.Column(min_width=240):
                 base_meter = gr.HTML(elem_id="base-meter")
-                base_pane = gr.HTML(hint("base"), elem_id="base-pane", elem_classes=["token-pane"])
+                base_pane = live_html(hint("base"), elem_id="base-pane", elem_classes=["token-pane"])
+        # Both lanes on one clock (view/timeline.py), appended live as the panes are.
+        timeline = live_html("", elem_id="timeline", elem_classes=["tl-box"])
         gr.HTML(LEGEND, elem_id="legend")
         strip = gr.HTML(elem_id="stats")
         ledger = gr.HTML(elem_id="ledger")
@@ -62,7 +65,8 @@ def build(shared: Shared) -> gr.Tab:
         trace_go = gr.Button("Replay the trace", visible="hidden", elem_id="trace-load-go")
     outputs = {"status": status, "strip": strip, "spec_meter": spec_meter, "spec_pane": spec_pane,
                "base_meter": base_meter, "base_pane": base_pane, **plots,
-               "download": download, "cancel": shared.cancel, "ledger": ledger, "tab": shared.tabs}
+               "download": download, "cancel": shared.cancel, "ledger": ledger, "tab": shared.tabs,
+               "timeline": timeline}
     wired = [outputs[name] for name in RaceUpdate._fields]       # by name (handlers.RaceUpdate)
     form = shared.form
     # Instant feedback first (and no stale "done" from the previous run), then the race.

@@ -22,6 +22,8 @@ from ...engine.loop.events import from_dict
 from ...errors import SpecvizError
 from ..render import STEP_LEGEND, clean, draft_chips, fragment, hint, status_html
 from ..tree_view import TREE_LEGEND, tree_html, tree_sentence
+from ..live_html import live_html
+from ..timeline import Timeline
 from ..visitor import visitor_gone
 from . import Shared
 
@@ -37,16 +39,22 @@ def build(shared: Shared) -> gr.Tab:
             step = gr.Button("Next round", variant="primary", elem_id="step")
             reset = gr.Button("Start over", elem_id="step-reset")
         pane = gr.HTML(hint("step"), elem_id="step-pane", elem_classes=["token-pane"])
+        # the rounds revealed so far on one clock (view/timeline.py), as under the race's panes
+        timeline = live_html("", elem_id="step-timeline", elem_classes=["tl-box"])
         explain = gr.HTML(START, elem_id="step-explain")
         gr.HTML(STEP_LEGEND + TREE_LEGEND, elem_id="step-legend")     # below the verdicts: they come first on a laptop
         state = gr.State({})        # inside the tab: a component directly in gr.Tabs confuses its tab bar
     # Every click counts (trigger_mode "multiple"): a click is a reveal of data already decoded, except
     # the first, which decodes up to STEP_MAX_TOKENS tokens. Visitors' clicks run side by side (the
     # decoding shares the app's fair slots), one visitor's in order (step_round takes the state's turn).
-    step.click(partial(step_round, shared.app), [state, *shared.form.inputs], [pane, explain, state],
+    stepped = step.click(partial(step_round, shared.app), [state, *shared.form.inputs], [pane, explain, state],
                api_name="step", show_progress="hidden", trigger_mode="multiple",
                concurrency_id="step", concurrency_limit=None)
-    reset.click(reset_steps, None, [pane, explain, state], api_name=False)
+    # then the revealed rounds on one clock, from the state the click left (the API's outputs stay three)
+    stepped.then(revealed_timeline, [state], [timeline], api_name=False, show_progress="hidden",
+                 concurrency_id="step", concurrency_limit=None)
+    reset.click(reset_steps, None, [pane, explain, state], api_name=False).then(
+        lambda: "", None, [timeline], api_name=False, show_progress="hidden")
     return tab
 
 
@@ -70,6 +78,16 @@ def step_round(app: AppState, state, *form, stop=None, **named):
     # the first decodes waits for its turn here, then sees what the first stored, and reveals the next round.
     with state.setdefault("turn", Turn()):
         return _step(app, state, form, named, stop)
+
+
+def revealed_timeline(state) -> object:
+    """The timeline of the rounds revealed so far (view/timeline.py); untouched where nothing was decoded."""
+    if not state or not state.get("records"):
+        return gr.skip()
+    line = Timeline()
+    for record in state["records"][:state["next"]]:
+        line.add(from_dict(record))
+    return line.html()
 
 
 class Turn:

@@ -87,8 +87,8 @@ def test_the_race_plots_are_declared_once():
     assert "plot_kinds" in names and len(set(names)) == len(names)
     assert set(names) <= set(RaceUpdate._fields) and set(NO_PLOTS) == set(names)      # each one an update field
     assert len({p.elem_id for p in race_plots.RACE_PLOTS}) == len(names)
-    # a streaming race redraws all but the kinds chart, which is whole only at the end
-    assert set(race_plots.figures(folded_view(), live_only=True)) == set(names) - {"plot_kinds"}
+    # the finished race draws every one of them (a streaming race sends none: tests/test_browser_live.py)
+    assert set(race_plots.figures(folded_view())) == set(names)
     with pytest.raises(ValueError):
         race_plots.RacePlot("plot_x", "plot-y", lambda view: None)
 

@@ -21,6 +21,13 @@ MIN_TEMPERATURE = 1e-3            # smallest non-zero temperature (and draft_tem
 TREE_WIDTH_MAX = 8                # candidates per node at one depth of a token tree
 TREE_NODES_MAX = 256              # nodes of a token tree at most (one target pass checks them all)
 CONFIDENCE_STOP_MAX = 0.95        # highest confidence_stop (the page's slider and the presets use it too)
+# The settings a token tree refuses, each with its one reason (every other setting has a tree form: the
+# rules judge a node against its siblings' residual, prompt lookup proposes branches, the confidence
+# stop leaves an unsure node childless, CUDA graphs capture the verify pass by node count).
+TREE_REFUSES = {
+    "fast": "torch.compile's static-cache steps take no tree mask (cuda_graphs runs trees on a static cache)",
+    "adaptive_k": "adaptive k lengthens and shortens a chain; a tree keeps its shape (tree_budget adapts a tree)",
+}
 
 
 @dataclass(frozen=True)
@@ -63,9 +70,10 @@ class SpecConfig:
     # first use (seconds, no compiling). None: on when the models are on CUDA (graph_model.py);
     # False: the eager path; True: also off CUDA (replayed eagerly: for tests). `fast` wins over it.
     cuda_graphs: bool | None = None
-    # A token tree instead of a chain (engine/loop/tree_rounds.py): the draft's candidates per depth,
+    # A token tree instead of a chain (engine/loop/proposal.py): the draft's candidates per depth,
     # e.g. (2, 2, 1, 1) = two first tokens, two continuations of each, then one and one (14 nodes,
-    # depth 4). The target checks every node in one pass; k is then unused. None: the chain of k.
+    # depth 4). The target checks every node in one pass; k is then unused. None: the chain of k,
+    # which runs as the tree (1,) * k. What a tree refuses is in TREE_REFUSES.
     tree: tuple[int, ...] | None = None
     # A dynamic tree (EAGLE-2's idea, Li et al. 2024): at most this many nodes, spent depth by depth on
     # the nodes the draft is surest of (the product of its probabilities along the path), each given at
@@ -134,13 +142,9 @@ class SpecConfig:
         if not self.tree_budget and tree_nodes(self.tree) > TREE_NODES_MAX:
             raise ConfigError(f"the tree {','.join(map(str, self.tree))} has {tree_nodes(self.tree)} nodes; "
                               f"at most {TREE_NODES_MAX} (or set tree_budget)")
-        refused = [("fast", self.fast), ("cuda_graphs", self.cuda_graphs is True), ("adaptive_k", self.adaptive_k),
-                   ("confidence_stop", self.confidence_stop > 0), ("forced_acceptance", self.forced_acceptance is not None),
-                   ("rule", self.rule != "exact"), ("drafter", self.drafter != "model")]
-        for name, on in refused:
-            if on:
-                raise ConfigError(f"a token tree runs eagerly with the model drafter and the exact rule: "
-                                  f"turn {name} off or leave tree unset")
+        for name, why in TREE_REFUSES.items():
+            if getattr(self, name):
+                raise ConfigError(f"a token tree cannot run with {name}: {why}")
 
     def to_dict(self) -> dict:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}

@@ -49,8 +49,8 @@ def test_width_one_tree_is_the_chain_of_its_depth(pair, pair_random, settings):
 @pytest.mark.slow     # the bundled and the SmolLM2 pairs in fp32
 @pytest.mark.parametrize("settings", [dict(), dict(temperature=1.0, seed=5)], ids=str)
 def test_width_one_tree_is_the_chain_on_the_real_pairs(real_pair, settings):
-    from specviz.models.loading import load_preset
-    bundled = load_preset("bundled", device="cpu", dtype="float32")
+    from specviz import load_pair
+    bundled = load_pair(device="cpu", dtype="float32")             # the bundled pair
     for p in (bundled, real_pair):
         same_as_chain(p, "Write a haiku about the sea.", max_new_tokens=48, **settings)
 

@@ -128,11 +128,12 @@ def _walk(proposal: Proposal, values: list[float], greedy: bool, n_top: int, voc
     first kept becomes the node judged next; when none is kept (or there are none) the row's
     candidate is the correction (or the bonus)."""
     n, rows = proposal.size, proposal.size + 1
+    at = 0
 
     def take(count):
-        nonlocal values
-        out, values = values[:count], values[count:]
-        return out
+        nonlocal at
+        at += count
+        return values[at - count: at]
     tokens = [int(t) for t in take(n)]                 # ids < 2^53 are exact in float64
     ok, p_x, q_x, acc = [v > 0 for v in take(n)], take(n), take(n), take(n)
     u = None if greedy else take(n)
@@ -157,7 +158,7 @@ def _walk(proposal: Proposal, values: list[float], greedy: bool, n_top: int, voc
     top = [(int(i), pr) for i, pr in zip(top_ids[row * n_top:(row + 1) * n_top], top_probs[row * n_top:(row + 1) * n_top])]
     return Verdict(path=path, judged=judged, parent=node, corrected=corrected, next_token=cand[row],
                    next_prob=cand_prob[row], next_p=cand_p[row], top=top, tokens=tokens, ok=ok, p=p_x, q=q_x,
-                   accept_prob=acc, u=u, pictures=Pictures(values, proposal, min(TOP_PICTURE, vocab), cand))
+                   accept_prob=acc, u=u, pictures=Pictures(values, at, proposal, min(TOP_PICTURE, vocab), cand))
 
 
 def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Tensor,

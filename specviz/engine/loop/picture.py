@@ -37,14 +37,15 @@ class Pictures:
     """The read values of `pack_pictures`, turned into a node's or a row's picture on demand (only
     the judged nodes and the emitting row are ever built)."""
 
-    def __init__(self, values: list[float], proposal, t: int, candidates: list[int]):
+    def __init__(self, values: list[float], at: int, proposal, t: int, candidates: list[int]):
+        """values[at:]: what `pack_pictures` packed, as read."""
         n, rows = proposal.size, proposal.size + 1
         self.parents, self.t, self.candidates = proposal.parents, t, candidates
 
         def take(count):
-            nonlocal values
-            out, values = values[:count], values[count:]
-            return out
+            nonlocal at
+            at += count
+            return values[at - count: at]
         self.p_ids, self.p_at_p, self.p_at_cand = take(rows * t), take(rows * t), take(rows)
         self.q_at_p, self.q_ids, self.p_at_q, self.q_at_q = take(n * t), take(n * t), take(n * t), take(n * t)
         self.overlap, self.q_at_cand = take(n), take(n)

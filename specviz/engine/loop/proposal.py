@@ -24,9 +24,11 @@ class Proposal:
     depths: list[int] = None    # 1 = a child of the root
     choices: list[int] = None   # rank among its siblings (0 = the draft's first choice)
     _kids: dict | None = field(default=None, repr=False, compare=False)
+    _chain: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self):
         n = self.tokens.numel()
+        self._chain = self.parents is None or self.parents == list(range(-1, n - 1))
         if self.parents is None:                          # a chain: each node the child of the one before
             self.parents = list(range(-1, n - 1))
             self.depths = list(range(1, n + 1))
@@ -44,7 +46,7 @@ class Proposal:
     @property
     def is_chain(self) -> bool:
         """Every node the only child of the node before it: the causal pass and the chain's cache."""
-        return all(p == i - 1 for i, p in enumerate(self.parents))
+        return self._chain
 
     def children(self, node: int) -> list[int]:
         """Children of `node` (-1: the root), in rank order."""

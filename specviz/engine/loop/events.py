@@ -91,7 +91,7 @@ class Drafted(_SelfChecking):
 class Accepted(_SelfChecking):
     """Emitted when a drafted token passes verification and becomes output."""
     round: int
-    position: int                  # index of the token within the round's drafts (0-based)
+    position: int                  # its depth in the round's tree, 0-based (a chain's: its index among the drafts)
     token_id: int
     piece: str
     p: float

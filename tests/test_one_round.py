@@ -80,6 +80,10 @@ def test_prompt_lookup_proposes_branches_and_stays_exact(pair):
     assert last(events).token_ids == reference(pair, prompt)
     roots = [sum(p == -1 for p in e.parents) for e in events if e.kind == "drafted"]
     assert max(roots) > 1                                     # several continuations as branches
+    budget = list(speculate(pair, prompt, SpecConfig(tree=(3, 2, 2), tree_budget=4, drafter="prompt_lookup",
+                                                     max_new_tokens=N)))
+    assert last(budget).token_ids == reference(pair, prompt)
+    assert max(len(e.token_ids) for e in budget if e.kind == "drafted") == 4      # branches cut to the budget
 
 
 @pytest.mark.parametrize("settings", [dict(confidence_stop=0.5), dict(tree_budget=5, confidence_stop=0.3)], ids=str)

@@ -50,7 +50,7 @@ def _model_drafter(pair, cfg, gen: torch.Generator, positions: int) -> Drafter:
 
 
 def _lookup_drafter(pair, cfg, gen: torch.Generator, positions: int) -> Drafter:
-    return PromptLookupDrafter(pair.vocab_size, pair.device, cfg.lookup_ngram)
+    return PromptLookupDrafter(pair.vocab_size, pair.device, cfg.lookup_ngram, cfg.tree_budget)
 
 
 @dataclass(frozen=True)

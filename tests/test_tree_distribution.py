@@ -52,6 +52,24 @@ def test_first_two_tokens_follow_target(small_vocab_pair, setting):  # noqa: F81
     assert chi_square_pvalue(counts.tolist(), draft_expected.tolist()) < 1e-6
 
 
+@pytest.mark.slow    # chi-square over thousands of seeded runs
+@pytest.mark.parametrize("setting", [dict(tree=(2, 1)), dict(tree=(3, 2), confidence_stop=0.3),
+                                     dict(tree=(2, 2), rule="sample_match")], ids=str)
+def test_lookup_branches_the_confidence_stop_and_sample_match_keep_the_law(small_vocab_pair, setting):  # noqa: F811
+    """Trees on the paths a chain takes keep the target's law too: prompt lookup's branches (one-hot q,
+    several continuations), a tree whose unsure nodes get no children, and a lossless rule's tree form."""
+    pair, prompt = small_vocab_pair, [1, 2, 3, 1, 2, 4, 1, 2]
+    drafter = "model" if setting.get("confidence_stop") or setting.get("rule") else "prompt_lookup"
+    counts = np.zeros(V * V, dtype=int)
+    for seed in range(2000):
+        done = list(speculate(pair, prompt, SpecConfig(max_new_tokens=3, seed=seed, temperature=1.0,
+                                                       drafter=drafter, **setting)))[-1]
+        x1, x2 = done.token_ids[:2]
+        counts[x1 * V + x2] += 1
+    expected = joint(pair.target, prompt, temperature=1.0, top_k=0, top_p=1.0)
+    assert chi_square_pvalue(counts.tolist(), expected.tolist()) > 1e-3
+
+
 def one_node_tree(q_row: torch.Tensor, width: int, gen: torch.Generator) -> Proposal:
     """A depth-1 tree: `width` children of the root drawn from q_row without replacement (as the drafter
     draws them); a candidate q gave no mass stays in the tree and is never judged."""

@@ -150,27 +150,3 @@ def test_a_drafted_event_must_describe_a_tree():
     with pytest.raises(ValueError):
         Drafted(**{**good, "pieces": ["a"]})
 
-
-@pytest.fixture
-def fresh_pair():
-    """A pair of its own, for a test that leaves a model distrusted in the graph pool."""
-    from specviz.bench.random_pair import random_pair
-    pair = random_pair("tiny", "cpu")
-    yield pair
-    for model in (pair.target, pair.draft):
-        graph_model.POOL.forget(model)
-        graph_model.POOL.clear_distrust(model)
-
-
-def test_a_stale_tree_graph_is_caught_and_its_cache_rebuilt(fresh_pair):
-    """The check is aimed at the tree's graphs too: a replay frozen at its capture's host state (the
-    positions it writes) differs from the eager pass at its first later feed, the model turns eager for
-    good, and the cache is rebuilt (the context causally, then the tree): the run still equals generate()."""
-    from specviz.bench.runner import hf_generate
-    from specviz.bench.stale_graphs import FrozenHostState
-    pair, prompt = fresh_pair, list(range(5, 25))
-    reference = hf_generate(pair, prompt, SpecConfig(max_new_tokens=16))
-    graph_model.GraphCachedModel(pair.target, pair.vocab_size, positions=64, capturer=FrozenHostState()).release()
-    done = last(speculate(pair, prompt, SpecConfig(tree=(2, 1), cuda_graphs=True, max_new_tokens=16)))
-    assert done.token_ids == reference
-    assert done.stats.decode_path.startswith("eager (a replay differed")

@@ -132,10 +132,11 @@ def part_b(args) -> dict:
     pair = load_pair(device=args.device, dtype="float32")
     graphs = True if args.force else None
     rows = []
-    for k in args.identity_ks:
+    for shape in [dict(k=k) for k in args.identity_ks] + [dict(tree=(2, 2, 1))]:     # a tree's passes too
+        k = shape.get("k") or "tree " + ",".join(map(str, shape["tree"]))
         for text in PROMPTS[: args.identity_prompts]:
             ids = pair.tokenizer(text)["input_ids"]
-            cfg = SpecConfig(k=k, max_new_tokens=args.identity_tokens, cuda_graphs=graphs)
+            cfg = SpecConfig(**shape, max_new_tokens=args.identity_tokens, cuda_graphs=graphs)
             ref = strip_eos(pair, hf_generate(pair, ids, cfg))
             eager = strip_eos(pair, list(list(speculate(pair, ids, SpecConfig(**{**cfg.to_dict(),
                                                                                  "cuda_graphs": False})))[-1].token_ids))
@@ -435,7 +436,7 @@ def _meets(name: str, value: float) -> bool:
 # letter: (part, seconds expected on an H100, what it checks). A part's limit is twice that plus 30 s.
 PARTS = {
     "A": (part_a, 15, "fidelity: graphs against eager step by step, fp32 and bf16, first and pooled"),
-    "B": (part_b, 30, "greedy identity with generate() and the eager path, k = 1, 3, 5, 8, fp32"),
+    "B": (part_b, 30, "greedy identity with generate() and the eager path, k = 1, 3, 5, 8 and the tree 2,2,1, fp32"),
     "D": (part_d, 15, "captures in one thread, eager decoding and model loads in another"),
     "E": (part_e, 25, "a model whose capture fails: only it decodes eagerly; random draws still work; D again"),
     "F": (part_f, 10, "leaks: reserved memory across capacities; a dropped pair's model and caches freed"),
@@ -612,7 +613,7 @@ def main() -> int:
     if args.dry_run:
         args.device = args.device or "cpu"
         args.samples, args.pair, args.max_new_tokens, args.repeats = min(args.samples, 60), "tiny", 16, 1
-        args.identity_tokens, args.identity_ks, args.identity_prompts = 12, (1, 5), 2
+        args.identity_tokens, args.identity_ks, args.identity_prompts = 12, (1,), 2     # and the tree: four runs
         args.rounds, args.capacities, args.soak_runs = 2, [256, 512], 10
     args.device = args.device or "cuda"
     args.out = args.out or (None if args.dry_run else "gpu_check.json")

@@ -17,7 +17,12 @@ class SpecvizError(Exception):
 
 
 class ConfigError(SpecvizError, ValueError):
-    """A setting is out of range or of the wrong type."""
+    """A setting is out of range or of the wrong type. `field`, when given, is the setting's name in
+    `SpecConfig` (a front end names it in its own words: app/settings.py)."""
+
+    def __init__(self, *args, visitor: str | None = None, field: str | None = None):
+        super().__init__(*args, visitor=visitor)
+        self.field = field
 
 
 class LoadError(SpecvizError):

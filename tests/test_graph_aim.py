@@ -177,6 +177,17 @@ def test_a_replay_that_writes_at_another_position_is_caught_by_the_kv_comparison
     assert done.token_ids == reference                       # its cache rebuilt eagerly
 
 
+def test_a_stale_tree_graph_is_caught_and_its_cache_rebuilt(pair):
+    """The check is aimed at the tree's graphs too: a replay frozen at its capture's host state (the
+    positions it writes) differs from the eager pass at its first later feed, the model turns eager for
+    good, and the cache is rebuilt (the context causally, then the tree): the run still equals generate()."""
+    reference = hf_generate(pair, PROMPT, SpecConfig(max_new_tokens=N))
+    seed(pair.target, pair.vocab_size, FrozenHostState())
+    done = last(speculate(pair, PROMPT, SpecConfig(tree=(2, 1), **GRAPHS)))
+    assert done.token_ids == reference
+    assert done.stats.decode_path.startswith("eager (a replay differed")
+
+
 # Failures as narrow as their cause ------------------------------------------------------------------
 
 class OutOfMemory(EagerCapturer):

@@ -26,7 +26,7 @@ def test_every_registered_drafter_builds_and_is_named(pair, name):
     cfg = SpecConfig(k=3, drafter=name)
     drafter = make_drafter(pair, cfg, torch.Generator().manual_seed(0), 64)
     ids = pair.tokenizer("def f(x): return x + 1\ndef f(x):")["input_ids"]
-    proposal = drafter.propose(list(ids), 3)
+    proposal = drafter.propose(list(ids), (1,) * 3)
     drafter.release()
     assert len(proposal.tokens) <= 3 and proposal.q.shape == (len(proposal.tokens), pair.vocab_size)
     assert kind.label and (kind.label in settings_text(cfg)) == (name != DEFAULT_DRAFTER)
@@ -100,7 +100,7 @@ def test_confidence_stop_cuts_after_a_doubted_draft(pair):
     cut = long_confident = 0
     for end in range(len(prompt), len(sequence)):           # proposals from many contexts
         ids = sequence[:end]
-        proposal = ModelDrafter(pair.draft, pair.vocab_size, cfg, make_generator(pair.device, 0)).propose(ids, cfg.k)
+        proposal = ModelDrafter(pair.draft, pair.vocab_size, cfg, make_generator(pair.device, 0)).propose(ids, (1,) * cfg.k)
         m = proposal.tokens.numel()
         # The draft's own probabilities of its drafts, recomputed in one pass over ids + drafts
         # (the way the drafter steps it: on a CPU, the lean step, lean_draft.py).

@@ -139,11 +139,11 @@ def test_measure_costs_on_a_real_pair(pair):
 
 def test_a_rounds_draft_steps_are_timed_right_after_a_verify_pass(pair, monkeypatch):
     """The draft is timed where a race runs it: k steps straight after a target pass of k + 1 tokens,
-    the first one feeding the token that pass gave (the draft's cache one token behind), as drafters.py
+    the first one feeding the token that pass gave (the draft's cache one token behind), as model_drafter.py
     does; not on its own after more draft steps."""
     from specviz.runtime import cached_model as cm
     from specviz.engine.analysis import calibrate
-    from specviz.engine.loop import drafters
+    from specviz.engine.loop import model_drafter
     log = []
 
     def logged(real):
@@ -159,7 +159,7 @@ def test_a_rounds_draft_steps_are_timed_right_after_a_verify_pass(pair, monkeypa
             return lm
         return make
     monkeypatch.setattr(calibrate, "cached_model", logged(cm.cached_model))
-    monkeypatch.setattr(drafters, "cached_model", logged(cm.cached_model))
+    monkeypatch.setattr(model_drafter, "cached_model", logged(cm.cached_model))
     ids = pair.tokenizer("The quick brown fox jumps over the lazy dog. " * 16)["input_ids"][:calibrate.CONTEXT]
     passes, rounds = calibrate._timed_rounds(pair, torch.tensor(ids), k_max=3, repeats=2)
     assert set(rounds) == {1, 2, 3} and set(passes) == {2, 3, 4}

@@ -27,8 +27,13 @@ def test_overlap_is_the_sum_of_min_p_q_and_the_rows_hold_both_tops():
         v = verify(drafts, q, logits, cfg, make_generator("cpu", seed))
         p = warp(logits, cfg)
         expected = torch.minimum(p[:4], q).sum(-1)
-        assert torch.allclose(torch.tensor(v.overlap, dtype=torch.float64), expected.double(), atol=1e-6)
-        for i, row in enumerate(v.pictures):
+        assert torch.allclose(torch.tensor(v.pictures.overlap, dtype=torch.float64), expected.double(), atol=1e-6)
+        # Each judged node's picture (a chain's node i at row i), and the bonus row's when all four were kept.
+        rows = [v.pictures.node(i, v.tokens[i], v.p[i], v.q[i], emits=v.corrected and i == v.judged[-1])
+                for i in v.judged]
+        if not v.corrected:
+            rows.append(v.pictures.row(4))
+        for i, row in enumerate(rows):
             ids = {t for t, _, _ in row}
             assert set(torch.topk(p[i], TOP_PICTURE).indices.tolist()) <= ids
             if i < 4:
@@ -39,7 +44,7 @@ def test_overlap_is_the_sum_of_min_p_q_and_the_rows_hold_both_tops():
                 assert (qr is None) == (i == 4) and (qr is None or abs(qr - q[i, t].item()) < 1e-6)
             probs = [pr for _, pr, _ in row]
             assert probs == sorted(probs, reverse=True)
-        assert v.next_token in {t for t, _, _ in v.pictures[v.n_accepted]}
+        assert v.next_token in {t for t, _, _ in rows[-1]}
 
 
 def test_the_overlap_is_the_exact_rules_acceptance_chance():
@@ -51,7 +56,7 @@ def test_the_overlap_is_the_exact_rules_acceptance_chance():
     gen = make_generator("cpu", 1)
     xs = torch.multinomial(q[0], 20000, replacement=True, generator=gen)
     kept = (torch.rand(20000, generator=gen) < torch.clamp(p[xs] / q[0, xs], max=1.0)).float().mean().item()
-    assert abs(kept - v.overlap[0]) < 0.015
+    assert abs(kept - v.pictures.overlap[0]) < 0.015
 
 
 def test_events_carry_the_picture_through_a_saved_trace(pair):

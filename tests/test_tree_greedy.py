@@ -7,7 +7,7 @@ from specviz import SpecConfig, speculate
 from specviz.engine.loop.config import parse_tree, tree_nodes
 from specviz.engine.loop.events import from_dict, to_dict
 from specviz.runtime.cached_model import CachedModel
-from specviz.runtime.tree_pass import ancestry, keep_path, masked_feed, visibility
+from specviz.runtime.tree_pass import ancestry, keep_path, visibility
 from specviz.errors import ConfigError
 
 from .helpers import N, PROMPTS, last, reference
@@ -66,8 +66,8 @@ def test_tree_pass_equals_one_pass_per_path(pair):
     base = lm.length
     fresh = torch.tensor(ids[base:])
     positions = torch.cat([torch.arange(base, len(ids)), torch.tensor([len(ids) - 1 + d for d in depths])])
-    logits = masked_feed(lm, torch.cat([fresh, torch.tensor(tokens)]), positions,
-                         visibility(base, fresh.numel(), ancestry(parents)), keep=len(tokens) + 1)
+    logits = lm.feed_masked(torch.cat([fresh, torch.tensor(tokens)]), positions,
+                            visibility(base, fresh.numel(), ancestry(parents)), keep=len(tokens) + 1)
     for node in range(-1, len(tokens)):
         path, at = [], node
         while at >= 0:
@@ -126,10 +126,12 @@ def test_tree_config():
     for bad in [(), (0, 1), (9,), "2,2", (2,) * 40, (8, 8, 8)]:
         with pytest.raises(ConfigError):
             SpecConfig(tree=bad)
-    for other in [dict(fast=True), dict(cuda_graphs=True), dict(adaptive_k=True), dict(drafter="prompt_lookup"),
-                  dict(confidence_stop=0.5), dict(forced_acceptance=0.5), dict(temperature=1.0, rule="typical")]:
-        with pytest.raises(ConfigError):
+    for other in [dict(fast=True), dict(adaptive_k=True)]:          # config.TREE_REFUSES, each with its reason
+        with pytest.raises(ConfigError, match=f"cannot run with {next(iter(other))}: "):
             SpecConfig(tree=(2, 1), **other)
+    for fine in [dict(cuda_graphs=True), dict(drafter="prompt_lookup"), dict(confidence_stop=0.5),
+                 dict(forced_acceptance=0.5), dict(temperature=1.0, rule="typical")]:
+        assert SpecConfig(tree=(2, 1), **fine).tree == (2, 1)
     with pytest.raises(ConfigError):
         parse_tree("2,x")
 
@@ -145,7 +147,7 @@ def test_dynamic_tree_matches_generate_within_its_budget(pair, shape, budget):
 
 
 def test_allot_gives_the_surest_nodes_their_children_first():
-    from specviz.engine.loop.tree_drafter import allot
+    from specviz.engine.loop.shapes import allot
     assert allot([0.5, 0.2], 3, None) == [3, 3]
     assert allot([0.1, 0.6, 0.3], 2, 3) == [0, 2, 1]
     assert allot([0.1, 0.6], 2, 0) == [0, 0]

@@ -141,15 +141,21 @@ def test_the_draft_shape_box_reads_a_chain_or_a_tree(shape, want):
     (dict(tree="2,x"), "draft shape must be chain, or candidates per depth"),
     (dict(tree="2,0"), "every depth needs at least one candidate"),
     (dict(tree="8,8"), "draft shape 8,8 has 72 nodes"),
-    (dict(adaptive_k=True), "turn adaptive k off, or set the draft shape to chain"),
-    (dict(drafter="prompt_lookup"), "needs the draft model as drafter"),
-    (dict(confidence_stop=0.5), "set “draft stops below p” to 0"),
+    (dict(adaptive_k=True), "a token tree cannot run with adaptive k: adaptive k lengthens and shortens a chain"),
 ])
 def test_a_tree_the_page_cannot_run_is_refused_in_one_line(change, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         settle(_app(), RunRequest(**{**FORM, **change}))
     last = list(run_race(_app(), **{**FORM, **change}))[-1]
     assert "status-error" in last.status and message.split(" ")[-1] in last.status and "Traceback" not in last.status
+
+
+@pytest.mark.parametrize("change", [dict(drafter="prompt_lookup"), dict(confidence_stop=0.5)], ids=str)
+def test_a_tree_runs_with_prompt_lookup_and_the_confidence_stop(change):
+    """Settings a tree once refused have a tree form now (prompt lookup's branches, an unsure node left
+    childless): the page settles them as they are."""
+    cfg = settle(_app(), RunRequest(**{**FORM, **change})).config
+    assert cfg.tree == (2, 2, 1, 1) and all(getattr(cfg, k) == v for k, v in change.items())
 
 
 def _race_text(app: AppState, **changes) -> tuple[dict, object]:

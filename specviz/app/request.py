@@ -83,17 +83,26 @@ def settle(app: AppState, req: RunRequest, max_new_tokens=None) -> Settled:
     """Check everything that needs no model: the prompt, the settings, the pair's name
     (max_new_tokens, when given, replaces the request's)."""
     prompt = check_prompt(req.prompt, app.max_prompt_chars)
+    stop = _pair_stop(app, req) if req.confidence_stop is None else req.confidence_stop
     cfg = make_config(req.drafter, req.k, req.adaptive_k, req.temperature, req.top_k, req.top_p,
                       req.max_new_tokens if max_new_tokens is None else max_new_tokens, req.seed, app.limits,
-                      req.stop_strings, 0.0 if req.confidence_stop is None else req.confidence_stop, req.tree)
+                      req.stop_strings, stop, req.tree)
     # The pair after the settings: a bad setting is refused before a custom pair is registered.
     preset = app.pairs.choose(req.preset, req.custom_target, req.custom_draft)
-    if req.confidence_stop is None:                 # the pair's own default
-        cfg = replace(cfg, confidence_stop=0.0 if cfg.tree else preset.confidence_stop)
     chat = preset.chat if req.chat is None else req.chat
     if not isinstance(chat, bool):
         raise ConfigError("chat must be true or false")
     return Settled(preset, cfg, prompt, chat)
+
+
+def _pair_stop(app: AppState, req: RunRequest) -> float:
+    """The confidence stop of the pair the request names, for a request that gives none: a menu preset's
+    own (a custom pair's is Preset's default), read without registering anything (`choose` refuses a bad
+    pair after the settings, as before)."""
+    custom = any(isinstance(v, str) and v.strip() for v in (req.custom_target, req.custom_draft))
+    if not custom and isinstance(req.preset, str) and req.preset in app.pairs.presets:
+        return app.pairs.presets[req.preset].confidence_stop
+    return Preset.confidence_stop
 
 
 def load(app: AppState, settled: Settled) -> Prepared:

@@ -1,16 +1,17 @@
 """Turns the raw values a handler receives into a validated SpecConfig and prompt.
 
-Gradio's API accepts anything a client sends, not only what the sliders allow, so every
-value is checked here (type and range, within the hosting profile's limits) and a bad one
-becomes a ConfigError whose message the page (or the API error) shows.
+Gradio's API accepts anything a client sends, not only what the sliders allow. Here each value is
+coerced to its type (ASCII digits only, no huge numbers) and the hosting profile's own limits are
+applied (k and max new tokens); every other rule and bound is `SpecConfig`'s (engine/loop/config.py),
+checked there once, and its refusal is shown in the page's words (`PAGE_WORDS`): one ConfigError whose
+message the page (or the API error) shows.
 """
 from __future__ import annotations
 
 import math
 import re
 
-from ..engine.loop.config import CONFIDENCE_STOP_MAX, SpecConfig, parse_tree, tree_nodes
-from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS
+from ..engine.loop.config import SEED_MAX, SpecConfig, parse_tree, tree_nodes
 from ..engine.loop.output import EMPTY_PROMPT, encode_prompt
 from ..errors import ConfigError
 from .profile import Limits
@@ -20,7 +21,10 @@ MAX_STOP_STRINGS, MAX_STOP_LEN = 4, 64
 MIN_SAMPLES, MAX_SAMPLES, SAMPLES_STEP = 50, 2000, 50    # the lossless check's samples: its range and step
 PAGE_TREE_NODES = 64      # a token tree's nodes at most from the page (step mode draws every one)
 CHAIN = "chain"           # the draft shape box's default: a chain of k
-MAX_SEED = 2**32 - 1      # the app's seeds (the lossless check derives sample seeds from it: seed x 1,000,003 + i)
+MAX_SEED = SEED_MAX       # SpecConfig's (share links read it)
+# SpecConfig's fields in the page's words: a refusal names the control the visitor sees.
+PAGE_WORDS = {"adaptive_k": "adaptive k", "max_new_tokens": "max new tokens", "confidence_stop": "draft confidence stop",
+              "tree": "draft shape", "stop_strings": "stop strings"}
 
 
 # A number sent as text: ASCII digits only (Python's int() and float() also read "２", "٣" and "1_0").
@@ -126,44 +130,28 @@ def draft_shape(text) -> tuple[int, ...] | None:
     return shape
 
 
-def _tree_refusal(tree, drafter, adaptive: bool, confidence_stop: float) -> str | None:
-    """Why the other settings cannot run with a token tree, in the page's words (None: they can)."""
-    if tree is None:
-        return None
-    if drafter != DEFAULT_DRAFTER:
-        return "a draft tree needs the draft model as drafter: pick it, or set the draft shape to chain"
-    if adaptive:
-        return "a draft tree keeps its shape every round: turn adaptive k off, or set the draft shape to chain"
-    if confidence_stop > 0:
-        return ("a draft tree drafts its whole shape every round: set “draft stops below p” to 0, "
-                "or the draft shape to chain")
-    return None
+def in_page_words(err: ConfigError) -> ConfigError:
+    """SpecConfig's refusal with the field named as the page names it (the same error otherwise)."""
+    words = PAGE_WORDS.get(err.field)
+    return ConfigError(str(err).replace(err.field, words, 1), field=err.field) if words else err
 
 
 def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens, seed,
                 limits: Limits = Limits(), stops=None, confidence_stop=0.0, tree=None) -> SpecConfig:
+    """The form's values as one SpecConfig, built once: coerced here, within the hosting profile's k and
+    max new tokens, every other bound SpecConfig's own."""
     max_new = as_int("max new tokens", max_new_tokens)
     if not 1 <= max_new <= limits.max_new_tokens:
         raise ConfigError(f"max new tokens must be between 1 and {limits.max_new_tokens}, not {max_new}")
     k = as_int("k", k)
     if not limits.k_range[0] <= k <= limits.k_range[1]:
         raise ConfigError(f"k must be between {limits.k_range[0]} and {limits.k_range[1]}, not {k}")
-    if not isinstance(adaptive, bool):
-        raise ConfigError("adaptive k must be true or false")
-    if not isinstance(drafter, str) or drafter not in DRAFTERS:
-        shown = f", not {drafter[:40]!r}" if isinstance(drafter, str) else ""      # a long value cut
-        raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}{shown}")
-    seed = as_int("seed", seed)
-    if not 0 <= seed <= MAX_SEED:
-        raise ConfigError(f"seed must be between 0 and {MAX_SEED}, not {seed}")
-    stop_below = as_float("draft confidence stop", confidence_stop)
-    if not 0 <= stop_below <= CONFIDENCE_STOP_MAX:
-        raise ConfigError(f"draft confidence stop must be between 0 (off) and {CONFIDENCE_STOP_MAX}, not {stop_below:g}")
-    shape = draft_shape(tree)
-    refusal = _tree_refusal(shape, drafter, adaptive, stop_below)
-    if refusal:
-        raise ConfigError(refusal)
-    return SpecConfig(k=k, temperature=as_float("temperature", temperature), top_k=as_int("top-k", top_k),
-                      top_p=as_float("top-p", top_p), max_new_tokens=max_new, seed=seed,
-                      drafter=drafter, adaptive_k=adaptive, k_min=limits.k_range[0], k_max=limits.k_range[1],
-                      stop_strings=stop_strings(stops), confidence_stop=stop_below, tree=shape)
+    values = dict(k=k, temperature=as_float("temperature", temperature), top_k=as_int("top-k", top_k),
+                  top_p=as_float("top-p", top_p), max_new_tokens=max_new, seed=as_int("seed", seed), drafter=drafter,
+                  adaptive_k=adaptive, k_min=limits.k_range[0], k_max=limits.k_range[1],
+                  stop_strings=stop_strings(stops), confidence_stop=as_float("draft confidence stop", confidence_stop),
+                  tree=draft_shape(tree))
+    try:
+        return SpecConfig(**values)
+    except ConfigError as err:
+        raise in_page_words(err) from None

@@ -18,6 +18,7 @@ import torch
 
 from ..errors import ConfigError
 from .kv_buffer import buffered_cache
+from .tree_pass import additive_mask, move_kv
 
 
 class ModelWithCache(Protocol):
@@ -28,6 +29,13 @@ class ModelWithCache(Protocol):
     def length(self) -> int: ...        # tokens of the sequence held in the cache
 
     def feed(self, tokens: torch.Tensor, keep: int) -> torch.Tensor: ...
+
+    # A token tree's pass (tree_pass.py): tokens (m,) at positions (m,), row i attending where
+    # visible[i] (m, cached + m) is True; the last `keep` rows' logits.
+    def feed_masked(self, tokens: torch.Tensor, positions: torch.Tensor, visible: torch.Tensor,
+                    keep: int, whole_context: bool = False) -> torch.Tensor: ...
+
+    def move_slots(self, base: int, slots: list[int]) -> None: ...   # entries base + s -> base, base + 1, ...
 
     def crop(self, length: int) -> None: ...
 
@@ -69,6 +77,22 @@ class CachedModel:
         logits = self.model.get_output_embeddings()(hidden[:, -keep:])
         return logits[0, :, : self.vocab_size].float()
 
+    def feed_masked(self, tokens: torch.Tensor, positions: torch.Tensor, visible: torch.Tensor,
+                    keep: int, whole_context: bool = False) -> torch.Tensor:
+        """A tree's pass: transformers (5.x) takes a 4-D additive `attention_mask` of shape (1, 1, new,
+        cached + new) as given (masking_utils' `create_causal_mask` returns a 4-D mask unchanged) and
+        adds it to the scores in the eager and SDPA kernels alike; `position_ids` are passed explicitly."""
+        dtype = self.model.get_input_embeddings().weight.dtype
+        out = self.model(input_ids=tokens.view(1, -1).to(self.device),
+                         attention_mask=additive_mask(visible, dtype, self.device)[None, None],
+                         position_ids=positions.view(1, -1).to(self.device), past_key_values=self.cache,
+                         use_cache=True, logits_to_keep=keep)
+        self.forwards += 1
+        return out.logits[0, :, : self.vocab_size].float()
+
+    def move_slots(self, base: int, slots: list[int]) -> None:
+        move_kv([getattr(layer, name) for layer in self.cache.layers for name in ("keys", "values")], base, slots)
+
     def crop(self, length: int) -> None:
         """Keep only the first `length` tokens in the cache."""
         drop = self.length - length
@@ -85,9 +109,18 @@ def uncached(lm: ModelWithCache, ids: list[int]) -> torch.Tensor:
 
 
 def positions_needed(out, cfg) -> int:
-    """Cache positions a run can fill: the prompt, every new token, and a round's extra drafts."""
-    k = cfg.k_max if cfg.adaptive_k else cfg.k
-    return out.prompt_len + cfg.max_new_tokens + k + 1
+    """Cache positions a run can fill: the prompt, every new token, and a round's extra drafts (a
+    tree's nodes)."""
+    tree = getattr(cfg, "tree", None)
+    if tree is None:
+        extra = cfg.k_max if cfg.adaptive_k else cfg.k
+    else:                                   # a tree's nodes: w1 + w1 w2 + ..., or at most its budget
+        extra, level = 0, 1
+        for width in tree:
+            level *= width
+            extra += level
+        extra = min(extra, cfg.tree_budget) if cfg.tree_budget else extra
+    return out.prompt_len + cfg.max_new_tokens + extra + 1
 
 
 def cached_model(model, vocab_size: int, fast: bool = False, positions: int = 0,
@@ -139,13 +172,25 @@ def step_shapes(cfg, role: str) -> tuple:
     """The (tokens fed, logits kept) feeds after the prefill that a run's `role` makes, for the graph
     path to capture at once: "plain" steps, "draft" steps (and a draft catching up after an
     all-accepted round), or a speculative target's "verify" passes: the token it lacks plus m drafts,
-    every logit kept, m = 0..k (rounds cut short by the draft or by the tokens left draft fewer)."""
+    every logit kept, m = 0..k (rounds cut short by the draft or by the tokens left draft fewer). A
+    token tree's verify passes are ("tree", 1 + nodes, 1 + nodes): the tree of each depth it may be cut
+    to near the end (a dynamic tree: every size up to its budget), besides the plain step of no drafts."""
     if role == "plain":
         return ((1, 1),)
     if role == "draft":
         return ((1, 1), (2, 1))
-    k = cfg.k_max if cfg.adaptive_k else cfg.k
-    return tuple((m + 1, m + 1) for m in range(k + 1))
+    tree = getattr(cfg, "tree", None)
+    if tree is None or (max(tree) == 1 and not cfg.tree_budget):          # a chain (of k, or the tree's depth)
+        k = len(tree) if tree is not None else cfg.k_max if cfg.adaptive_k else cfg.k
+        return tuple((m + 1, m + 1) for m in range(k + 1))
+    sizes, level, total = set(), 1, 0
+    for width in tree:
+        level *= width
+        total += level
+        sizes.add(min(total, cfg.tree_budget) if cfg.tree_budget else total)
+    if cfg.tree_budget:
+        sizes |= set(range(1, cfg.tree_budget + 1))
+    return ((1, 1),) + tuple(("tree", n + 1, n + 1) for n in sorted(sizes))
 
 
 def path_stats(target, draft=None) -> dict:

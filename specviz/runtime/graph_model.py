@@ -44,6 +44,7 @@ from transformers.cache_utils import Cache, StaticLayer
 
 from .graph_capture import GATE, Capturer, GraphSet, capturer_for, failure
 from .static_model import capacity_for
+from .tree_pass import move_kv
 
 MAX_GRAPH_TOKENS = 33       # feeds of more tokens (k is at most 32, plus one) run eagerly, as prefills do
 ATTENTION = ("sdpa", "eager")   # implementations that take a 4-D additive mask as given
@@ -54,6 +55,11 @@ MEMORY_SHARE = 0.5          # a new cache takes at most this share of the device
 
 class NoRoom(RuntimeError):
     """No device memory for another graph cache, even with every free one dropped: decode eagerly."""
+
+
+def shape_tokens(key) -> int:
+    """Tokens a step shape feeds: (tokens, keep), or ("tree", tokens, keep)."""
+    return key[1] if key[0] == "tree" else key[0]
 
 
 def unsupported(model) -> str | None:
@@ -130,6 +136,8 @@ class _Buffers:
     tokens: torch.Tensor
     positions: torch.Tensor
     offsets: torch.Tensor
+    rope: torch.Tensor | None = None      # a tree step's rotary positions (n,)
+    within: torch.Tensor | None = None    # a tree step's visibility among the fed nodes (n, n) bool
 
 
 class _Bundle:
@@ -183,22 +191,33 @@ class _Bundle:
     def model(self):
         return self._model()
 
-    def step(self, tokens: torch.Tensor, positions: torch.Tensor, keep: int, span: int | None = None) -> torch.Tensor:
+    def step(self, tokens: torch.Tensor, positions: torch.Tensor, keep: int, span: int | None = None,
+             rope: torch.Tensor | None = None, within: torch.Tensor | None = None,
+             seen: torch.Tensor | None = None) -> torch.Tensor:
         """The forward a graph captures: reads tokens (n,) and positions (n,) only through tensors.
         `span`: attend over the first `span` cache entries only (an eager feed: a mask of n x span,
-        not n x capacity); a graph step spans the capacity, a shape fixed at capture."""
+        not n x capacity); a graph step spans the capacity, a shape fixed at capture. A token tree's
+        pass (tree_pass.py) writes at `positions` but sits at the rotary positions `rope` (n,) and
+        sees the entries before its first slot whole and the fed ones where `within` (n, n) says;
+        or, fed eagerly, exactly where `seen` (n, span) says."""
         model = self.model
         if model is None:
             raise RuntimeError("the model of this cache was garbage-collected")
         self.slot.positions = positions
         self.slot.span = span = self.capacity if span is None else span
-        seen = self.kv_index[None, :span] <= positions[:, None]            # (n, span): key j seen by query i
+        if seen is None and within is None:
+            seen = self.kv_index[None, :span] <= positions[:, None]         # (n, span): key j seen by query i
+        elif seen is None:
+            rel = self.kv_index[:span] - positions[:1]                        # (span,): slot - first fed slot
+            fed = (rel >= 0) & (rel < positions.numel())
+            seen = (rel < 0)[None, :] | (fed[None, :] & within.index_select(1, rel.clamp(0, positions.numel() - 1)))
         mask = torch.zeros(seen.shape, dtype=self.dtype, device=self.device)
         mask = mask.masked_fill(~seen, torch.finfo(self.dtype).min)[None, None]   # (1, 1, n, span)
         # cache_position too, from the same tensor: left out, transformers derives it from the cache's
         # length on the host, a number a CUDA graph would freeze at its capture.
-        out = model(input_ids=tokens.view(1, -1), position_ids=positions.view(1, -1), attention_mask=mask,
-                    cache_position=positions, past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
+        out = model(input_ids=tokens.view(1, -1), position_ids=(positions if rope is None else rope).view(1, -1),
+                    attention_mask=mask, cache_position=positions, past_key_values=self.cache, use_cache=True,
+                    logits_to_keep=keep)
         return out.logits[0, :, : self.vocab_size].float()                 # (keep, V)
 
 
@@ -384,7 +403,7 @@ class GraphCachedModel:
         self.model, self.vocab_size = model, vocab_size
         self.device = model.get_input_embeddings().weight.device
         self.capacity = capacity_for(positions)
-        self.shapes = tuple(s for s in dict.fromkeys(shapes) if s[0] <= MAX_GRAPH_TOKENS)
+        self.shapes = tuple(s for s in dict.fromkeys(shapes) if shape_tokens(s) <= MAX_GRAPH_TOKENS)
         self.bundle = POOL.acquire(model, (self.capacity, vocab_size),
                                    lambda: _Bundle(model, vocab_size, self.capacity, capturer or capturer_for(self.device)),
                                    plan=self.shapes, nbytes=cache_bytes(model, self.capacity), device=self.device)
@@ -427,6 +446,9 @@ class GraphCachedModel:
             for key in plan:
                 buf = self.graphs.buffers[key]
                 buf.positions.copy_(buf.offsets)
+                if buf.within is not None:          # a tree step captured as the chain of its size
+                    buf.rope.copy_(buf.offsets)
+                    buf.within.copy_(torch.ones_like(buf.within).tril())
             self.bundle.slot.length = 0
             self.graphs.capture(plan)
             self._report()
@@ -436,17 +458,23 @@ class GraphCachedModel:
         if self.graphs.distrusted is not None:
             POOL.distrust(self.model, self.graphs.distrusted)
 
-    @torch.inference_mode()
-    def feed(self, tokens: torch.Tensor, keep: int) -> torch.Tensor:
-        """Run tokens (n,) after the cached ones; the last `keep` positions' logits (keep, V) fp32."""
+    def _begin(self, tokens: torch.Tensor) -> tuple[int, int, torch.Tensor]:
+        """A feed's start: room checked, planned shapes captured, the write position set and the tokens
+        kept in the history. Returns (n, start, tokens on the device)."""
         n, start = tokens.numel(), self._length
         if start + n > self.capacity:
             raise RuntimeError(f"static cache overflow: {start} + {n} > {self.capacity} positions")
         self.prepare()
-        bundle = self.bundle
-        bundle.slot.length = start
+        self.bundle.slot.length = start
         tokens = tokens.view(-1).to(self.device)
-        bundle.history[start: start + n].copy_(tokens)
+        self.bundle.history[start: start + n].copy_(tokens)
+        return n, start, tokens
+
+    @torch.inference_mode()
+    def feed(self, tokens: torch.Tensor, keep: int) -> torch.Tensor:
+        """Run tokens (n,) after the cached ones; the last `keep` positions' logits (keep, V) fp32."""
+        n, start, tokens = self._begin(tokens)
+        bundle = self.bundle
         if start == 0 or n > MAX_GRAPH_TOKENS or self.graphs.eager_reason is not None:
             logits = self._eager(start, start + n, keep)
         else:
@@ -455,13 +483,7 @@ class GraphCachedModel:
             buf = self.graphs.buffers[key]
             buf.tokens.copy_(tokens)
             torch.add(buf.offsets, start, out=buf.positions)
-            checks = self.graphs.checks
-            logits = self.graphs.run(key, step, rebuild=lambda: self._eager(0, start + n, keep), at=start,
-                                     state=lambda: bundle.written(start + n)).clone()
-            if self.graphs.checks > checks:
-                delta = self.graphs.last_delta
-                self.check_delta = delta if self.check_delta is None else max(self.check_delta, delta)
-            self._report()
+            logits = self._replay(key, step, start, n, lambda: self._eager(0, start + n, keep))
         self._length = start + n
         self.forwards += 1
         return logits
@@ -471,15 +493,77 @@ class GraphCachedModel:
         positions = torch.arange(start, end, device=self.device)
         return self.bundle.step(self.bundle.history[start:end], positions, keep, span=end)
 
+    @torch.inference_mode()
+    def feed_masked(self, tokens: torch.Tensor, positions: torch.Tensor, visible: torch.Tensor,
+                    keep: int, whole_context: bool = False) -> torch.Tensor:
+        """A token tree's pass (tree_pass.py): tokens (n,) written at the next n slots, at the rotary
+        `positions`, row i seeing the entries where visible[i] (n, cached + n). A target's verify pass
+        sees the whole cache (`whole_context`) and the fed nodes by the tree mask: that replays the graph of
+        ("tree", n, keep), its mask rebuilt on the device from a static (n, n) buffer, captured and
+        checked as a chain's shapes are. Anything else (a draft's feed of one depth, which sees only
+        its ancestors among the cached nodes; a prefill; more than MAX_GRAPH_TOKENS) runs eagerly."""
+        n, start, tokens = self._begin(tokens)
+        bundle = self.bundle
+        rope = positions.view(-1).to(self.device)
+        if start == 0 or n > MAX_GRAPH_TOKENS or self.graphs.eager_reason is not None or not whole_context:
+            slots = torch.arange(start, start + n, device=self.device)
+            logits = bundle.step(bundle.history[start: start + n], slots, keep, span=start + n, rope=rope,
+                                 seen=visible.to(self.device))
+        else:
+            key = ("tree", n, keep)
+            step = self._step_for(key)
+            buf = self.graphs.buffers[key]
+            buf.tokens.copy_(tokens)
+            torch.add(buf.offsets, start, out=buf.positions)
+            buf.rope.copy_(rope)
+            buf.within.copy_(visible[:, start:])
+            logits = self._replay(key, step, start, n, lambda: self._eager_tree(start, n, keep, rope, visible))
+        self._length = start + n
+        self.forwards += 1
+        return logits
+
+    def _eager_tree(self, start: int, n: int, keep: int, rope: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+        """A distrusted replay's way back: the context rebuilt causally from the history, then the tree."""
+        if start:
+            self._eager(0, start, 1)
+        slots = torch.arange(start, start + n, device=self.device)
+        return self.bundle.step(self.bundle.history[start: start + n], slots, keep, span=start + n, rope=rope,
+                                seen=visible.to(self.device))
+
+    def _replay(self, key, step, start: int, n: int, rebuild) -> torch.Tensor:
+        """Replay key's graph (captured and checked by the graph set), noting the check's delta."""
+        checks = self.graphs.checks
+        logits = self.graphs.run(key, step, rebuild=rebuild, at=start,
+                                 state=lambda: self.bundle.written(start + n)).clone()
+        if self.graphs.checks > checks:
+            delta = self.graphs.last_delta
+            self.check_delta = delta if self.check_delta is None else max(self.check_delta, delta)
+        self._report()
+        return logits
+
     def _step_for(self, key) -> functools.partial:
         # The step is the bundle's, not this object's: a later run with this cache replays it.
         buf = self.graphs.buffers_for(key, self._buffers)
+        if key[0] == "tree":
+            return functools.partial(self.bundle.step, buf.tokens, buf.positions, key[2], rope=buf.rope,
+                                     within=buf.within)
         return functools.partial(self.bundle.step, buf.tokens, buf.positions, key[1])
 
     def _buffers(self, key) -> _Buffers:
-        n, _ = key
+        n = key[1] if key[0] == "tree" else key[0]
         offsets = torch.arange(n, device=self.device)
-        return _Buffers(torch.zeros(n, dtype=torch.long, device=self.device), offsets.clone(), offsets)
+        buffers = _Buffers(torch.zeros(n, dtype=torch.long, device=self.device), offsets.clone(), offsets)
+        if key[0] == "tree":            # captured as a chain (causal, positions = slots); refilled every feed
+            buffers.rope = offsets.clone()
+            buffers.within = torch.ones(n, n, dtype=torch.bool, device=self.device).tril()
+        return buffers
+
+    def move_slots(self, base: int, slots: list[int]) -> None:
+        """Keep the entries (and their tokens in the history) at base + s at base, base + 1, ..."""
+        pairs = [t for layer in self.bundle.cache.layers for t in (layer.keys, layer.values)]
+        move_kv(pairs, base, slots)
+        source = torch.tensor([base + s for s in slots], device=self.device)
+        self.bundle.history[base: base + len(slots)] = self.bundle.history.index_select(0, source)
 
     def crop(self, length: int) -> None:
         """Keep the first `length` tokens: later entries are masked by position, then overwritten."""

@@ -45,6 +45,7 @@ import torch
 import torch.nn.functional as F
 
 from .packed_linear import PackedLinear, mkl_packing_available
+from .tree_pass import move_kv
 
 ENV = "SPECVIZ_DRAFT_STEP"            # auto (default) | fp32 | int8 | transformers
 INT8_GAIN = 0.9                       # int8 is chosen when its step takes < 90% of the fp32 step's time
@@ -285,14 +286,26 @@ class LeanCachedModel:
     @torch.no_grad()      # never part of a graph to train (the weights are built in inference mode)
     def feed(self, tokens: torch.Tensor, keep: int) -> torch.Tensor:
         """Run tokens (m,) after the cached ones; return the last `keep` positions' logits (keep, V) fp32."""
+        m, start = tokens.numel(), self._length
+        self._grow(start + m)
+        # Causal within the new tokens, all of the cache before them (one token needs no mask).
+        mask = torch.ones(m, start + m, dtype=torch.bool).tril(diagonal=start) if m > 1 else None
+        return self._run(tokens, self._cos[start:start + m], self._sin[start:start + m], mask, keep)
+
+    @torch.no_grad()
+    def feed_masked(self, tokens: torch.Tensor, positions: torch.Tensor, visible: torch.Tensor,
+                    keep: int, whole_context: bool = False) -> torch.Tensor:
+        """A token tree's pass (runtime/tree_pass.py): tokens (m,) at rotary positions (m,), row i seeing
+        the cache entries where visible[i] (m, cached + m); written at the next m slots as always."""
+        self._grow(self._length + tokens.numel())     # a node's position is never past its slot
+        return self._run(tokens, self._cos[positions], self._sin[positions], visible, keep)
+
+    def _run(self, tokens: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None,
+             keep: int) -> torch.Tensor:
         w = self.w
         m, start = tokens.numel(), self._length
         end = start + m
-        self._grow(end)
         x = F.embedding(tokens.view(-1).to(self.device), w.embedding)          # (m, d)
-        cos, sin = self._cos[start:end], self._sin[start:end]
-        # Causal within the new tokens, all of the cache before them (one token needs no mask).
-        mask = torch.ones(m, end, dtype=torch.bool).tril(diagonal=start) if m > 1 else None
         nq, nkv, hd = w.heads * w.head_dim, w.kv_heads * w.head_dim, w.head_dim
         for layer, (k_buf, v_buf) in zip(w.layers, self._kv):
             qkv = layer["qkv"](self._rms(x, layer["norm1"]))
@@ -312,6 +325,10 @@ class LeanCachedModel:
         if w.token_ids is not None:        # a subset head: -inf outside the subset (q = 0 there)
             logits = logits.new_full((keep, w.vocab_rows), float("-inf")).index_copy_(-1, w.token_ids, logits)
         return logits[:, : self.vocab_size]
+
+    def move_slots(self, base: int, slots: list[int]) -> None:
+        """Keep the entries at base + s (s in slots) at base, base + 1, ... (tree_pass.keep_path)."""
+        move_kv([t for kv in self._kv for t in kv], base, slots)
 
     def crop(self, length: int) -> None:
         """Keep only the first `length` tokens in the cache (the buffers stay; they are overwritten)."""

@@ -1,17 +1,17 @@
-"""One forward pass over a token tree, and keeping only the accepted path in the KV cache.
+"""One forward pass over a proposal (a token tree; a chain is the width-one case), and keeping only the
+accepted path in the KV cache, for every model-with-cache (eager, lean draft step, CUDA graphs).
 
 A tree of n nodes is fed after the cached tokens in one pass (SpecInfer, Miao et al. 2024, "tree
 attention"): each node sees the cached context and its own ancestors, never its siblings or their
-subtrees, and sits at the position of its depth. transformers (5.x) takes such a pass as it is: a 4-D
-`attention_mask` of shape (1, 1, new tokens, cached + new tokens) is returned unchanged by
-`create_causal_mask` (masking_utils: "If the mask is already 4D, simply return as-is") and added to
-the attention scores by the eager and SDPA kernels alike, so an additive mask (0 where a key is
-visible, the dtype's lowest value elsewhere) is used; `position_ids` are passed explicitly.
+subtrees, and sits at the position of its depth. A chain's mask is the causal one and its positions
+are its slots, so a chain is fed with the model's ordinary `feed` (nothing of the tree is paid for);
+anything else goes through the model's `feed_masked(tokens, positions, visible, keep)`, which takes the
+positions and a boolean visibility (rows: the fed tokens; columns: the cached ones, then the fed ones).
 
-After the verdict the cache holds every node in feeding order; `keep_path` moves the accepted
-path's keys and values into the slots right after the context (gather, then write: a path's slots
-only ever move down) and crops the rest, so the cache is the one a chain of the same tokens leaves.
-Works on `CachedModel` (the eager model with its cache): its `model`, `cache` and `vocab_size`.
+After the verdict the cache holds every fed node in feeding order; `keep_path` keeps the accepted
+path's entries right after the context (each model's `move_slots`: gather, then write; a path's slots
+only ever move down) and crops the rest, so the cache is the one a chain of the same tokens leaves. A
+chain's accepted path is a prefix: a crop, as before.
 """
 from __future__ import annotations
 
@@ -43,28 +43,39 @@ def visibility(context: int, fresh: int, anc_rows: torch.Tensor) -> torch.Tensor
     return rows
 
 
-def masked_feed(lm, tokens: torch.Tensor, positions: torch.Tensor, visible: torch.Tensor,
-                keep: int) -> torch.Tensor:
-    """Feed tokens (m,) at positions (m,) after lm's cache, row i attending where visible[i] (m, cached + m);
-    return the last `keep` rows' logits (keep, V) fp32, cut to the shared vocabulary."""
-    model = lm.model
-    dtype = model.get_input_embeddings().weight.dtype
+def additive_mask(visible: torch.Tensor, dtype: torch.dtype, device) -> torch.Tensor:
+    """A boolean visibility -> the additive mask attention adds: 0 where visible, dtype's lowest elsewhere."""
     mask = torch.zeros(visible.shape, dtype=dtype)
-    mask.masked_fill_(~visible, torch.finfo(dtype).min)
-    out = model(input_ids=tokens.view(1, -1).to(lm.device), attention_mask=mask[None, None].to(lm.device),
-                position_ids=positions.view(1, -1).to(lm.device), past_key_values=lm.cache, use_cache=True,
-                logits_to_keep=keep)
-    lm.forwards += 1
-    return out.logits[0, :, : lm.vocab_size].float()
+    return mask.masked_fill_(~visible, torch.finfo(dtype).min).to(device)
+
+
+def feed_proposal(lm, fresh: torch.Tensor, proposal, context: int) -> torch.Tensor:
+    """The target's one pass of a round: the `fresh` committed tokens it lacks (after `context` cached
+    ones), then every node of `proposal`; returns (n + 1, V) logits, row 0 after the last committed
+    token (the root), row i + 1 after node i. A chain: the ordinary causal feed."""
+    n = proposal.size
+    tokens = torch.cat([fresh, proposal.tokens])
+    if proposal.is_chain:
+        return lm.feed(tokens, keep=n + 1)
+    root = context + fresh.numel() - 1                   # the last committed token's position
+    positions = torch.cat([torch.arange(context, root + 1), torch.tensor([root + d for d in proposal.depths])])
+    visible = visibility(context, fresh.numel(), ancestry(proposal.parents))
+    return lm.feed_masked(tokens, positions, visible, keep=n + 1, whole_context=True)
 
 
 def keep_path(lm, base: int, slots: list[int]) -> None:
     """Keep the cache's first `base` positions and, right after them, the entries at `base + s` for
     each s in slots (increasing), dropping everything else."""
     if slots and slots != list(range(len(slots))):
-        source = torch.tensor([base + s for s in slots], device=lm.device)
-        for layer in lm.cache.layers:
-            for name in ("keys", "values"):
-                held = getattr(layer, name)
-                held[..., base: base + len(slots), :] = held.index_select(-2, source)
+        lm.move_slots(base, slots)
     lm.crop(base + len(slots))
+
+
+def move_kv(pairs, base: int, slots: list[int]) -> None:
+    """Move the entries at base + s (s in slots) to base, base + 1, ... in every (keys, values) tensor of
+    `pairs`, whose position axis is -2."""
+    source = None
+    for held in pairs:
+        if source is None:
+            source = torch.tensor([base + s for s in slots], device=held.device)
+        held[..., base: base + len(slots), :] = held.index_select(-2, source)

@@ -129,7 +129,7 @@ def _timed_rounds(pair: ModelPair, context: torch.Tensor, k_max: int,
                 pass_times.append(time.perf_counter() - start)
                 target.crop(len(ids))
                 start = time.perf_counter()
-                drafter.propose(ids, k)                # feeds ids[-1] (catching up), then k steps
+                drafter.propose(ids, (1,) * k)         # feeds ids[-1] (catching up), then k steps
                 synchronize(pair.device)
                 draft_times.append(time.perf_counter() - start)
                 drafter.lm.crop(len(ids) - 1)
@@ -175,7 +175,7 @@ def pick_k(a: float, costs: MachineCosts, k_range: tuple[int, int], priced_at: i
 @torch.inference_mode()
 def measure_pass_v(pair: ModelPair, sizes, context: int = CONTEXT, repeats: int = REPEATS) -> dict[int, float]:
     """v(n) for each n in sizes: one eager target pass over n tokens after a cached context, in plain
-    steps (one eager 1-token pass), as a token tree's verify pass runs (tree_rounds.py: eager, one pass
+    steps (one eager 1-token pass), as a token tree's verify pass runs (tree_pass.py: one pass
     over the uncached token and every node). Prices a tree of n - 1 nodes against a chain of n - 1 drafts."""
     ids = pair.tokenizer("The quick brown fox jumps over the lazy dog. " * 16)["input_ids"]
     ctx = torch.tensor(ids[:context], dtype=torch.long, device=pair.device)

@@ -16,7 +16,7 @@ from typing import Iterator
 
 import torch
 
-from ..loop.config import SpecConfig
+from ..loop.config import SEED_MAX, SpecConfig
 from ..loop.drafters import uses_draft_model
 from ..loop.speculative import speculate
 from ..loop.output import encode_prompt
@@ -123,8 +123,9 @@ def samples_to_separate(p: torch.Tensor, distance: float, step: int, most: int) 
 # counts on the page's examples). Any temperature shows the rule's exactness alike.
 GREEDY_CHECK_TEMPERATURE = 0.7
 
-# Sample i of a check with seed s draws with seed s * SEED_STRIDE + i: independent generators per
-# sample, and checks with different seeds share none of them (while samples < SEED_STRIDE).
+# Sample i of a check with seed s draws with seed (s * SEED_STRIDE + i) mod 2^32: independent generators
+# per sample; checks with seeds below 2^32 / SEED_STRIDE (4,294) share none of them (while samples <
+# SEED_STRIDE), and larger seeds, wrapped, almost never do.
 SEED_STRIDE = 1_000_003
 
 @dataclass
@@ -179,7 +180,8 @@ def lossless_check(pair: ModelPair, prompt, cfg: SpecConfig, samples: int, repor
          if uses_draft_model(cfg.drafter) and pair.draft is not None else None)
     result = LosslessResult(Counter(), p, q, cfg.temperature)
     for i in range(samples):
-        done = list(speculate(pair, ids, replace(one_round, seed=cfg.seed * SEED_STRIDE + i)))[-1]
+        seed = (cfg.seed * SEED_STRIDE + i) % (SEED_MAX + 1)     # distinct for i < SEED_STRIDE, within SpecConfig's range
+        done = list(speculate(pair, ids, replace(one_round, seed=seed)))[-1]
         result.counts[done.token_ids[0]] += 1
         if (i + 1) % report_every == 0 or i + 1 == samples:
             yield result

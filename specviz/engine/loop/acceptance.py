@@ -1,156 +1,167 @@
-"""Verification of a round's drafts: the speculative-sampling acceptance rule.
+"""The one judge of a round's proposal: the speculative-sampling rule, on a token tree (a chain is its
+width-one case).
 
 Convention, used everywhere in specviz (as in transformers; gpt-fast swaps the names):
     p = the target's (warped) distribution,  q = the draft's (warped) distribution.
-For drafts x_1..x_k with x_i ~ q_i, and target distributions p_1..p_{k+1} from one pass
-(Leviathan et al. 2023, Algorithm 1; Chen et al. 2023, Algorithm 2):
-    accept x_i with probability min(1, p_i(x_i) / q_i(x_i))   (draw u_i ~ U[0,1), accept if u_i < that)
-    at the first rejection i, output y ~ norm(max(0, p_i - q_i)) and stop the round;
-    if all k are accepted, output a bonus y ~ p_{k+1}.
-Each output token is then distributed exactly as the target would sample it.
-Greedy (temperature 0): accept x_i iff it is the argmax of the target's logits; the
-correction or bonus is the target's argmax. A prompt-lookup draft has one-hot q, for
-which the same rule accepts with probability p_i(x_i) and resamples from p_i without x_i.
+A chain x_1..x_k, x_i ~ q_i, with p_1..p_{k+1} from one pass (Leviathan et al. 2023, Algorithm 1;
+Chen et al. 2023, Algorithm 2): accept x_i with probability min(1, p_i(x_i) / q_i(x_i)) (u_i ~ U[0,1),
+accept if u_i < that); at the first rejection output y ~ norm(max(0, p_i - q_i)); after k accepted, a
+bonus y ~ p_{k+1}. Each output token is then distributed exactly as the target would sample it.
 
-All of it runs on the models' device with no data-dependent branch; the host reads the
-result once per round (the packed `.tolist()` at the end of `verify`), the only device-to-host
-sync of a round.
+A tree generalizes it by recursive rejection sampling (SpecInfer, Miao et al. 2024; Jeon et al. 2024
+for siblings drawn without replacement): at a node with children x_1..x_w in rank order, x_j drawn
+from q_j (the draft's q with x_1..x_{j-1} removed, model_drafter.py),
+    r <- p;  for j = 1..w: keep x_j with probability min(1, r(x_j) / q_j(x_j)), else r <- norm(max(0, r - q_j));
+    if every child is rejected, emit y ~ r; a kept child becomes the node judged next; a leaf: bonus y ~ p.
+Why the law stays p at one node: given the earlier siblings, step j emits t with probability
+min(r(t), q_j(t)) and passes on with probability sum_t max(0, r - q_j) to a residual r' with
+(1 - sum min) r' = r - min(r, q_j); so "emit from r" = "judge x_j against r, else emit from r'", and by
+induction over j the node emits with law p (docs/trees.md; tests/test_tree_distribution.py enumerates
+it). With one child a node is a chain's position: r = p, the chain's rule. Every rule of rules.py has
+this tree form (judge against the residual so far, pass on its `correction`). Greedy (temperature 0)
+keeps the child equal to the target's argmax, else emits the argmax. A candidate the draft gave no
+mass (top-k or top-p left fewer tokens than the width) is never judged and changes no residual.
+
+All of it runs on the models' device with no data-dependent branch: the residual after each rank of
+siblings is computed for every node at once (one pass per rank), one uniform per node is drawn, one
+candidate per row (the correction or bonus that row would emit). The host reads the result once per
+round (the packed `.tolist()`), the only device-to-host sync of a round, and then walks the tree.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from .config import SpecConfig
+from .picture import Pictures, TOP_PICTURE, pack_pictures
+from .proposal import Proposal
 from .rules import get_rule
 from .sampling import choose, warp
 
 TOP_RESIDUAL = 5  # entries of the residual distribution reported for the teaching view
-TOP_PICTURE = 8   # most likely tokens of p and of q reported per judged position (the p-and-q picture)
+__all__ = ["TOP_PICTURE", "TOP_RESIDUAL", "Verdict", "judge", "sibling_residuals", "verify"]
 
 
 @dataclass
 class Verdict:
-    n_accepted: int                # drafts accepted, 0..k
-    next_token: int                # the correction (n < k) or the bonus (n == k)
+    path: list[int]                # accepted nodes, root to leaf (a chain: 0..n-1)
+    judged: list[int]              # every judged node, in the order judged
+    parent: int                    # the node the next token follows (-1: the root)
+    corrected: bool                # True: a correction after rejections there; False: a bonus
+    next_token: int                # the correction or the bonus
     next_prob: float               # its probability under the distribution it was drawn from
-    next_p: float                  # its target probability p_{n+1}
-    drafts: list[int]              # the drafted token ids (read back in the same transfer)
-    p: list[float]                 # p_i(x_i) for each draft
-    q: list[float]                 # q_i(x_i) for each draft
-    accept_prob: list[float]       # min(1, p/q), or 1/0 for an argmax match/mismatch
+    next_p: float                  # its target probability p there
+    top: list[tuple[int, float]]   # most likely entries of that distribution
+    tokens: list[int]              # every node's token (read back in the same transfer)
+    ok: list[bool]                 # every node's judgement (meaningful where judged)
+    p: list[float]                 # p(x) at each node's parent (before any residual)
+    q: list[float]                 # q_j(x): x under the distribution it was drawn from
+    accept_prob: list[float]       # min(1, r(x) / q_j(x)) with r the residual so far; greedy: 1 or 0
     u: list[float] | None          # the uniform draws; None when greedy
-    top: list[tuple[int, float]]   # most likely entries of the distribution next_token came from
-    # Per row i = 0..k (the k judged positions, then the bonus row): the union of the TOP_PICTURE most
-    # likely tokens of p_i and of q_i as (id, p_i(id), q_i(id)), most likely under p first; the bonus
-    # row has no q (None). And overlap_i = sum_x min(p_i(x), q_i(x)) over the whole vocabulary: the
-    # chance the exact rule keeps a draft x ~ q_i (1 - total variation), so 1 - overlap_i is the mass
-    # of the residual max(0, p_i - q_i) a correction is drawn from.
-    pictures: list[list[tuple[int, float, float | None]]] = None
-    overlap: list[float] = None
+    pictures: Pictures = field(default=None, repr=False)   # the p-and-q picture of every node and row
+
+    @property
+    def n_accepted(self) -> int:
+        return len(self.path)
+
+
+def judge(proposal: Proposal, logits: torch.Tensor, cfg: SpecConfig, gen: torch.Generator) -> Verdict:
+    """logits (n + 1, V): row 0 the target at the root, row i + 1 after node i -> the round's Verdict."""
+    x, q, n = proposal.tokens, proposal.q, proposal.size
+    device = x.device
+    p = warp(logits, cfg)                                          # (n + 1, V)
+    # The row each node is judged at: its parent's (a chain's node i at row i: no gather).
+    chain = proposal.is_chain
+    rows = None if chain else torch.tensor([parent + 1 for parent in proposal.parents], device=device)
+    p_at = p[:n] if chain else p.index_select(0, rows)            # (n, V)
+    p_x = p_at.gather(1, x.view(-1, 1)).view(-1)                  # p(x) at its parent
+    q_x = q.gather(1, x.view(-1, 1)).view(-1)                     # q_j(x)
+    if cfg.forced_acceptance is not None:
+        # Benchmarking only (not lossless): accept with a fixed probability; corrections come from p.
+        accept_prob = torch.full((n,), cfg.forced_acceptance, device=device)
+        u = torch.rand(n, generator=gen, device=device)
+        ok, next_dist = u < accept_prob, p
+    elif cfg.greedy:
+        ok = (logits[:n] if chain else logits.index_select(0, rows)).argmax(-1) == x   # the argmax match
+        accept_prob, u, next_dist = ok.float(), None, p          # correction or bonus: the argmax of p
+    else:
+        accept_prob, next_dist = sibling_residuals(get_rule(cfg.rule), p, q, x, proposal, rows)
+        u = torch.rand(n, generator=gen, device=device)
+        ok = u < accept_prob
+    candidates = choose(logits, next_dist, cfg, gen)               # (n + 1,): what each row would emit
+    top_probs, top_ids = torch.topk(next_dist, min(TOP_RESIDUAL, next_dist.size(-1)), dim=-1)
+    packed = torch.cat([
+        x.double(), ok.double(), p_x.double(), q_x.double(), accept_prob.double(),
+        (u.double() if u is not None else p_x.new_zeros(0, dtype=torch.float64)),
+        candidates.double(), next_dist.gather(1, candidates.view(-1, 1)).view(-1).double(),
+        p.gather(1, candidates.view(-1, 1)).view(-1).double(), top_ids.double().view(-1), top_probs.double().view(-1),
+        pack_pictures(p, q, p_at, rows, candidates),
+    ])
+    return _walk(proposal, packed.tolist(), greedy=u is None, n_top=top_ids.size(-1),
+                 vocab=p.size(-1))                                 # the round's one device-to-host read
+
+
+def sibling_residuals(rule, p: torch.Tensor, q: torch.Tensor, x: torch.Tensor, proposal: Proposal,
+               rows: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every node's acceptance probability under the rule against the residual r its earlier siblings
+    left, and each row's last residual (the distribution a correction there is drawn from; p at a leaf).
+    One pass per sibling rank: the nodes of rank j are judged against r, then r <- the rule's
+    correction (the exact rule: norm(max(0, r - q_j))). A candidate with q_j(x) = 0 (no mass left in
+    the draft) gets probability 0 and leaves r as it was."""
+    n = proposal.size
+    if rows is None:                    # a chain: one child a row, judged against p itself
+        return rule.accept_prob(p[:n], q, x), torch.cat([rule.correction(p[:n], q, x), p[n:]])
+    r, accept_prob = p.clone(), torch.empty(n, dtype=p.dtype, device=p.device)
+    for j in range(max(proposal.choices) + 1):
+        nodes = torch.tensor([i for i, c in enumerate(proposal.choices) if c == j], device=p.device)   # one a row
+        at = rows.index_select(0, nodes)
+        r_j, q_j, x_j = r.index_select(0, at), q.index_select(0, nodes), x.index_select(0, nodes)
+        real = q_j.gather(1, x_j.view(-1, 1)).view(-1) > 0
+        accept_prob[nodes] = torch.where(real, rule.accept_prob(r_j, q_j, x_j), 0.0)
+        r[at] = torch.where(real.view(-1, 1), rule.correction(r_j, q_j, x_j), r_j)
+    return accept_prob, r
+
+
+def _walk(proposal: Proposal, values: list[float], greedy: bool, n_top: int, vocab: int) -> Verdict:
+    """The read values -> the Verdict: from the root, judge each node's children in rank order; the
+    first kept becomes the node judged next; when none is kept (or there are none) the row's
+    candidate is the correction (or the bonus)."""
+    n, rows = proposal.size, proposal.size + 1
+    at = 0
+
+    def take(count):
+        nonlocal at
+        at += count
+        return values[at - count: at]
+    tokens = [int(t) for t in take(n)]                 # ids < 2^53 are exact in float64
+    ok, p_x, q_x, acc = [v > 0 for v in take(n)], take(n), take(n), take(n)
+    u = None if greedy else take(n)
+    cand, cand_prob, cand_p = [int(t) for t in take(rows)], take(rows), take(rows)
+    top_ids, top_probs = take(rows * n_top), take(rows * n_top)
+    path, judged, node, corrected = [], [], -1, False
+    while True:
+        kept, corrected = None, False
+        for kid in proposal.children(node):
+            if q_x[kid] <= 0:                          # no mass under the draft: a candidate in name only
+                continue
+            judged.append(kid)
+            if ok[kid]:
+                kept = kid
+                break
+            corrected = True
+        if kept is None:
+            break
+        path.append(kept)
+        node = kept
+    row = node + 1
+    top = [(int(i), pr) for i, pr in zip(top_ids[row * n_top:(row + 1) * n_top], top_probs[row * n_top:(row + 1) * n_top])]
+    return Verdict(path=path, judged=judged, parent=node, corrected=corrected, next_token=cand[row],
+                   next_prob=cand_prob[row], next_p=cand_p[row], top=top, tokens=tokens, ok=ok, p=p_x, q=q_x,
+                   accept_prob=acc, u=u, pictures=Pictures(values, at, proposal, min(TOP_PICTURE, vocab), cand))
 
 
 def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Tensor,
            cfg: SpecConfig, gen: torch.Generator) -> Verdict:
-    """drafts (k,), q_probs (k, V) and target_logits (k+1, V) -> the round's Verdict."""
-    k = drafts.numel()
-    rows = torch.arange(k, device=drafts.device)
-    p = warp(target_logits, cfg)                      # (k+1, V)
-    p_x = p[rows, drafts]                             # p_i(x_i)
-    q_x = q_probs[rows, drafts]                       # q_i(x_i)
-    if cfg.forced_acceptance is not None:
-        # Benchmarking only (not lossless): accept with a fixed probability; corrections come from p.
-        accept_prob = torch.full((k,), cfg.forced_acceptance, device=drafts.device)
-        u = torch.rand(k, generator=gen, device=drafts.device)
-        ok = u < accept_prob
-        next_dist = p
-        candidates = choose(target_logits, p, cfg, gen)
-    elif cfg.greedy:
-        ok = target_logits[:k].argmax(-1) == drafts   # argmax match
-        accept_prob = ok.float()
-        u = None
-        next_dist = p                                 # correction/bonus: argmax of p_{n+1}
-        candidates = choose(target_logits, p, cfg, gen)
-    else:
-        # The rule the config names (rules.py): "exact" keeps x with min(1, p/q) and corrects from
-        # norm(max(0, p - q)); the others trade exactness for acceptance.
-        rule = get_rule(cfg.rule)
-        accept_prob = rule.accept_prob(p[:k], q_probs, drafts)
-        correction = rule.correction(p[:k], q_probs, drafts)
-        u = torch.rand(k, generator=gen, device=drafts.device)
-        ok = u < accept_prob
-        next_dist = torch.cat([correction, p[k:]])   # row i < k: residual (or the rule's correction); row k: p_{k+1}
-        candidates = choose(target_logits, next_dist, cfg, gen)  # one draw per row, used: row n
-    # n = number of leading accepts (the first rejection ends the round). It stays on the device:
-    # indexing with a tensor would be an implicit .item(), i.e. a device-to-host sync on CUDA.
-    n = (torch.cumprod(ok.long(), dim=0).sum() if k else torch.zeros((), dtype=torch.long, device=drafts.device)).view(1)
-    next_token = candidates.index_select(0, n)                  # (1,) the correction or the bonus
-    row = next_dist.index_select(0, n)[0]                       # the distribution it was drawn from
-    p_next = p.index_select(0, n)[0].gather(0, next_token)      # its target probability p_{n+1}
-    top_probs, top_ids = torch.topk(row, min(TOP_RESIDUAL, row.numel()))
-    picture = _picture(p, q_probs, candidates)
-    packed = torch.cat([
-        n.double(), next_token.double(), row.gather(0, next_token).double(), p_next.double(),
-        drafts.double(), p_x.double(), q_x.double(), accept_prob.double(),
-        (u.double() if u is not None else p_x.new_zeros(0, dtype=torch.float64)),
-        top_ids.double(), top_probs.double(), picture,
-    ])
-    values = packed.tolist()        # the round's one device-to-host read
-    n_top = top_ids.numel()
-    verdict, rest = _unpack(values, k, greedy=u is None, n_top=n_top)
-    verdict.pictures, verdict.overlap = _unpack_picture(rest, k, min(TOP_PICTURE, p.size(-1)),
-                                                        verdict)
-    return verdict
-
-
-def _picture(p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
-    """What the p-and-q picture of every row needs, flat: p (k+1, V), q (k, V) and each row's drawn
-    candidate (k+1,) -> the top ids of p (k+1 rows) and of q (k rows), p and q at both, each judged
-    row's overlap sum min(p, q), and p and q at the candidates (the correction or bonus is one)."""
-    k, n = q.size(0), min(TOP_PICTURE, p.size(-1))
-    cand = candidates.view(-1, 1)
-    p_ids = torch.topk(p, n, dim=-1).indices                    # (k+1, n)
-    parts = [p_ids, p.gather(1, p_ids), p.gather(1, cand)]
-    if k:
-        q_ids = torch.topk(q, n, dim=-1).indices                # (k, n)
-        parts += [q.gather(1, p_ids[:k]), q_ids, p[:k].gather(1, q_ids), q.gather(1, q_ids),
-                  torch.minimum(p[:k], q).sum(-1, keepdim=True), q.gather(1, cand[:k])]
-    return torch.cat([t.double().reshape(-1) for t in parts])
-
-
-def _unpack_picture(values: list[float], k: int, n: int, verdict: Verdict):
-    """The flat `_picture` values -> per row the merged (id, p, q) list, and the k overlaps. Each judged
-    row also holds its draft, and row n (the first rejection, or the bonus row) the token emitted there."""
-    def take(count):
-        nonlocal values
-        out, values = values[:count], values[count:]
-        return out
-    p_ids, p_at_p, p_at_cand = take((k + 1) * n), take((k + 1) * n), take(k + 1)
-    q_at_p, q_ids, p_at_q, q_at_q, overlap, q_at_cand = (take(k * n), take(k * n), take(k * n), take(k * n),
-                                                         take(k), take(k))
-    pictures = []
-    for i in range(k + 1):
-        row: dict[int, tuple[float, float | None]] = {}
-        for j in range(i * n, (i + 1) * n):
-            row[int(p_ids[j])] = (p_at_p[j], q_at_p[j] if i < k else None)
-            if i < k:
-                row.setdefault(int(q_ids[j]), (p_at_q[j], q_at_q[j]))
-        if i < k:
-            row.setdefault(verdict.drafts[i], (verdict.p[i], verdict.q[i]))
-        if i == verdict.n_accepted:
-            row.setdefault(verdict.next_token, (p_at_cand[i], q_at_cand[i] if i < k else None))
-        pictures.append(sorted(((t, pr, qr) for t, (pr, qr) in row.items()), key=lambda e: (-e[1], -(e[2] or 0.0))))
-    return pictures, overlap
-
-
-def _unpack(values: list[float], k: int, greedy: bool, n_top: int) -> tuple[Verdict, list[float]]:
-    """The verdict's part of the round's one read, and the values after it (the picture's)."""
-    head, rest = values[:4], values[4:]
-    drafts, rest = [int(d) for d in rest[:k]], rest[k:]     # ids < 2^53 are exact in float64
-    p_x, q_x, acc, rest = rest[:k], rest[k:2 * k], rest[2 * k:3 * k], rest[3 * k:]
-    u = None if greedy else rest[:k]
-    rest = rest if greedy else rest[k:]
-    top = [(int(i), pr) for i, pr in zip(rest[:n_top], rest[n_top:2 * n_top])]
-    return (Verdict(n_accepted=int(head[0]), next_token=int(head[1]), next_prob=head[2], next_p=head[3],
-                    drafts=drafts, p=p_x, q=q_x, accept_prob=acc, u=u, top=top), rest[2 * n_top:])
+    """A chain's verdict: drafts (k,), q_probs (k, V) and target_logits (k + 1, V) (tests, analyses)."""
+    return judge(Proposal(drafts, q_probs), target_logits, cfg, gen)

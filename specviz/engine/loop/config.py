@@ -16,11 +16,21 @@ from .drafters import DEFAULT_DRAFTER, DRAFTERS
 from .rules import get_rule
 
 K_RANGE = (1, 32)
+# A run's seed. The lossless check seeds its samples seed * SEED_STRIDE + i (analysis/lossless.py), wrapped
+# into this range; the page, the API, the CLI and the engine all take seeds up to here.
+SEED_MAX = 2**32 - 1
 MAX_NEW_TOKENS_RANGE = (1, 8192)
 MIN_TEMPERATURE = 1e-3            # smallest non-zero temperature (and draft_temperature); 0 = greedy
 TREE_WIDTH_MAX = 8                # candidates per node at one depth of a token tree
 TREE_NODES_MAX = 256              # nodes of a token tree at most (one target pass checks them all)
 CONFIDENCE_STOP_MAX = 0.95        # highest confidence_stop (the page's slider and the presets use it too)
+# The settings a token tree refuses, each with its one reason (every other setting has a tree form: the
+# rules judge a node against its siblings' residual, prompt lookup proposes branches, the confidence
+# stop leaves an unsure node childless, CUDA graphs capture the verify pass by node count).
+TREE_REFUSES = {
+    "fast": "torch.compile's static-cache steps take no tree mask (cuda_graphs runs trees on a static cache)",
+    "adaptive_k": "adaptive k lengthens and shortens a chain; a tree keeps its shape (tree_budget adapts a tree)",
+}
 
 
 @dataclass(frozen=True)
@@ -63,9 +73,10 @@ class SpecConfig:
     # first use (seconds, no compiling). None: on when the models are on CUDA (graph_model.py);
     # False: the eager path; True: also off CUDA (replayed eagerly: for tests). `fast` wins over it.
     cuda_graphs: bool | None = None
-    # A token tree instead of a chain (engine/loop/tree_rounds.py): the draft's candidates per depth,
+    # A token tree instead of a chain (engine/loop/proposal.py): the draft's candidates per depth,
     # e.g. (2, 2, 1, 1) = two first tokens, two continuations of each, then one and one (14 nodes,
-    # depth 4). The target checks every node in one pass; k is then unused. None: the chain of k.
+    # depth 4). The target checks every node in one pass; k is then unused. None: the chain of k,
+    # which runs as the tree (1,) * k. What a tree refuses is in TREE_REFUSES.
     tree: tuple[int, ...] | None = None
     # A dynamic tree (EAGLE-2's idea, Li et al. 2024): at most this many nodes, spent depth by depth on
     # the nodes the draft is surest of (the product of its probabilities along the path), each given at
@@ -82,33 +93,33 @@ class SpecConfig:
         _check_int("k_min", self.k_min, *K_RANGE)
         _check_int("k_max", self.k_max, *K_RANGE)
         if self.k_min > self.k_max:
-            raise ConfigError(f"k_min ({self.k_min}) must not exceed k_max ({self.k_max})")
+            raise ConfigError(f"k_min ({self.k_min}) must not exceed k_max ({self.k_max})", field="k_min")
         _check_temperature("temperature", self.temperature)
         if self.draft_temperature is not None:
             _check_temperature("draft_temperature", self.draft_temperature)
         _check_int("top_k", self.top_k, 0, 10_000_000)
         _check_float("top_p", self.top_p, 0.0, 1.0)
         if self.top_p <= 0:
-            raise ConfigError("top_p must be greater than 0 (1 turns it off)")
+            raise ConfigError("top_p must be greater than 0 (1 turns it off)", field="top_p")
         _check_int("max_new_tokens", self.max_new_tokens, *MAX_NEW_TOKENS_RANGE)
-        _check_int("seed", self.seed, 0, 2**63 - 1)
+        _check_int("seed", self.seed, 0, SEED_MAX)
         _check_int("lookup_ngram", self.lookup_ngram, 1, 16)
-        _check_float("confidence_stop", self.confidence_stop, 0.0, CONFIDENCE_STOP_MAX)
-        if self.drafter not in DRAFTERS:
-            raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}, not {self.drafter!r}")
-        if not isinstance(self.adaptive_k, bool):
-            raise ConfigError("adaptive_k must be true or false")
-        if not isinstance(self.fast, bool):
-            raise ConfigError("fast must be true or false")
+        _check_float("confidence_stop", self.confidence_stop, 0.0, CONFIDENCE_STOP_MAX, low="0 (off)")
+        if not isinstance(self.drafter, str) or self.drafter not in DRAFTERS:
+            shown = f", not {self.drafter[:40]!r}" if isinstance(self.drafter, str) else ""     # a long value cut
+            raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}{shown}", field="drafter")
+        for name in ("adaptive_k", "fast"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false", field=name)
         if self.cuda_graphs not in (None, True, False):
-            raise ConfigError("cuda_graphs must be true, false or unset (automatic)")
+            raise ConfigError("cuda_graphs must be true, false or unset (automatic)", field="cuda_graphs")
         if self.forced_acceptance is not None:
             _check_float("forced_acceptance", self.forced_acceptance, 0.0, 1.0)
         self._check_rule()
         self._check_tree()
         for s in self.stop_strings:
             if not isinstance(s, str) or not s:
-                raise ConfigError("stop strings must be non-empty text")
+                raise ConfigError("stop strings must be non-empty text", field="stop_strings")
 
     def _check_rule(self) -> None:
         rule = get_rule(self.rule)
@@ -123,10 +134,12 @@ class SpecConfig:
         _check_int("tree_budget", self.tree_budget, 0, TREE_NODES_MAX)
         if self.tree is None:
             if self.tree_budget:
-                raise ConfigError("tree_budget shapes a token tree: give tree too (the widths per depth at most)")
+                raise ConfigError("tree_budget shapes a token tree: give tree too (the widths per depth at most)",
+                                  field="tree_budget")
             return
         if isinstance(self.tree, str) or not isinstance(self.tree, (tuple, list)) or not self.tree:
-            raise ConfigError(f"tree must be candidates per depth such as 2,2,1,1, not {self.tree!r}")
+            raise ConfigError(f"tree must be candidates per depth such as 2,2,1,1, not {str(self.tree)[:40]!r}",
+                              field="tree")
         object.__setattr__(self, "tree", tuple(self.tree))
         _check_int("tree depth", len(self.tree), *K_RANGE)
         for width in self.tree:
@@ -134,13 +147,9 @@ class SpecConfig:
         if not self.tree_budget and tree_nodes(self.tree) > TREE_NODES_MAX:
             raise ConfigError(f"the tree {','.join(map(str, self.tree))} has {tree_nodes(self.tree)} nodes; "
                               f"at most {TREE_NODES_MAX} (or set tree_budget)")
-        refused = [("fast", self.fast), ("cuda_graphs", self.cuda_graphs is True), ("adaptive_k", self.adaptive_k),
-                   ("confidence_stop", self.confidence_stop > 0), ("forced_acceptance", self.forced_acceptance is not None),
-                   ("rule", self.rule != "exact"), ("drafter", self.drafter != "model")]
-        for name, on in refused:
-            if on:
-                raise ConfigError(f"a token tree runs eagerly with the model drafter and the exact rule: "
-                                  f"turn {name} off or leave tree unset")
+        for name, why in TREE_REFUSES.items():
+            if getattr(self, name):
+                raise ConfigError(f"a token tree cannot run with {name}: {why}", field=name)
 
     def to_dict(self) -> dict:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
@@ -148,22 +157,22 @@ class SpecConfig:
 
 def _check_int(name: str, value, lo: int, hi: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{name} must be a whole number, not {value!r}")
+        raise ConfigError(f"{name} must be a whole number, not {str(value)[:40]!r}", field=name)
     if not lo <= value <= hi:
-        raise ConfigError(f"{name} must be between {lo} and {hi}, not {value}")
+        raise ConfigError(f"{name} must be between {lo} and {hi}, not {value}", field=name)
 
 
-def _check_float(name: str, value, lo: float, hi: float) -> None:
+def _check_float(name: str, value, lo: float, hi: float, low: str | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"{name} must be a number, not {value!r}")
+        raise ConfigError(f"{name} must be a number, not {str(value)[:40]!r}", field=name)
     if not lo <= value <= hi:
-        raise ConfigError(f"{name} must be between {lo} and {hi}, not {value}")
+        raise ConfigError(f"{name} must be between {low or lo} and {hi}, not {value}", field=name)
 
 
 def _check_temperature(name: str, value) -> None:
     _check_float(name, value, 0.0, 5.0)
     if 0 < value < MIN_TEMPERATURE:
-        raise ConfigError(f"{name} must be 0 (greedy) or at least {MIN_TEMPERATURE:g}, not {value:g}")
+        raise ConfigError(f"{name} must be 0 (greedy) or at least {MIN_TEMPERATURE:g}, not {value:g}", field=name)
 
 
 def tree_nodes(widths) -> int:

@@ -60,7 +60,7 @@ class Drafted(_SelfChecking):
     token_ids: list[int]
     pieces: list[str]              # each token decoded on its own (display only; drafts are not output yet)
     q: list[float]                 # draft probability of each proposed token
-    # A token tree (tree_rounds.py), one entry per node in the order above; None for a chain. parents: the
+    # A token tree (proposal.py), one entry per node in the order above; None for a chain. parents: the
     # node's parent (-1: the round's root, the last committed token); depths: 1 = a child of the root;
     # choices: its rank among its siblings (0 = the draft's first choice). q is then that of the
     # distribution the node was drawn from (the draft's, without the siblings drawn before it).
@@ -71,12 +71,27 @@ class Drafted(_SelfChecking):
     t: float = 0.0
     kind: Literal["drafted"] = "drafted"
 
+    def __post_init__(self):
+        super().__post_init__()
+        n = len(self.token_ids)
+        if not len(self.pieces) == len(self.q) == n:
+            raise ValueError(f"Drafted: {n} token ids, {len(self.pieces)} pieces and {len(self.q)} q values differ")
+        tree = (self.parents, self.depths, self.choices)
+        if any(x is not None for x in tree):
+            if any(x is None or len(x) != n for x in tree):
+                raise ValueError(f"Drafted: a tree needs parents, depths and choices for each of its {n} tokens")
+            for i, (parent, depth) in enumerate(zip(self.parents, self.depths)):
+                # Parents come before their children, and a node sits one depth below its parent.
+                if not -1 <= parent < i or depth != (1 if parent < 0 else self.depths[parent] + 1):
+                    raise ValueError(f"Drafted: node {i} has parent {parent} and depth {depth}: not a tree in "
+                                     f"feeding order")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Accepted(_SelfChecking):
     """Emitted when a drafted token passes verification and becomes output."""
     round: int
-    position: int                  # index of the token within the round's drafts (0-based)
+    position: int                  # its depth in the round's tree, 0-based (a chain's: its index among the drafts)
     token_id: int
     piece: str
     p: float
@@ -102,7 +117,9 @@ class Accepted(_SelfChecking):
 
 @dataclass(frozen=True, kw_only=True)
 class Rejected(_SelfChecking):
-    """Emitted for the first drafted token that fails verification; later drafts are discarded."""
+    """Emitted for each drafted token that fails verification: a chain's first failing draft (the
+    drafts after it are discarded), or in a tree each sibling rejected in turn before one is kept or
+    the correction is drawn (the nodes under a rejected one are discarded)."""
     round: int
     position: int
     token_id: int

@@ -1,13 +1,18 @@
-"""The speculative decoding loop (Leviathan et al. 2023; Chen et al. 2023) as an event generator.
+"""The speculative decoding loop (Leviathan et al. 2023; Chen et al. 2023) as an event generator, for a
+chain of drafts and a token tree alike (SpecInfer, Miao et al. 2024): a chain is the tree of width one.
 
 Each round (`Rounds.step`, steps numbered as in gpt-fast's `speculative_decode`): (1) the drafter
-proposes k tokens; (2) the target scores them all in one forward pass, which also yields the
-distribution after the last draft; (3) acceptance.py decides how many to keep and draws the
-correction or bonus; (4) the caches are cropped to the accepted prefix; (5) the tokens are
-committed and the round's events built (`commit_round`); (6) adaptive k; (7) the tally and RoundEnd. The round's compute, event
-building included, runs on the lane's own clock (lane.py); the events are yielded afterwards,
-so a consumer (or the other lane of a race) never counts against this lane. Closing the
-generator stops the work at the next yield, within one round.
+proposes a tree of the round's widths (a chain of k: k ones); (2) the target checks every node in one
+pass (runtime/tree_pass.py: a chain's is the ordinary causal pass), which gives p at the root and after
+every node; (3) the judge (acceptance.py) walks down from the root and draws the correction or bonus,
+with one device-to-host read; (4) both caches keep only the accepted path (a chain's: a crop); (5) the
+tokens are committed and the round's events built (`commit_round`); (6) adaptive k (chains); (7) the
+tally and RoundEnd. The round's compute, event building included, runs on the lane's own clock
+(lane.py); the events are yielded afterwards, so a consumer (or the other lane of a race) never counts
+against this lane. Closing the generator stops the work at the next yield, within one round.
+A tree's events are a chain's with the tree in them: `Drafted` carries each node's parent, depth and
+rank among its siblings, every `Accepted` / `Rejected` names its node and rank, `Resampled` / `Bonus`
+the node they follow; a chain's leave those fields None.
 """
 from __future__ import annotations
 
@@ -17,15 +22,17 @@ from typing import Iterator
 import torch
 
 from ...errors import ConfigError
-from .acceptance import Verdict, verify
+from .acceptance import Verdict, judge
 from ...runtime.cached_model import ModelWithCache, cached_model, positions_needed, step_shapes, uncached
-from .config import SpecConfig
-from .drafters import DRAFTERS, Drafter, Proposal, make_drafter, uses_draft_model
+from ...runtime.tree_pass import feed_proposal, keep_path
+from .config import SpecConfig, planned_nodes
+from .drafters import DRAFTERS, Drafter, make_drafter, uses_draft_model
 from .events import Accepted, Bonus, Drafted, Event, Rejected, Resampled, RoundEnd
 from .lane import run_lane
-from ..metrics.measures import LaneTally
+from ..metrics.measures import ChoiceTally, LaneTally
 from .output import Output, encode_prompt
 from ...runtime.pair import ModelPair
+from .proposal import Proposal, empty
 from .rules import get_rule
 from .sampling import make_generator
 from ...runtime.timing import LaneClock, PhaseMarks
@@ -41,10 +48,10 @@ def speculate(pair: ModelPair, prompt: str | list[int], config: SpecConfig | Non
     if cfg.fast and uses_draft_model(cfg.drafter) and pair.draft_reads_features:
         raise ConfigError(f"the fast path (static cache) cannot yet hand {pair.draft_name} the target's hidden "
                           f"states it reads: turn the fast path off for this pair")
+    if cfg.tree is not None and max(cfg.tree) > 1 and uses_draft_model(cfg.drafter) and pair.draft_reads_features:
+        raise ConfigError(f"{pair.draft_name} reads the target's hidden states, which a tree's pass does not give "
+                          f"for every node's children: draft a chain with it (leave tree unset)")
     out = Output(pair, encode_prompt(pair, prompt), cfg)    # bad input fails here, before any work
-    if cfg.tree is not None:
-        from .tree_rounds import run_tree       # a token tree instead of a chain (tree_rounds.py)
-        return run_tree(pair, out, cfg, cancel, lane)
     return _run(pair, out, cfg, cancel, lane)
 
 
@@ -56,14 +63,13 @@ def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> It
                           keep_hidden=drafter.reads_target_features, graphs=cfg.cuda_graphs,
                           shapes=step_shapes(cfg, "verify"))
     rounds = Rounds(pair, out, target, drafter, cfg, gen, lane)
-    named = {"rule": "forced" if cfg.forced_acceptance is not None else cfg.rule,
-             "rule_lossless": cfg.forced_acceptance is None and get_rule(cfg.rule).lossless}
     yield from run_lane(out, cancel, lane, LaneClock(pair.device), rounds.tally, rounds.step, target, drafter,
-                        extra_stats=named)
+                        extra_stats=rounds.stats)
 
 
 class Rounds:
-    """One lane's rounds: the models, the k of the next round (adaptive k changes it) and the tally."""
+    """One lane's rounds: the models, the shape of the next round (adaptive k changes a chain's k), the
+    tally, and for a tree the per-depth tally of first / second choices."""
 
     def __init__(self, pair: ModelPair, out: Output, target: ModelWithCache, drafter: Drafter, cfg: SpecConfig,
                  gen: torch.Generator, lane: str):
@@ -71,9 +77,17 @@ class Rounds:
         self.cfg, self.gen, self.lane = cfg, gen, lane
         self.k = cfg.k
         self.tally = LaneTally()
+        self.tree = cfg.tree is not None
+        self.choices = ChoiceTally() if self.tree else None
         # The verdicts' label: the exact rule keeps its "ratio" / "argmax"; any other rule its own name.
         self.rule = ("forced" if cfg.forced_acceptance is not None else "argmax" if cfg.greedy
                      else "ratio" if cfg.rule == "exact" else cfg.rule)
+        # Read by run_lane when the lane ends (Done.stats); a tree's by_choice is refreshed every round.
+        self.stats = {"rule": "forced" if cfg.forced_acceptance is not None else cfg.rule,
+                      "rule_lossless": cfg.forced_acceptance is None and get_rule(cfg.rule).lossless}
+        if self.tree:
+            self.stats.update(tree=list(cfg.tree), tree_budget=cfg.tree_budget, by_choice=[])
+            self.full_nodes = planned_nodes(cfg)
 
     @torch.inference_mode()
     def step(self, clock: LaneClock) -> list[Event]:
@@ -81,100 +95,107 @@ class Rounds:
         out, cfg, r = self.out, self.cfg, self.tally.rounds + 1
         phases = PhaseMarks(self.pair.device)     # draft | target pass | acceptance | bookkeeping, no extra sync
         before = len(out.ids)
-        # A round emits at most k + 1 tokens: draft no more than the lane may still add, minus the bonus.
-        planned = min(self.k, out.remaining - 1)
+        shape = cfg.tree if self.tree else (1,) * self.k
+        # A round emits at most depth + 1 tokens: draft no deeper than the lane may still add, minus the bonus.
+        widths = shape[: max(0, min(len(shape), out.remaining - 1))]
 
-        # 1. Draft: up to `planned` tokens x_1..x_m, each with the draft distribution q_i it came from.
-        proposal = self.drafter.propose(out.ids, planned) if planned > 0 else empty_proposal(self.pair)
-        m = proposal.tokens.numel()
+        # 1. Draft: a tree of those widths (a chain: one node a depth), each node with the q it came from.
+        proposal = self.drafter.propose(out.ids, widths) if widths else empty(self.pair.vocab_size, self.pair.device)
+        n = proposal.size
         phases.mark()
 
-        # 2. One target pass over the uncached tokens and the drafts; keep the last m + 1 positions:
-        #    row i is p_i, the target's distribution for draft i, row m the one after all drafts.
+        # 2. One target pass over the uncached tokens and every node; row 0 of the logits is p at the
+        #    root (the last committed token), row i + 1 p after node i.
         fed_from = self.target.length
-        logits = self.target.feed(torch.cat([uncached(self.target, out.ids), proposal.tokens]), keep=m + 1)
+        logits = feed_proposal(self.target, uncached(self.target, out.ids), proposal, fed_from)
         phases.mark()
 
-        # 3. Keep x_i with probability min(1, p_i / q_i) until the first rejection; draw the correction
-        #    from norm(max(0, p - q)) there, or the bonus from p_m. One device-to-host read.
-        v = verify(proposal.tokens, proposal.q, logits, cfg, self.gen)
+        # 3. Judge: from the root, keep a child with min(1, r/q) (r: p less the siblings rejected before
+        #    it), until a node's children are all rejected (correction from r) or it has none (bonus).
+        v = judge(proposal, logits, cfg, self.gen)
         phases.mark()
         at = clock.read()
 
-        # 4. Roll both caches back to the accepted prefix (the new token is fed next round).
-        self.target.crop(before + v.n_accepted)
-        self.drafter.update(v.n_accepted, self.target.hidden if self.drafter.reads_target_features else None,
-                            fed_from)
+        # 4. Both caches keep the context and the accepted path (the new token is fed next round).
+        keep_path(self.target, before, v.path)
+        self.drafter.update(v.path, self.target.hidden if self.drafter.reads_target_features else None, fed_from)
 
         # 5. Commit the tokens in order, building the round's events; a stop rule may end it early.
-        events = commit_round(out, v, r, m, self.rule, self.lane, at)
+        events = commit_round(out, proposal, v, r, self.rule, self.lane, at, self.tree)
         accepted = sum(e.kind == "accepted" for e in events)
+        rejected = [e for e in events if e.kind == "rejected"]
         emitted = len(out.ids) - before
 
-        # 6. Adaptive k: one more after a fully accepted round, one fewer after a rejection.
+        # 6. Adaptive k (a chain): one more after a fully accepted round, one fewer after a rejection.
         k_used = self.k
-        if cfg.adaptive_k and m == planned > 0:
-            self.k = min(self.k + 1, cfg.k_max) if v.n_accepted == m else max(self.k - 1, cfg.k_min)
+        if cfg.adaptive_k and n == len(widths) > 0:
+            self.k = min(self.k + 1, cfg.k_max) if len(v.path) == n else max(self.k - 1, cfg.k_min)
         phases.mark()
 
         # 7. Tally the round and close it with RoundEnd (its phases' seconds and the running totals).
         draft_s, target_s, accept_s, bookkeeping_s = phases.seconds()
         for event in events:
             self.tally.add(event)
-        end = RoundEnd(round=r, drafted=m, accepted=accepted, emitted=emitted, draft_s=draft_s,
+        if self.tree:
+            for event in events:
+                self.choices.add(event)
+            self.stats["by_choice"] = self.choices.rows()
+        end = RoundEnd(round=r, drafted=n, accepted=accepted, emitted=emitted, draft_s=draft_s,
                        verify_s=target_s + accept_s, target_s=target_s, accept_s=accept_s,
                        bookkeeping_s=bookkeeping_s, total_tokens=self.tally.tokens,
-                       total_drafted=self.tally.drafted + m, total_accepted=self.tally.accepted, text=out.text,
-                       k_next=self.k,
-                       # Full: drafted the k planned for it, and no stop rule cut it short.
-                       full=m == planned == k_used and emitted == accepted + 1,
+                       total_drafted=self.tally.drafted + n, total_accepted=self.tally.accepted, text=out.text,
+                       k_next=len(cfg.tree) if self.tree else self.k,
+                       # Full: drafted the whole shape planned for it, and no stop rule cut it short.
+                       full=n == (self.full_nodes if self.tree else k_used) and emitted == accepted + 1,
+                       unjudged=n - accepted - len(rejected) - sum(e.discarded for e in rejected),
                        lane=self.lane, t=clock.read())
         self.tally.add(end)
         events.append(end)
         return events
 
 
-def commit_round(out: Output, v: Verdict, r: int, m: int, rule: str, lane: str, at: float) -> list[Event]:
-    """Append round r's tokens to out and return its events: Drafted, an Accepted per kept draft, then
-    Rejected + Resampled at the first rejection or Bonus after m accepted drafts. A stop rule (EOS, a
-    stop string, the token budget) firing on a token ends the round there."""
-    tok, drafts = out.detok, v.drafts
-
-    def picture(i: int) -> dict:
-        """Row i's p-and-q picture, pieces decoded (display only)."""
-        if not v.pictures:
-            return {}
-        return {"picture": [(t, tok.piece_of(t), pr, qr) for t, pr, qr in v.pictures[i]],
-                "overlap": v.overlap[i] if i < len(v.overlap) else None}
-
-    events: list[Event] = [Drafted(round=r, token_ids=drafts, pieces=[tok.piece_of(d) for d in drafts], q=v.q,
-                                   lane=lane, t=at)]
-    for i in range(v.n_accepted):
+def commit_round(out: Output, proposal: Proposal, v: Verdict, r: int, rule: str, lane: str, at: float,
+                 tree: bool) -> list[Event]:
+    """Append round r's tokens to out and return its events: Drafted, an Accepted or Rejected per judged
+    node in the order judged, then Resampled (every child of the last node judged rejected) or Bonus
+    (it has none left to judge). A stop rule (EOS, a stop string, the token budget) firing on a token
+    ends the round there. `tree`: the events name nodes, ranks and parents (a chain's leave them None)."""
+    tok, ids, pictures = out.detok, v.tokens, v.pictures
+    shape = dict(parents=list(proposal.parents), depths=list(proposal.depths),
+                 choices=list(proposal.choices)) if tree else {}
+    events: list[Event] = [Drafted(round=r, token_ids=ids, pieces=[tok.piece_of(t) for t in ids], q=v.q,
+                                   lane=lane, t=at, **shape)]
+    last = v.judged[-1] if v.corrected else None
+    for node in v.judged:
         if out.stop_reason:
             return events
-        piece = out.append(drafts[i])
-        events.append(Accepted(round=r, position=i, token_id=drafts[i], piece=piece, p=v.p[i], q=v.q[i],
-                               accept_prob=v.accept_prob[i], u=v.u[i] if v.u else None, rule=rule,
-                               index=out.n_generated - 1, lane=lane, t=at, **picture(i)))
+        common = dict(round=r, position=proposal.depths[node] - 1, token_id=ids[node], p=v.p[node], q=v.q[node],
+                      accept_prob=v.accept_prob[node], u=v.u[node] if v.u else None, rule=rule, lane=lane, t=at,
+                      picture=_named(tok, pictures.node(node, ids[node], v.p[node], v.q[node], node == last)),
+                      overlap=pictures.overlap[node],
+                      **(dict(node=node, choice=proposal.choices[node]) if tree else {}))
+        if v.ok[node]:
+            piece = out.append(ids[node])
+            events.append(Accepted(piece=piece, index=out.n_generated - 1, **common))
+        else:
+            events.append(Rejected(piece=tok.piece_of(ids[node]), discarded=proposal.subtree(node), **common))
     if out.stop_reason:
         return events
-    n = v.n_accepted
-    if n < m:
-        events.append(Rejected(round=r, position=n, token_id=drafts[n], piece=tok.piece_of(drafts[n]),
-                               p=v.p[n], q=v.q[n], accept_prob=v.accept_prob[n], u=v.u[n] if v.u else None,
-                               rule=rule, discarded=m - n - 1, lane=lane, t=at, **picture(n)))
-        piece = out.append(v.next_token)
-        events.append(Resampled(round=r, position=n, token_id=v.next_token, piece=piece, prob=v.next_prob,
+    position, after = len(v.path), dict(parent=v.parent) if tree else {}
+    piece = out.append(v.next_token)
+    if v.corrected:
+        events.append(Resampled(round=r, position=position, token_id=v.next_token, piece=piece, prob=v.next_prob,
                                 p=v.next_p, top_residual=[(i, tok.piece_of(i), pr) for i, pr in v.top],
-                                index=out.n_generated - 1, lane=lane, t=at, **picture(n)))
+                                index=out.n_generated - 1, lane=lane, t=at, overlap=pictures.overlap[last],
+                                picture=_named(tok, pictures.node(last, ids[last], v.p[last], v.q[last], True)),
+                                **after))
     else:
-        piece = out.append(v.next_token)
-        events.append(Bonus(round=r, position=n, token_id=v.next_token, piece=piece, p=v.next_p,
-                            index=out.n_generated - 1, lane=lane, t=at, **picture(n)))
+        events.append(Bonus(round=r, position=position, token_id=v.next_token, piece=piece, p=v.next_p,
+                            index=out.n_generated - 1, lane=lane, t=at,
+                            picture=_named(tok, pictures.row(v.parent + 1)), **after))
     return events
 
 
-def empty_proposal(pair: ModelPair) -> Proposal:
-    """No drafts (one token left to emit, or k = 0 planned): the round is a plain target step."""
-    return Proposal(torch.zeros(0, dtype=torch.long, device=pair.device),
-                    torch.zeros(0, pair.vocab_size, device=pair.device))
+def _named(tok, picture: list) -> list:
+    """A picture's (id, p, q) entries with each id's piece decoded (display only)."""
+    return [(t, tok.piece_of(t), pr, qr) for t, pr, qr in picture]

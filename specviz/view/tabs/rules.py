@@ -71,8 +71,8 @@ def run_rules(app: AppState, rule_temperature, *form, stop=None, draws: int = DR
                                f"when sampling), not {t:g}")
         req = replace(RunRequest.from_form(*form, **named), temperature=t)
         if draft_shape(req.tree) is not None:
-            raise SpecvizError("The rules tab races the acceptance rules on a chain, and a token tree runs only the "
-                               "exact rule: set the draft shape to chain")
+            raise SpecvizError("The rules tab checks each rule's law at one drafted position, a chain's: set the "
+                               "draft shape to chain (a race runs every rule on a tree too)")
         run = prepare(app, req, max_new_tokens=min(RULE_TOKENS, app.limits.max_new_tokens))
         yield status_html("Waiting for the device …" if app.decoders.busy() else "First position …"), gr.skip(), cancel
         first = list(app.decoders.sliced(gpu_calls.lossless_results(gpu_calls.handle(app), run.preset.key, run.ids,

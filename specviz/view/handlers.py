@@ -131,7 +131,8 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
     dtype = run.dtype
     share, side = others.share(), app.side_work.since(side_mark)
     # This race's own c and v join the pair's cost model first; its why, ledger and tree box read the model.
-    model = None if stopped else app.advisor.fold_race(run.preset, run.pair, *tallies(view.stats),
+    lanes = tallies(view.stats)    # once: the cost model, the tree's why and its box read the same tallies
+    model = None if stopped else app.advisor.fold_race(run.preset, run.pair, *lanes,
                                                         getattr(view.dones.get("spec"), "stats", None), bool(cfg.tree))
     busy = busy_reason(share, side, sharing.shared)
     led = build_ledger(view.stats, model, busy)   # once: the verdict, the ledger's HTML and the saved trace read it
@@ -150,12 +151,12 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
         except Stopped:
             rep = None
     summary = (status_html("Stopped.", "done status-stopped") if stopped
-               else _summary(view, led, share, cfg.greedy, dtype, side, sharing.shared, cfg.tree)
+               else _summary(view, led, share, cfg.greedy, dtype, side, sharing.shared, cfg.tree, lanes)
                + repeat_html(rep)) + ran
     yield finished(view, led, summary, stopped,
                    download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype,
                                              cost_record(model, led.k, busy))),
-                   tree=bool(cfg.tree), tree_box=_tree_box(view, run, stopped, model))
+                   tree=bool(cfg.tree), tree_box=_tree_box(view, run, stopped, model, lanes))
 
 
 def finished(view: RaceView, led, status: str, stopped: bool, download: str, tree: bool = False,
@@ -170,13 +171,14 @@ def finished(view: RaceView, led, status: str, stopped: bool, download: str, tre
                       + tree_box, timeline=view.timeline.html())
 
 
-def _tree_box(view: RaceView, run: Prepared, stopped: bool, model) -> str:
-    """A tree race's box under the ledger (view/tree_results.py): the tree as this race measured it, the
-    chain from the pair's cost model (`model`, None where it has none); "" for a chain."""
+def _tree_box(view: RaceView, run: Prepared, stopped: bool, model, lanes) -> str:
+    """A tree race's box under the ledger (view/tree_results.py): the tree as this race measured it
+    (`lanes`: its tallies), the chain from the pair's cost model (`model`, None where it has none); "" for
+    a chain."""
     cfg = run.config
     if not cfg.tree:
         return ""
-    spec, plain = tallies(view.stats)
+    spec, plain = lanes
     done = view.dones.get("spec")
     by_choice = choice_rows(getattr(getattr(done, "stats", None), "by_choice", None))
     return tree_box_html(spec, plain, cfg.tree, by_choice, model, stopped=stopped)

@@ -20,7 +20,8 @@ WHY_TOGGLE = '<button type="button" class="why-toggle" aria-expanded="false">why
 
 
 def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str | None,
-             side: list[str] = (), shared: bool = False, tree: tuple[int, ...] | None = None) -> str:
+             side: list[str] = (), shared: bool = False, tree: tuple[int, ...] | None = None,
+             lanes=None) -> str:
     """The finished race's status (HTML), styled by the ledger's verdict (a loss is never shown as a
     success): the verdict with the race's headline (engine/analysis/headline.py: greedy, the same text
     in fewer target passes; sampled, each lane's length and stop reason, compared per token), then
@@ -29,9 +30,9 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
     beside the race (`side`: app/side_work.py), or another decoding job computing at the same time
     (`shared`: a host allowing more than one at once, app/slots.py). Under it, the ledger's why, or for a
     token tree (`tree`: its shape) the tree's own (view/tree_results.tree_why), which the chain's ledger
-    sentence cannot give."""
+    sentence cannot give (from `lanes`, the race's tallies where the caller has them)."""
     glyph, label = VERDICTS.get(led.verdict, VERDICTS["unmeasured"])
-    because = tree_why(*tallies(view.stats), len(tree)) if tree else None
+    because = (tree_why(*(lanes or tallies(view.stats)), len(tree)) if tree else None) or why(led)
     spec, plain = view.dones.get("spec"), view.dones.get("base")
     head = headline(spec, plain, greedy, view.stats.compared()) if spec is not None and plain is not None else None
     text = f"{glyph} {label}: " + (head.line if head else "the race finished.")
@@ -56,8 +57,8 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
     short = _short(view, head, glyph, label)
     return (f'<div class="status status-done {verdict_class(led.verdict)}" id="race-summary" '
             f'data-verdict="{clean(led.verdict)}"{attrs}><div class="headline" id="race-headline">{clean(text)}</div>'
-            f'{short}{WHY_TOGGLE}{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(because or why(led))}"><b>Why:</b> '
-            f'{clean(because or why(led))}</p></div>')
+            f'{short}{WHY_TOGGLE}{note}<p class="why" id="race-why" tabindex="0" data-tip="{clean(because)}"><b>Why:</b> '
+            f'{clean(because)}</p></div>')
 
 
 def _short(view: RaceView, head, glyph: str, label: str) -> str:

@@ -231,3 +231,37 @@ def test_phone_keeps_run_stop_and_the_link_button_on_one_line(browser, app_url):
         assert boxes[-1]["x"] + boxes[-1]["width"] <= 390 and boxes[-1]["width"] >= 24
     finally:
         context.close()
+
+
+def test_a_loaded_trace_fills_the_form_so_run_races_it_again(browser, app_url, tmp_path):
+    """A race with settings away from their defaults, downloaded, then loaded on a fresh page: the form
+    there holds the race's prompt and settings, so Run races the same again."""
+    context, pg = open_link(browser, app_url)
+    fresh = None
+    try:
+        pg.wait_for_selector("#max-new input[type=number]", state="visible")
+        pg.fill("#prompt textarea", "import os\n")
+        for elem_id, value in (("k", 2), ("temperature", 0.9), ("top-k", 12), ("top-p", 0.8), ("max-new", 20)):
+            set_slider(pg, elem_id, value)
+        pg.fill("#seed input", "5")
+        pg.fill("#stop-strings textarea", "zzz")
+        pg.press("#stop-strings textarea", "Tab")
+        pg.wait_for_timeout(300)
+        shown = {elem_id: slider(pg, elem_id) for elem_id in ("k", "temperature", "top-k", "top-p", "max-new")}
+        pg.click("#run")
+        pg.wait_for_selector("#status .status-done", timeout=90_000)
+        with pg.expect_download() as info:
+            pg.click("#download-trace")
+        path = tmp_path / "specviz-trace.json"
+        info.value.save_as(path)
+        fresh, other = open_link(browser, app_url)
+        other.wait_for_selector("#trace-file", state="attached")
+        other.set_input_files("#trace-file", str(path))
+        other.wait_for_selector("#link-note #trace-form", timeout=20_000)
+        assert other.input_value("#prompt textarea") == "import os\n"
+        assert {elem_id: slider(other, elem_id) for elem_id in shown} == shown
+        assert other.input_value("#seed input") == "5" and other.input_value("#stop-strings textarea") == "zzz"
+    finally:
+        context.close()
+        if fresh is not None:
+            fresh.close()

@@ -181,8 +181,8 @@ def link_query(values: dict, defaults: dict | None = None, pinned: bool = False,
     own address): the ALWAYS fields, then each OPTIONAL one that differs from `defaults` (form_defaults),
     then `class=1` when `pinned` and one `prompts` per example prompt given."""
     defaults = defaults or {}
-    query = [("pair" if name == "preset" else name, values.get(name)) for name in ALWAYS]
-    query[1] = ("prompt", values.get("prompt") or "")
+    query = [("pair", values.get("preset")), ("prompt", values.get("prompt") or "")]
+    query += [(name, values.get(name)) for name in ALWAYS[2:]]          # k, temperature, seed
     for name in OPTIONAL:
         value = _linked(name, values.get(name))
         if value is not None and value != _linked(name, defaults.get(name)):

@@ -136,6 +136,8 @@ def test_the_projector_switch_is_on_every_tab_and_keeps_tabs_and_run_on_one_line
             assert shown == 6, f"projector {'on' if on else 'off'}: {shown} of 6 tabs on the bar"
             run, stop = (pg.locator(s).bounding_box() for s in ("#run", "#stop"))
             assert abs(run["y"] - stop["y"]) < 2 and abs(run["height"] - stop["height"]) < 2      # one line each
+            row, link = (pg.locator(s).bounding_box() for s in ("#run-row", "#copy-link"))
+            assert abs(link["y"] - run["y"]) < 2 and link["x"] + link["width"] <= row["x"] + row["width"] + 1
         for name in ("Explain", "Workshop", "Race"):
             pg.click(f"button[role=tab]:has-text('{name}')")
             assert pg.locator("#projector input").is_visible() and pg.locator("#projector input").is_checked()

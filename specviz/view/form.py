@@ -66,13 +66,13 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
         prompt = gr.Textbox(label="Prompt", value=first.examples[0] if first.examples else "",
                             lines=4, max_lines=14, elem_id="prompt", placeholder=prompt_placeholder(first.chat))
         with gr.Row(elem_id="run-row"):
-            run = gr.Button("Run the race", variant="primary", elem_id="run", min_width=110)
+            run = gr.Button("Run the race", variant="primary", elem_id="run", min_width=104)
             # The median of three races (view/repeat_races.py); in the row, so a phone's first screen
             # still reaches the speculative pane.
-            run3 = gr.Button("Race 3x", elem_id="run3", min_width=64)
-            stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=56)
+            run3 = gr.Button("Race 3x", elem_id="run3", min_width=60)
+            stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=52)
             # "Copy a link to this race": a link sign (its name on hover and for screen readers: assets/page.js).
-            copy = gr.Button("", icon=str(ASSETS / "link.svg"), elem_id="copy-link", min_width=40)
+            copy = gr.Button("", icon=str(ASSETS / "link.svg"), elem_id="copy-link", min_width=38)
         # Opened by the copy button: what happened, the class options and the link to copy by hand.
         with gr.Column(visible=False, elem_id="share-panel") as share_panel:
             gr.HTML('<div id="share-said" class="share-said" role="status"></div>')

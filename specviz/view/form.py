@@ -23,7 +23,6 @@ from ..app.request import FORM_FIELDS
 from ..app.state import CUSTOM, AppState
 from ..engine.loop.config import CONFIDENCE_STOP_MAX
 from ..engine.loop.drafters import DRAFTERS
-from ..paths import ASSETS
 from . import lenient    # the form's inputs: the app checks their values
 from .render import clean, figures_line
 from .form_fill import FILLED, opened
@@ -72,7 +71,7 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
             run3 = gr.Button("Race 3x", elem_id="run3", min_width=60)
             stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=52)
             # "Copy a link to this race": a link sign (its name on hover and for screen readers: assets/page.js).
-            copy = gr.Button("", icon=str(ASSETS / "link.svg"), elem_id="copy-link", min_width=38)
+            copy = gr.Button("", elem_id="copy-link", min_width=38)      # its link sign drawn by style.css
         # Opened by the copy button: what happened, the class options and the link to copy by hand.
         with gr.Column(visible=False, elem_id="share-panel") as share_panel:
             gr.HTML('<div id="share-said" class="share-said" role="status"></div>')

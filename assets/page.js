@@ -22,7 +22,16 @@
       }
     }).observe(box, { childList: true, subtree: true, characterData: true });
   };
-  const scan = () => document.querySelectorAll(".block.token-pane").forEach(watch);
+  // The share button shows a link sign only: its name for a hover and a screen reader.
+  const name = (button) => {
+    if (!button || button.title) return;
+    button.title = "Copy a link to this race (its settings and prompt)";
+    button.setAttribute("aria-label", "Copy a link to this race");
+  };
+  const scan = () => {
+    document.querySelectorAll(".block.token-pane").forEach(watch);
+    name(document.querySelector("#copy-link"));
+  };
   scan();
   setInterval(scan, 1000);
 

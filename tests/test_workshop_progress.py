@@ -46,3 +46,23 @@ def test_the_prose_counts_the_exercises_there_are():
                          ("docs/page.md", r"\*\*Workshop\.\*\* (\w+) exercises")):
         said = re.search(pattern, (Path(__file__).resolve().parent.parent / doc).read_text(encoding="utf-8"))
         assert said and said.group(1).lower() == word, f"{doc} counts the workshop's exercises wrong"
+
+
+def test_exercise_two_names_the_prompt_it_decodes_in_its_question_escaped(tiny_dirs):
+    from dataclasses import replace
+
+    from specviz.app.state import AppState
+    from specviz.models.presets import Preset
+    from specviz.app.workshop import BY_KEY
+    from specviz.view.tabs.workshop import question_html, show
+    preset = Preset("tiny", "tiny pair", tiny_dirs["target"], tiny_dirs["cut"], 3,
+                    ("def add(a, b):", "x = '<b>&'\nprint(x)"))
+    app = AppState(presets={"tiny": preset}, device="cpu")
+    passes = BY_KEY["passes"]
+    assert passes is EXERCISES[1] and passes.prompt(app) == "x = '<b>&'\nprint(x)"    # the run's own prompt
+    html = question_html(passes, app)
+    assert "the prompt below" in html and "x = &#x27;&lt;b&gt;&amp;&#x27;\nprint(x)</pre>" in html and "<b>" not in html
+    assert show("passes", {}, app)[0] == html
+    app.pairs.presets["tiny"] = replace(preset, examples=("only one",))
+    assert "only one</pre>" in question_html(passes, app)
+    assert "ws-prompt" not in question_html(EXERCISES[0], app)      # a question with no prompt of its own

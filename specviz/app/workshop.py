@@ -50,6 +50,8 @@ class Exercise:
     choices: tuple[str, ...]     # () for a number
     run: Callable[..., Outcome]  # run(app), or run(app, repeat=n) where `repeatable`
     repeatable: bool = False     # a measured speedup: "repeat 3x" gives the median of n races with the range
+    # The prompt the run decodes, shown under the question (prompt(app); it depends on the host's pairs).
+    prompt: Callable[[AppState], str] | None = None
 
 
 # --- running ------------------------------------------------------------------------------
@@ -149,9 +151,14 @@ def race(app: AppState, repeat: int = 1) -> Outcome:
                    ("race", stats), ran=ran(app, key, *([run] * len(runs))))
 
 
+def passes_prompt(app: AppState) -> str:
+    """The passes exercise's prompt: its pair's last example (the question shows it)."""
+    return app.pairs.preset(pick(app, "fast")).examples[-1]
+
+
 def passes(app: AppState) -> Outcome:
     key, run = pick(app, "fast"), {"max_new_tokens": 96}
-    prompt = app.pairs.preset(key).examples[-1]
+    prompt = passes_prompt(app)
     stats = race_stats(app, key, prompt=prompt, **run)
     spec, base = _passes(stats)
     return Outcome(spec, f"{spec} target passes (plain decoding: {base})",
@@ -339,8 +346,8 @@ def _first_difference(a: str, b: str) -> int:
 EXERCISES = (
     Exercise("race", "The race", "How many times faster than plain decoding will speculative decoding be "
              "(96 new tokens, greedy)?", (), race, repeatable=True),
-    Exercise("passes", "Target passes saved", "The speculative lane writes 96 tokens. How many forward passes of "
-             "the target will it need?", (), passes),
+    Exercise("passes", "Target passes saved", "The speculative lane writes 96 greedy tokens after the prompt "
+             "below. How many forward passes of the target will it need?", (), passes, prompt=passes_prompt),
     Exercise("identity", "Greedy identity", "Greedy speculative decoding against greedy plain decoding of the "
              "same prompt: how will the two texts compare?", ("identical", "a few tokens differ",
                                                                "quite different"), identity),

@@ -3,7 +3,9 @@
 `build_form(app)` lays it out (call inside the page's Blocks) and wires the listeners that keep it
 consistent on its own: a pair's pick sets its examples, its preset's k, chat default and confidence
 stop; the prompt's tip follows the chat switch; a share link's settings (view/share.py) fill it when
-the page opens, and "copy link" writes that link for the current form; the k measured for a pair on
+the page opens (view/form_fill.py, which a loaded trace's replay uses too), and the link button beside
+Run writes that link for the current form, with "lock for a class" and "use these examples" as
+options in the panel it opens; the k measured for a pair on
 this machine arrives at page load and while a watch ticks, offered as a suggestion with a one-click
 "use k = N" (never moving the slider itself, so every laptop in a room starts from the same race);
 a background fetch's progress shows until it ends. The returned
@@ -18,14 +20,14 @@ from functools import partial
 import gradio as gr
 
 from ..app.request import FORM_FIELDS
-from ..app.settings import CHAIN
 from ..app.pairs import CUSTOM
 from ..app.state import AppState
 from ..engine.loop.config import CONFIDENCE_STOP_MAX
-from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS
+from ..engine.loop.drafters import DRAFTERS
 from . import lenient    # the form's inputs: the app checks their values
 from .render import clean, figures_line
-from .share import Opening, link_query, read_link
+from .form_fill import FILLED, opened
+from .share import MAX_PROMPTS, TOP_K_MAX, TOP_P_MIN, form_defaults, link_query
 
 PAIRED_MIN_WIDTH = 190     # two settings share a row only from 2 x 190 px + the gap
 K_WATCH_S = 2.0            # how often a page asks whether its pair's k has been measured, while it is under way
@@ -42,6 +44,7 @@ class Form:
     use_k: gr.Button          # "use k = N": the measured k, taken only by a click
     link: gr.State            # the share link's class setup: {"pinned": bool, "prompts": [...]}
     run3: gr.Button | None = None   # "Race 3x": the median of three races (view/repeat_races.py)
+    filled: list | None = None      # what a share link or a loaded trace fills, in form_fill.FILLED's order
 
     @property
     def inputs(self) -> list:
@@ -57,17 +60,29 @@ class Form:
 def build_form(app: AppState, demo: gr.Blocks) -> Form:
     """The controls: prompt and Run/Stop first (on screen at 1366x768), the settings below them in a
     section that folds away on a phone (assets/page.js), so the race comes next."""
-    first, most = app.pairs.default_preset(), app.limits.max_new_tokens
+    first = app.pairs.default_preset()
+    start = form_defaults(app, first)         # the same defaults a share link leaves out
     with gr.Column(scale=1, min_width=280, elem_id="controls"):
         prompt = gr.Textbox(label="Prompt", value=first.examples[0] if first.examples else "",
                             lines=4, max_lines=14, elem_id="prompt", placeholder=prompt_placeholder(first.chat))
         with gr.Row(elem_id="run-row"):
-            run = gr.Button("Run the race", variant="primary", elem_id="run", min_width=120)
+            run = gr.Button("Run the race", variant="primary", elem_id="run", min_width=104)
             # The median of three races (view/repeat_races.py); in the row, so a phone's first screen
             # still reaches the speculative pane.
-            run3 = gr.Button("Race 3x", elem_id="run3", min_width=70)
-            stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=70)
-        link_note = gr.HTML(elem_id="link-note")       # what a share link set, or the values it could not
+            run3 = gr.Button("Race 3x", elem_id="run3", min_width=60)
+            stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=52)
+            # "Copy a link to this race": a link sign (its name on hover and for screen readers: assets/page.js).
+            copy = gr.Button("", elem_id="copy-link", min_width=38)      # its link sign drawn by style.css
+        # Opened by the copy button: what happened, the class options and the link to copy by hand.
+        with gr.Column(visible=False, elem_id="share-panel") as share_panel:
+            gr.HTML('<div id="share-said" class="share-said" role="status"></div>')
+            with gr.Row(elem_id="share-options"):
+                lock = gr.Checkbox(False, label="lock for a class", elem_id="share-lock", container=False)
+                use_examples = gr.Checkbox(False, label="use these examples", elem_id="share-examples",
+                                           container=False)
+            share = gr.Textbox(label="share link (copied where the browser allows: else copy it from here)",
+                               interactive=False, max_lines=2, elem_id="share-link")
+        link_note = gr.HTML(elem_id="link-note")       # what a share link or a trace set, or the values it could not
         with gr.Accordion("Settings: pair, drafter, k, sampling", open=True, elem_id="settings"):
             examples = gr.Examples([[e] for e in first.examples], inputs=[prompt], label="Examples")
             choices = [(app.pairs.menu_label(p), p.key) for p in app.pairs.presets.values()]
@@ -78,15 +93,15 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
             with gr.Row(visible=app.pairs.allow_custom_models):
                 custom_target = gr.Textbox(label="target hub id", placeholder="owner/name", elem_id="custom-target")
                 custom_draft = gr.Textbox(label="draft hub id", placeholder="owner/name", elem_id="custom-draft")
-            chat = gr.Checkbox(first.chat, label="chat template (wrap the prompt as a user message)",
+            chat = gr.Checkbox(start["chat"], label="chat template (wrap the prompt as a user message)",
                                interactive=first.chat, elem_id="chat")
-            drafter = lenient.Radio([(d.label, d.name) for d in DRAFTERS.values()], value=DEFAULT_DRAFTER,
+            drafter = lenient.Radio([(d.label, d.name) for d in DRAFTERS.values()], value=start["drafter"],
                                     label="Drafter", elem_id="drafter")
             with gr.Row():
                 k = lenient.Slider(app.limits.k_range[0], app.limits.k_range[1], value=first.k, step=1,
                                    label="k (drafts per round)", elem_id="k")
-                adaptive = gr.Checkbox(False, label="adaptive k", elem_id="adaptive")
-            tree = gr.Textbox(CHAIN, label="Draft shape: chain, or a token tree's candidates per depth (2,2,1,1)",
+                adaptive = gr.Checkbox(start["adaptive_k"], label="adaptive k", elem_id="adaptive")
+            tree = gr.Textbox(start["tree"], label="Draft shape: chain, or a token tree's candidates per depth (2,2,1,1)",
                               max_lines=1, elem_id="tree",
                               info="a tree drafts several guesses a depth and the target checks every branch "
                                    "in one pass; k is then unused")
@@ -94,26 +109,23 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
             use_k = gr.Button("use the measured k", visible=False, size="sm", elem_id="use-k")
             k_watch = gr.Timer(K_WATCH_S, active=False)     # ticks while the pair's k is being measured
             confidence_stop = lenient.Slider(
-                0, CONFIDENCE_STOP_MAX, value=first.confidence_stop, step=0.05, elem_id="confidence-stop",
+                0, CONFIDENCE_STOP_MAX, value=start["confidence_stop"], step=0.05, elem_id="confidence-stop",
                 label="draft stops below p (0 = off)",
                 info="a round drafts no more after a token the draft gave less than p")
             temperature = lenient.Slider(0, 2, value=0, step=0.05, label="temperature (0 = greedy)",
                                          elem_id="temperature")
             # Two to a row only where both fit with their labels on one line: a phone stacks them.
             with gr.Row():
-                top_k = lenient.Slider(0, 200, value=0, step=1, label="top-k (0 = off)", elem_id="top-k",
+                top_k = lenient.Slider(0, TOP_K_MAX, value=start["top_k"], step=1, label="top-k (0 = off)", elem_id="top-k",
                                        min_width=PAIRED_MIN_WIDTH)
-                top_p = lenient.Slider(0.05, 1, value=1, step=0.01, label="top-p", elem_id="top-p",
+                top_p = lenient.Slider(TOP_P_MIN, 1, value=start["top_p"], step=0.01, label="top-p", elem_id="top-p",
                                        min_width=PAIRED_MIN_WIDTH)
             with gr.Row():
-                max_new = lenient.Slider(1, most, value=min(128, most), step=1,
+                max_new = lenient.Slider(1, app.limits.max_new_tokens, value=start["max_new_tokens"], step=1,
                                          label="max new tokens", elem_id="max-new", min_width=PAIRED_MIN_WIDTH)
                 seed = lenient.Number(0, precision=0, label="seed", elem_id="seed", min_width=PAIRED_MIN_WIDTH)
-            stops = gr.Textbox(label="stop strings (one per line, optional)", lines=1, max_lines=4,
+            stops = gr.Textbox(start["stop_strings"], label="stop strings (one per line, optional)", lines=1, max_lines=4,
                                elem_id="stop-strings")
-            copy = gr.Button("Copy a link to this race", size="sm", elem_id="copy-link")
-            share = gr.Textbox(label="share link (copied where the browser allows: else copy it from here)",
-                               visible=False, interactive=False, max_lines=2, elem_id="share-link")
         link = gr.State({"pinned": False, "prompts": []})
     fields = {"prompt": prompt, "preset": preset, "custom_target": custom_target, "custom_draft": custom_draft,
               "drafter": drafter, "k": k, "adaptive_k": adaptive, "temperature": temperature, "top_k": top_k,
@@ -136,74 +148,62 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
     measured = partial(_k_measured, app)
     k_outputs = [k_note, use_k, k_watch]
 
-    def opening(request: gr.Request):
-        return _open_link(app, getattr(request, "query_params", None))
+    filled = {"preset": preset, "prompt": prompt, "k": k, "temperature": temperature, "seed": seed,
+              "examples": examples.dataset, "chat": chat, "confidence_stop": confidence_stop, "tree": tree,
+              "drafter": drafter, "adaptive_k": adaptive, "top_k": top_k, "top_p": top_p, "max_new_tokens": max_new,
+              "stop_strings": stops, "note": link_note, "link": link, "lock": lock, "use_examples": use_examples}
+    form.filled = [filled[name] for name in FILLED]         # a loaded trace fills the same (view/replay.py)
 
-    demo.load(opening, None, [preset, prompt, k, temperature, seed, examples.dataset, chat, confidence_stop,
-                              link_note, link, tree], api_name=False, show_progress="hidden").then(
+    def opening(request: gr.Request):
+        got = opened(app, getattr(request, "query_params", None))
+        return tuple(got[name] for name in FILLED)
+
+    demo.load(opening, None, form.filled, api_name=False, show_progress="hidden").then(
         measured, [preset, link], k_outputs, api_name=False, show_progress="hidden")
     picked.then(measured, [preset, link], k_outputs, api_name=False, show_progress="hidden")
     k_watch.tick(measured, [preset, link], k_outputs, api_name=False, show_progress="hidden")
     use_k.click(partial(_use_k, app), [preset], [k], api_name=False, show_progress="hidden")
-    # "Copy link": the query from the form's values (the pair's key, not its label), then the page's
-    # own address before it, into the clipboard where the browser allows and into a box to copy from.
-    copy.click(_share_query, [preset, prompt, k, temperature, seed, link, tree], [share], api_name=False,
-               show_progress="hidden").then(None, [share], [share], api_name=False, js=COPY_JS)
+    # "Copy link": the query from the form's values (the pair's key, not its label) and the class options,
+    # then the page's own address before it, into the clipboard where the browser allows and into a box
+    # to copy from; ticking an option writes and copies the link again.
+    sharing = [*form.inputs, link, lock, use_examples]
+    for trigger in (copy.click, lock.input, use_examples.input):
+        trigger(partial(_share_query, app), sharing, [share, share_panel], api_name=False,
+                show_progress="hidden").then(None, [share], [share], api_name=False, js=COPY_JS)
     return form
 
 
-# The link to the clipboard where the browser allows it, and the button says which happened for a moment
-# ("Link copied", or where to copy it from); fixed text only.
+# The link to the clipboard where the browser allows it, and the share panel says which happened for a
+# moment ("Link copied", or where to copy it from); fixed text only.
 COPY_JS = """(query) => {
   const url = location.origin + location.pathname + (query ? '?' + query : '');
-  const button = document.querySelector('#copy-link');
-  const say = (text) => {
-    if (!button) return;
-    if (!button.dataset.label) button.dataset.label = button.textContent;
-    button.textContent = text;
-    clearTimeout(button.sayTimer);
-    button.sayTimer = setTimeout(() => { button.textContent = button.dataset.label; }, 2500);
+  // The panel may be mounting just now (its first opening): look for its line for up to a second.
+  const say = (text, tries = 20) => {
+    const said = document.querySelector('#share-said');
+    if (!said) { if (tries > 0) setTimeout(() => say(text, tries - 1), 50); return; }
+    said.textContent = text;
+    clearTimeout(said.sayTimer);
+    said.sayTimer = setTimeout(() => { said.textContent = ''; }, 4000);
   };
-  const fallback = () => say('Copy it from the box below');
-  try { navigator.clipboard.writeText(url).then(() => say('Link copied'), fallback); } catch (e) { fallback(); }
+  const fallback = () => say('Copy it from the box below.');
+  try { navigator.clipboard.writeText(url).then(() => say('Link copied.'), fallback); } catch (e) { fallback(); }
   return url;
 }"""
 
 
-def _open_link(app: AppState, params):
-    """Page load: the share link's values in the form (each checked; a refused one named in a line,
-    its field left at the default), its class setup locking the pair and k, its prompts as examples.
-    A field the link does not name is left as it is (a visitor may already be typing)."""
-    got: Opening = read_link(app, params)
-    preset = app.pairs.presets.get(got.pair) if got.pair else app.pairs.default_preset()
-    skip = gr.skip()
-    if preset is None:
-        return (skip,) * 11
-    repaired = got.pair is not None and got.pair != app.pairs.default_preset().key    # the pair's own settings follow
-    examples = got.prompts or preset.examples
-    prompt = got.prompt if got.prompt is not None else (
-        examples[0] if (got.prompts or repaired) and examples else skip)
-    lines = []
-    if got.pinned:
-        lines.append(f'<div class="status link-class">Class setup: the pair ({clean(preset.label)}) and '
-                     f'k = {got.k} are set by this link, the same on every laptop.</div>')
-    lines += [f'<div class="status status-error">Link: {clean(p)}; left at its default.</div>' for p in got.problems]
-    k = got.k if got.k is not None else (preset.k if repaired else None)
-    return (gr.update(value=preset.key, interactive=not got.pinned) if got.pair or got.pinned else skip, prompt,
-            gr.update(value=k, interactive=not got.pinned) if k is not None or got.pinned else skip,
-            got.temperature if got.temperature is not None else skip,
-            got.seed if got.seed is not None else skip,
-            gr.Dataset(samples=[[e] for e in examples]) if got.prompts or repaired else skip,
-            gr.Checkbox(value=preset.chat, interactive=preset.chat) if repaired else skip,
-            preset.confidence_stop if repaired else skip,
-            "".join(lines), {"pinned": got.pinned, "prompts": list(got.prompts)},
-            got.tree if got.tree is not None else skip)
-
-
-def _share_query(preset, prompt, k, temperature, seed, link, tree=None):
-    link = link or {}
-    return gr.Textbox(value=link_query(preset, prompt, k, temperature, seed, link.get("pinned", False),
-                                       link.get("prompts", ()), tree), visible=True)
+def _share_query(app: AppState, *values):
+    """The share box's link for the form's values (FORM_FIELDS order), the page's class setup (`link`)
+    and the two options: "lock for a class" adds class=1; "use these examples" writes the examples this
+    page shows (a class link's, or the pair's), this page's prompt first where it is not one of them."""
+    form, (link, lock, use_examples) = dict(zip(FORM_FIELDS, values)), values[len(FORM_FIELDS):]
+    preset = app.pairs.presets.get(form.get("preset")) or app.pairs.default_preset()
+    prompts = []
+    if use_examples:
+        shown = list((link or {}).get("prompts") or (preset.examples if preset is not None else ()))
+        mine = form.get("prompt")
+        prompts = ([mine] if isinstance(mine, str) and mine.strip() and mine not in shown else []) + shown
+    query = link_query(form, form_defaults(app, preset), bool(lock), prompts[:MAX_PROMPTS])
+    return gr.Textbox(value=query), gr.Column(visible=True)
 
 
 def _use_k(app: AppState, key):

@@ -155,7 +155,7 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
                + repeat_html(rep)) + ran
     yield finished(view, led, summary, stopped,
                    download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype,
-                                             cost_record(model, led.k, busy))),
+                                             cost_record(model, led.k, busy), settled.chat)),
                    tree=bool(cfg.tree), tree_box=_tree_box(view, run, stopped, model, lanes))
 
 
@@ -256,11 +256,11 @@ def cost_record(model, k: float, busy: str) -> dict | None:
 
 
 def _save_trace(view: RaceView, led, prompt: str, cfg, preset, pair, dtype: str,
-                cost: dict | None = None) -> str | None:
+                cost: dict | None = None, chat: bool | None = None) -> str | None:
     """The run as JSON: settings, model names (no paths), every event; returns its download token.
     Everything shown can be rebuilt from it (view/replay.py does, when a visitor loads it back)."""
     trace = {"specviz_trace": TRACE_VERSION, "prompt": prompt, "preset": preset.key, "pair": preset.label,
-             "dtype": dtype, "config": cfg.to_dict(),
+             "dtype": dtype, "chat": chat, "config": cfg.to_dict(),      # chat: the prompt went through the template
              "models": {"target": pair.target_name, "draft": pair.draft_name}, "events": view.trace,
              "acceptance_by_kind": view.kinds.table(),
              "ledger": led.to_dict(),      # why faster or slower (engine/analysis/ledger.py)

@@ -25,6 +25,7 @@ from ..app.run_setup import ran_text, settings_text
 from ..app.slots import Stopped
 from ..engine.analysis.cost_model import CostModel
 from .handlers import RaceUpdate, _refused, _summary, finished
+from .form_fill import FILLED, from_trace
 from .ledger_view import build as build_ledger
 from .race_view import RaceView
 from .render import clean, status_html
@@ -73,11 +74,13 @@ def replay_trace(text) -> RaceUpdate:
     return list(replay_steps(text))[-1]
 
 
-def replay_steps(text):
+def replay_steps(text, seen: list | None = None):
     """`replay_trace` in steps (None between them), its last item the update: reading and checking
-    the file is one step, then folding its events (`replaying`)."""
+    the file is one step, then folding its events (`replaying`); the Recorded is added to `seen`."""
     try:
         recorded = read(text)
+        if seen is not None:
+            seen.append(recorded)
         yield None
         yield from replaying(recorded)
     except TraceRefused as err:
@@ -87,14 +90,16 @@ def replay_steps(text):
         yield _refused("This trace could not be replayed: its events do not make up a race.")
 
 
-def replay_in_turn(app, text) -> tuple:
+def replay_in_turn(app, text, link=None) -> tuple:
     """The hidden trigger's handler: the replayed race (or its refusal) computed in one of the device's
-    slots, taken in the client's turn, then an empty value for the trace's box (nothing of the file
-    stays in the session)."""
-    update = None
+    slots, taken in the client's turn, then the form filled with the trace's settings and prompt
+    (form_fill.FILLED's order; nothing changed for a refused file), then an empty value for the trace's
+    box (nothing of the file stays in the session). `link`: the page's class setup (its pinned pair and k stay)."""
+    update, seen = None, []
     try:
-        for step in app.decoders.sliced(replay_steps(text)):      # the slot may pass to the next client between steps
+        for step in app.decoders.sliced(replay_steps(text, seen)):      # the slot may pass to the next client between steps
             update = step if step is not None else update
     except Stopped:            # the visitor left, or never came to read it: nothing to draw
         update = _refused("Stopped.")
-    return (*update, "")
+    filled = from_trace(app, seen[0], link) if seen and "status-error" not in str(update.status) else {}
+    return (*update, *(filled.get(name, gr.skip()) for name in FILLED), "")

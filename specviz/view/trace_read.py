@@ -43,6 +43,8 @@ class Recorded:
     config: SpecConfig
     events: list[Event]
     cost: dict | None = None   # the cost model's samples the race's ledger read, and a busy machine (checked)
+    key: str | None = None     # the pair's preset key (the form's pair menu), where the trace names one
+    chat: bool | None = None   # whether the prompt went through the chat template (None: not recorded)
 
 
 def read(text) -> Recorded:
@@ -66,7 +68,9 @@ def read(text) -> Recorded:
     _run_records(events)
     prompt = data.get("prompt")
     return Recorded(prompt=prompt if isinstance(prompt, str) else "", label=_label(data), dtype=_dtype(data),
-                    config=config, events=events, cost=_cost(data.get("cost")))
+                    config=config, events=events, cost=_cost(data.get("cost")),
+                    key=data["preset"][:200] if isinstance(data.get("preset"), str) else None,
+                    chat=data["chat"] if isinstance(data.get("chat"), bool) else None)
 
 
 def _cost(raw) -> dict | None:

@@ -1,6 +1,7 @@
 """The Race tab: two streaming panes (speculative and plain decoding of the same prompt), their
 meters, the stats strip, the ledger, the race's plots (acceptance by kind of token among them, each
-declared once in view/race_plots.py), the trace download and "Load a trace" (view/replay.py replays a downloaded trace here, with no model run).
+declared once in view/race_plots.py), the trace download and "Load a trace" (view/replay.py replays a
+downloaded trace here, with no model run, and fills the form with its settings and prompt).
 Run clears the last race and shows this tab at once, then view/handlers.py's `run_race` streams
 RaceUpdates into it; its outputs are wired by RaceUpdate's field names, so no handler matches a
 positional list (a replay fills the same outputs). Stop sets the visitor's cancel flag.
@@ -28,14 +29,15 @@ PLOT_MIN_WIDTH = 340
 LOAD_TRACE = ('<label class="trace-load">Load a trace<input type="file" id="trace-file" '
               'accept=".json,application/json"></label><span class="trace-load-note">replays a downloaded '
               'specviz-trace.json here; no model runs</span>')
-# The trigger's script: the picked file's text, read here in the browser (a byte past the limit at most).
-READ_TRACE = f"""async () => {{
+# The trigger's script: the picked file's text, read here in the browser (a byte past the limit at most),
+# and the page's class setup as it is (the handler's second input).
+READ_TRACE = f"""async (_, link) => {{
   const input = document.getElementById("trace-file");
   const file = input && input.files && input.files[0];
-  if (!file) return "";
+  if (!file) return ["", link];
   const text = await file.slice(0, {MAX_BYTES + 1}).text();
   input.value = "";
-  return text;
+  return [text, link];
 }}"""
 
 
@@ -82,7 +84,9 @@ def build(shared: Shared) -> gr.Tab:
     form.refresh_k_after(racing3)
     # A replay costs CPU as a decode does: its own group, with the device's limit, counted in the caps
     # (view/fair_queue.py), computed in the client's turn of the slots; the trace's box emptied after.
-    trace_go.click(partial(replay_in_turn, shared.app), [trace_text], wired + [trace_text], js=READ_TRACE,
+    # The replay also fills the form with the trace's settings and prompt, so Run races it again.
+    trace_go.click(partial(replay_in_turn, shared.app), [trace_text, form.link], wired + form.filled + [trace_text],
+                   js=READ_TRACE,
                    api_name=False, concurrency_limit=shared.app.limits.concurrency_per_device,
                    concurrency_id=REPLAY_GROUP, show_progress="hidden")
     # Stop has its own unlimited group, so it is never queued behind the run it stops. On

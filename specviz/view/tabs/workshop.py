@@ -98,19 +98,22 @@ def result_html(entry: dict) -> str:
             + '</div>')
 
 
-def question_html(ex) -> str:
+def question_html(ex, app: AppState | None = None) -> str:
+    """The exercise's number, title and question, with the prompt it decodes where it names one."""
     number = [e.key for e in EXERCISES].index(ex.key) + 1
+    prompt = ex.prompt(app) if ex.prompt is not None and app is not None else ""
     return (f'<h3>Exercise {number}: {clean(ex.title)}</h3><p class="explain">{clean(ex.question)}</p>'
-            f'<p class="explain ws-hint">First commit to your prediction, then run it.</p>')
+            + (f'<pre class="ws-prompt" id="ws-prompt">{clean(prompt)}</pre>' if prompt else "")
+            + '<p class="explain ws-hint">First commit to your prediction, then run it.</p>')
 
 
-def show(key, progress):
+def show(key, progress, app: AppState | None = None):
     """An exercise was picked: its question, the right prediction input, and its result if done."""
     progress = kept(progress)
     ex = BY_KEY.get(key, EXERCISES[0])
     done = progress.get(ex.key)
     result = result_html(done) if done else ""
-    return (question_html(ex),
+    return (question_html(ex, app),
             gr.Textbox(value=str(done["prediction"]) if done and not ex.choices else "", visible=not ex.choices),
             gr.Radio(choices=list(ex.choices), value=done["prediction"] if done and ex.choices else None,
                      visible=bool(ex.choices)),
@@ -133,10 +136,10 @@ def progress_store() -> gr.BrowserState:
     return gr.BrowserState({}, storage_key=PROGRESS_KEY)
 
 
-def restore(key, progress):
+def restore(key, progress, app: AppState | None = None):
     """Page load: the list with the stored progress ticked, and the open exercise as `show` draws it."""
     progress = kept(progress)
-    return (gr.Radio(choices=_labels(progress), value=key), *show(key, progress))
+    return (gr.Radio(choices=_labels(progress), value=key), *show(key, progress, app))
 
 
 def run(app: AppState, key, number, choice, progress, repeat=False):
@@ -182,7 +185,7 @@ def build(shared: Shared) -> gr.Tab:
             with gr.Column(scale=1, min_width=260):
                 pick = gr.Radio(_labels({}), value=EXERCISES[0].key, label="Exercises", elem_id="ws-pick")
             with gr.Column(scale=3):
-                question = gr.HTML(question_html(EXERCISES[0]), elem_id="ws-question")
+                question = gr.HTML(question_html(EXERCISES[0], app), elem_id="ws-question")
                 with gr.Row():
                     number = gr.Textbox("", label="your prediction (a number)", placeholder="for example 1.5",
                                         max_lines=1, elem_id="ws-number")
@@ -196,10 +199,10 @@ def build(shared: Shared) -> gr.Tab:
         with gr.Accordion("Lesson plan for a class (45 minutes): room setup, timing, discussion", open=False,
                           elem_id="lesson-plan"):
             gr.Markdown(lesson_plan())
-    pick.change(show, [pick, progress], [question, number, choice, result, plot], api_name=False,
+    pick.change(partial(show, app=app), [pick, progress], [question, number, choice, result, plot], api_name=False,
                 show_progress="hidden")
     # A reload: the exercises done so far ticked, and the open one's answer shown again.
-    shared.demo.load(restore, [pick, progress], [pick, question, number, choice, result, plot], api_name=False,
+    shared.demo.load(partial(restore, app=app), [pick, progress], [pick, question, number, choice, result, plot], api_name=False,
                      show_progress="hidden")
     go.click(partial(run, app), [pick, number, choice, progress, repeat], [result, plot, progress, pick],
              api_name="workshop", show_progress="hidden", **shared.decode)

@@ -395,7 +395,7 @@ def fork_worker(device: str) -> int:
 
 def part_h(args) -> dict:
     run = subprocess.run([sys.executable, __file__, "--fork-worker", args.device], capture_output=True, text=True,
-                         timeout=limit_of("H") - 20)
+                         timeout=limit_of("H", args.dry_run) - 20)
     try:
         result = json.loads(run.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -461,12 +461,11 @@ MARK = "@@part "
 DRY_RUN_LIMIT_SCALE = 3
 
 
-def limit_of(letter: str) -> float:
+def limit_of(letter: str, dry_run: bool) -> float:
     forced = os.environ.get("SPECVIZ_GPU_CHECK_LIMIT_S")        # tests: a short limit
     if forced:
         return float(forced)
-    scale = DRY_RUN_LIMIT_SCALE if "--dry-run" in sys.argv else 1
-    return scale * (2 * PARTS[letter][1] + 30)
+    return (DRY_RUN_LIMIT_SCALE if dry_run else 1) * (2 * PARTS[letter][1] + 30)
 
 
 def parts_help() -> str:
@@ -483,7 +482,7 @@ def run_child(args) -> int:
         if os.environ.get("SPECVIZ_GPU_CHECK_HANG") == letter:     # tests: a part that never returns
             time.sleep(3600)
         start = time.perf_counter()
-        args.part_limit = limit_of(letter) - 10       # threads a part joins give up before the parent does
+        args.part_limit = limit_of(letter, args.dry_run) - 10       # threads a part joins give up before the parent does
         try:
             part = PARTS[letter][0](args)
         except Exception:          # noqa: BLE001 - reported, then a fresh process for the rest
@@ -553,13 +552,13 @@ def run_parts(args, result: dict) -> list[str]:
             letter = todo[0]
             if PARTS[letter][1] > left() and not args.dry_run:
                 break                         # the outer loop skips it and the rest
-            deadline = time.perf_counter() + limit_of(letter)
+            deadline = time.perf_counter() + limit_of(letter, args.dry_run)
             part, tail = None, []
             while part is None:
                 try:
                     line = lines.get(timeout=max(0.1, deadline - time.perf_counter()))
                 except queue.Empty:
-                    part = {"ok": False, "error": f"timed out after {limit_of(letter):.0f} s", "output": tail[-20:]}
+                    part = {"ok": False, "error": f"timed out after {limit_of(letter, args.dry_run):.0f} s", "output": tail[-20:]}
                     break
                 if line is None:              # the child ended without reporting this part
                     _end(child)

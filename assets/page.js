@@ -412,6 +412,14 @@
   document.addEventListener("change", syncUseK, true);
   setInterval(syncUseK, 1000);          // also after the server changes k or the button's N
 
+  // Step mode counts its own clicks (the keys below click too): the step event sends the count and
+  // the server reveals rounds up to it (view/tabs/step.py), so no click is lost while one is answered.
+  document.addEventListener("click", (event) => {
+    if (event.target.closest && event.target.closest("#step")) {
+      window.specvizStepClicks = (window.specvizStepClicks || 0) + 1;
+    }
+  }, true);
+
   // Step mode from the keyboard: the right arrow or the space bar is "Next round" (not while typing).
   document.addEventListener("keydown", (event) => {
     if (event.target.closest && event.target.closest("input, textarea, select, button, [contenteditable], [data-tip]")) return;

@@ -19,7 +19,7 @@ from specviz.app.api import generate
 from specviz.app.request import RunRequest
 from specviz.view.handlers import run_race
 from specviz.view.tabs.lossless import run_lossless
-from specviz.view.tabs.step import reset_steps, step_round
+from specviz.view.tabs.step import STEP_MAX_TOKENS, reset_steps, step_clicks, step_round
 from tests.helpers import app_with, form, tiny_presets
 
 FORM = form(temperature=0.0, max_new_tokens=200)
@@ -72,6 +72,33 @@ def test_step_mode_never_sleeps_and_keeps_only_plain_data(tiny_dirs, monkeypatch
     assert "Round 2:" in explain2 and unwrap(pane2).startswith(unwrap(pane))
     assert pane2.count('class="new-round"') == 1                  # only the newest round is revealed anew
     assert reset_steps()[2] == {}
+
+
+def test_step_mode_answers_every_counted_click_in_one_event(tiny_dirs):
+    """The page sends its count of clicks; one event reveals every round not yet answered, in order,
+    the rounds it revealed animated together; a count already answered answers one click."""
+    app = app_with(tiny_presets(tiny_dirs))
+    form_k2 = {**FORM, "k": 2}
+    _, one, by_one = step_round(app, None, **form_k2)
+    for _ in range(3):
+        pane_by_one, one, by_one = step_round(app, by_one, **form_k2)
+    assert "Round 4:" in one
+    pane, explain, state = step_clicks(app, 1, None, **form_k2)
+    assert "Round 1:" in explain and state["clicks"] == 1
+    pane, explain, state = step_clicks(app, 4, state, **form_k2)        # three clicks while one was answered
+    assert "Round 4:" in explain and state["clicks"] == 4
+    assert explain == one                                               # the same round as one click at a time
+    assert pane.count('class="new-round"') == 1
+    assert pane.count("data-round=") == pane_by_one.count("data-round=")   # the pane holds rounds 1-4
+    new = pane[pane.index('<span class="new-round">'):]
+    assert 'data-round="2"' in new and 'data-round="4"' in new and 'data-round="1"' not in new
+    pane, explain, state = step_clicks(app, 0, state, **form_k2)        # a count that started over: one click
+    assert "Round 5:" in explain and state["clicks"] == 5
+    pane, explain, state = step_clicks(app, 10**9, state, **form_k2)     # never more rounds than a run has
+    assert "Finished" in explain and state["finished"]
+    assert state["clicks"] <= 5 + STEP_MAX_TOKENS + 1
+    pane, explain, state = step_clicks(app, "not a number", state, **form_k2)    # after Finished: anew
+    assert "Round 1:" in explain
 
 
 def test_stop_ends_a_race_on_the_record_path(tiny_dirs):

@@ -44,16 +44,27 @@ def build(shared: Shared) -> gr.Tab:
         explain = gr.HTML(START, elem_id="step-explain")
         gr.HTML(STEP_LEGEND + TREE_LEGEND, elem_id="step-legend")     # below the verdicts: they come first on a laptop
         state = gr.State({})        # inside the tab: a component directly in gr.Tabs confuses its tab bar
-    # Every click counts (trigger_mode "multiple"): a click is a reveal of data already decoded, except
-    # the first, which decodes up to STEP_MAX_TOKENS tokens. Visitors' clicks run side by side (the
-    # decoding shares the app's fair slots), one visitor's in order (step_round takes the state's turn).
-    stepped = step.click(partial(step_round, shared.app), [state, *shared.form.inputs], [pane, explain, state],
-               api_name="step", show_progress="hidden", trigger_mode="multiple",
-               concurrency_id="step", concurrency_limit=None)
-    # then the revealed rounds on one clock, from the state the click left (the API's outputs stay three)
+        wanted = gr.Number(0, visible=False, elem_id="step-wanted")     # the page's click count
+        api_step = gr.Button(visible=False)                             # the API's one round a call
+    # Every click counts, in order, and at most one step event of a visitor is in flight: the page
+    # counts the clicks on "Next round" (and its keys) itself (assets/page.js, COUNT_CLICKS), and each
+    # event reveals the rounds up to that count (`step_clicks`). Gradio keeps only the last click
+    # that comes while one is pending (trigger_mode "always_last"), so a burst of clicks is one event
+    # that reveals them all, never a dozen events that the fair queue refuses (its per-session cap)
+    # or whose answers arrive out of order. The first click decodes up to STEP_MAX_TOKENS tokens
+    # (the app's fair slots); visitors' clicks run side by side.
+    stepped = step.click(partial(step_clicks, shared.app), [wanted, state, *shared.form.inputs],
+                         [pane, explain, state], js=COUNT_CLICKS, api_name=False, show_progress="hidden",
+                         trigger_mode="always_last", concurrency_id="step", concurrency_limit=None)
+    # The API's /step reveals one round a call (its State input is not in the API), on a button the
+    # page does not show.
+    api_step.click(partial(step_round, shared.app), [state, *shared.form.inputs], [pane, explain, state],
+                   api_name="step", show_progress="hidden", concurrency_id="step", concurrency_limit=None)
+    # then the revealed rounds on one clock, from the state the click left (no decoding: not in the
+    # "step" work group that the per-session cap counts)
     stepped.then(revealed_timeline, [state], [timeline], api_name=False, show_progress="hidden",
-                 concurrency_id="step", concurrency_limit=None)
-    reset.click(reset_steps, None, [pane, explain, state], api_name=False).then(
+                 concurrency_id="step-view", concurrency_limit=None)
+    reset.click(reset_steps, None, [pane, explain, state], api_name=False, js=RESET_CLICKS).then(
         lambda: "", None, [timeline], api_name=False, show_progress="hidden")
     return tab
 
@@ -61,6 +72,42 @@ def build(shared: Shared) -> gr.Tab:
 def _tok(piece: str) -> str:
     """A token in step mode's sentences: its visible form (engine/detokenize.visible), as code."""
     return f"<code class=\"tokcode\">{clean(visible(piece))}</code>"
+
+
+# The page's count of "Next round" clicks since the tab started over, read as the event is sent
+# (the other inputs pass through); page.js counts each click as it happens.
+COUNT_CLICKS = "(wanted, ...rest) => [window.specvizStepClicks || 0, ...rest]"
+RESET_CLICKS = "() => { window.specvizStepClicks = 0; }"
+
+
+def step_clicks(app: AppState, wanted, state, *form, stop=None, **named):
+    """The page's "Next round": reveal rounds until `wanted` clicks have been answered (one round
+    each; the click after "Finished" decodes anew). Outputs as `step_round`'s, the pane's rounds
+    revealed by this event animated together. A count the state has already answered (a page
+    whose count started over, a session's state that did not) answers one click."""
+    if state is None:
+        state = {}
+    with state.setdefault("turn", Turn()):
+        answered = state.get("clicks", 0)
+        try:
+            clicks = int(wanted or 0)
+        except (TypeError, ValueError, OverflowError):
+            clicks = 0
+        # at least this click; never more rounds at once than a run can have (one token each at least)
+        clicks = min(max(clicks, answered + 1), answered + STEP_MAX_TOKENS + 1)
+        before = state.get("html", "") if state.get("records") and not state.get("finished") else ""
+        shown = None
+        while answered < clicks:
+            shown, explain, after = _step(app, state, form, named, stop)
+            answered += 1
+            if after is None:                    # stopped or refused: the state stays as it was
+                return shown, explain, None
+            state["clicks"] = answered
+            if state.get("finished"):            # "Finished": the next click starts again
+                return shown, explain, state
+        pane = state["html"]
+        new = pane[len(before):] if pane.startswith(before) else pane
+        return pane[:len(pane) - len(new)] + f'<span class="new-round">{new}</span>', explain, state
 
 
 def step_round(app: AppState, state, *form, stop=None, **named):

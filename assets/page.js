@@ -13,13 +13,20 @@
       if (!pane.classList || !pane.classList.contains("token-pane") || Math.abs(pane.scrollTop - ours) < 2) return;
       box.dataset.follow = pane.scrollHeight - pane.scrollTop - pane.clientHeight < FOLLOW_PX ? "1" : "0";
     }, true);        // capture: scroll events do not bubble
-    new MutationObserver(() => {
+    // Followed once a frame, in the frame's own layout: reading scrollHeight in the observer itself
+    // forced a layout per pane per update, which the next pane's update then dirtied again.
+    let queued = false;
+    const follow = () => {
+      queued = false;
       const pane = scroller(box);
       if (pane.scrollHeight <= pane.clientHeight + FOLLOW_PX) box.dataset.follow = "1";  // a new run
       if (box.dataset.follow === "1") {
         pane.scrollTop = pane.scrollHeight;
         ours = pane.scrollTop;
       }
+    };
+    new MutationObserver(() => {
+      if (!queued) { queued = true; requestAnimationFrame(follow); }
     }).observe(box, { childList: true, subtree: true, characterData: true });
   };
   // The share button shows a link sign only: its name for a hover and a screen reader.
@@ -411,6 +418,47 @@
   document.addEventListener("input", syncUseK, true);
   document.addEventListener("change", syncUseK, true);
   setInterval(syncUseK, 1000);          // also after the server changes k or the button's N
+
+  // A race's live feed (view/live_channel.py): the status line of a race the page started carries the
+  // feed's address (data-live); its server-sent updates append to the panes and the timeline (each
+  // box's liveFeed, view/live_html.py) and replace the meters and the strip. The race's last Gradio
+  // update brings the whole panes whatever the feed delivered. Stop ends the reading at once.
+  let feed = null, feedUrl = "";
+  const readFeed = () => {
+    const mark = document.querySelector("#status [data-live]");
+    const url = mark ? mark.dataset.live : "";
+    if (!url || url === feedUrl) return;
+    feedUrl = url;
+    if (feed) feed.close();
+    const source = feed = new EventSource(url);
+    const end = () => { source.close(); if (feed === source) feed = null; };
+    source.addEventListener("end", end);
+    source.onerror = end;            // never reconnect: a feed is read once, the race's end brings the rest
+    source.onmessage = (event) => {
+      if (document.body.dataset.raceStopped === "1") { end(); return; }
+      let update;
+      try { update = JSON.parse(event.data); } catch (e) { return; }
+      for (const [id, [at, tail]] of Object.entries(update.append || {})) {
+        const box = document.querySelector("#" + id + " .live-box");
+        if (box && box.liveFeed) box.liveFeed(at, tail);
+      }
+      for (const [id, html] of Object.entries(update.replace || {})) {
+        const box = document.querySelector("#" + id + " .live-box");
+        if (box && box.liveFeed) { box.liveFeed(-1, html); continue; }
+        const prose = document.querySelector("#" + id + " .prose");
+        if (prose) prose.innerHTML = html;
+      }
+    };
+  };
+  const watchStatus = () => {
+    const status = document.querySelector("#status");
+    if (!status || status.dataset.feedWatch) return;
+    status.dataset.feedWatch = "1";
+    new MutationObserver(readFeed).observe(status, { childList: true, subtree: true });
+    readFeed();
+  };
+  watchStatus();
+  setInterval(watchStatus, 1000);
 
   // Step mode counts its own clicks (the keys below click too): the step event sends the count and
   // the server reveals rounds up to it (view/tabs/step.py), so no click is lost while one is answered.

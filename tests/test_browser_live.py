@@ -32,6 +32,9 @@ WATCH = """() => {
 
 
 def test_updates_append_tokens_and_leave_charts_alone(page, slow_target):
+    urls = []
+    listen = lambda request: urls.append(request.url)          # noqa: E731
+    page.on("request", listen)
     run_race(page, "import os\n", max_new=48)
     page.evaluate(WATCH)
     page.wait_for_function("document.querySelectorAll('#spec-pane [data-kind]').length >= 3", timeout=30_000)
@@ -45,6 +48,9 @@ def test_updates_append_tokens_and_leave_charts_alone(page, slow_target):
     assert watch["started"] and watch["removed"] == 0
     assert watch["charts"] == 0          # no chart touched while the race streamed
     page.wait_for_selector("#plot-race .js-plotly-plot .main-svg", timeout=20_000)     # drawn at the end
+    page.remove_listener("request", listen)
+    # the tokens came down the race's own live feed (view/live_channel.py), read once
+    assert len([u for u in urls if "/specviz/live/" in u]) == 1
 
 
 def test_nothing_arrives_after_stopped(page, slow_target):

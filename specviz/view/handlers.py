@@ -28,7 +28,7 @@ from ..app.state import AppState
 from . import race_plots
 from .race_plots import NO_PLOTS
 from .race_view import RaceView
-from . import trace_files
+from . import live_channel, trace_files
 from .trace_route import download_html
 from ..app.machine_load import OtherLoad
 from .repeat_races import MAX_REPEAT, more_races, repeat_html
@@ -47,12 +47,15 @@ log = logging.getLogger(__name__)
 # what it appends: ~6 a second keep the gaps between visible updates well under half a second while a
 # phone's throttled main thread stays mostly idle.
 PANE_EVERY_S, STRIP_EVERY_S = 0.16, 1.0
+# Down the race's own live feed an update costs the page only its append: ten a second.
+LIVE_EVERY_S = 0.1
 
 
 # The race tab's outputs: the panes and meters, each race plot by its registry name (view/race_plots.py),
-# the trace's download, the Stop flag, the ledger, and the page's gr.Tabs (Run shows the race tab).
+# the trace's download, the Stop flag, the ledger and the timeline. (The page shows the Race tab itself:
+# view/tabs/race.py's SHOW_RACE.)
 RACE_FIELDS = ("status", "strip", "spec_meter", "spec_pane", "base_meter", "base_pane", *race_plots.NAMES,
-               "download", "cancel", "ledger", "tab", "timeline")
+               "download", "cancel", "ledger", "timeline")
 
 
 class RaceUpdate(namedtuple("RaceUpdate", RACE_FIELDS, defaults=(gr.skip(),) * len(RACE_FIELDS))):
@@ -73,20 +76,22 @@ def _refused(text: str) -> RaceUpdate:
                       ledger="", timeline="")
 
 
-def run_race(app: AppState, *form, repeat: int = 1, **named):
+def run_race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
     """The race tab: form values in FORM_FIELDS order (or by name) -> streamed page updates; `repeat` > 1
     races the same request again that many times in all and reports the median (view/repeat_races.py).
+    `live` (the page's own Run): the panes, timeline, meters and strip stream through the race's live
+    feed (view/live_channel.py) instead of Gradio's updates, which carry its start and its end.
 
     Whatever goes wrong ends in a one-line message in the status: never a bare toast that leaves
     "Starting …" or "Racing …" on screen."""
     try:
-        yield from _race(app, *form, repeat=repeat, **named)
+        yield from _race(app, *form, repeat=repeat, live=live, **named)
     except Exception as err:          # noqa: BLE001 - the page must say something, whatever failed
         log.exception("race failed")
         yield _only(f"The race failed: {err.__class__.__name__}: {without_paths(str(err))}", "error")
 
 
-def _race(app: AppState, *form, repeat: int = 1, **named):
+def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
     cancel = threading.Event()
     # A client that joined and never opened its result stream gets nothing, not even the first update:
     # the check waits (up to view/visitor.OPEN_WITHIN_S) for the stream, which a browser opens at once.
@@ -109,13 +114,16 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
         yield _only("Waiting for the device: another race is running …", cancel=cancel)
     # The race runs in slices of the decoding slot (app/slots.py): other visitors' jobs interleave
     # (each lane's clock counts only its own compute); Stop while waiting, or the visitor gone, ends it.
-    yield RaceUpdate(status=status_html("Racing …"), strip=view.strip(), spec_meter=view.meter("spec"), spec_pane="",
+    feed = live_channel.Feed() if live else None
+    racing = status_html("Racing …") + (live_mark(feed.token) if feed else "")
+    yield RaceUpdate(status=racing, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane="",
                      base_meter=view.meter("base"), base_pane="", download=download_html(),
                      cancel=cancel, ledger="", timeline="")
     others, side_mark = OtherLoad(), app.side_work.mark()      # after the pair's own load (prepare, above)
     sharing = Sharing()            # another decoding job beside this one (concurrency_per_device > 1)
     try:
-        yield from _stream(view, app.decoders.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing), cancel)
+        yield from _stream(view, app.decoders.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing), cancel,
+                           feed)
     except Stopped:
         if gone():
             return
@@ -125,6 +133,8 @@ def _race(app: AppState, *form, repeat: int = 1, **named):
         return
     finally:
         events.close()
+        if feed is not None:
+            feed.close()
     stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
     if stopped:
         view.stopped()           # a lane cut off before its Done says "stopped", never "running"
@@ -184,25 +194,48 @@ def _tree_box(view: RaceView, run: Prepared, stopped: bool, model, lanes) -> str
     return tree_box_html(spec, plain, cfg.tree, by_choice, model, stopped=stopped)
 
 
-def _stream(view: RaceView, events: Iterator[Event], cancel: threading.Event | None = None):
+def _stream(view: RaceView, events: Iterator[Event], cancel: threading.Event | None = None,
+            feed: live_channel.Feed | None = None):
     """Fold the events into the view: panes, meters and timeline ~6 times a second (each an append,
     view/live_html.py), the strip once a second, no plots (they are drawn once, when the race ends:
-    each re-sent figure was re-mounted below the fold while tokens waited). Once Stop is clicked
-    nothing more is folded or sent: what was on screen is the stopped race."""
+    each re-sent figure was re-mounted below the fold while tokens waited). With a live `feed` the
+    same goes down the race's own channel (view/live_channel.py), ~10 times a second, and nothing
+    through Gradio. Once Stop is clicked nothing more is folded or sent: what was on screen is the
+    stopped race."""
+    every = LIVE_EVERY_S if feed is not None else PANE_EVERY_S
     last_pane = last_strip = 0.0
     for event in events:
         if cancel is not None and cancel.is_set():
             return
         view.add(event)
         now = time.monotonic()
-        if now - last_pane >= PANE_EVERY_S:
+        if now - last_pane >= every:
             strip = gr.skip()
             if now - last_strip >= STRIP_EVERY_S:
                 strip, last_strip = view.strip(), now
             last_pane = now
+            if feed is not None:
+                _feed(feed, view, strip if last_strip == now else None)
+                continue
             yield RaceUpdate(strip=strip, spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
                              base_meter=view.meter("base"), base_pane=view.pane("base"),
                              timeline=view.timeline.html())
+    if feed is not None and not (cancel is not None and cancel.is_set()):
+        _feed(feed, view, None)        # the last tokens at once, before the race's summary is worked out
+
+
+def _feed(feed: live_channel.Feed, view: RaceView, strip: str | None) -> None:
+    """One update down the live feed: the panes' and timeline's new HTML, the meters, the strip if due."""
+    whole = {"spec-meter": view.meter("spec"), "base-meter": view.meter("base")}
+    if strip is not None:
+        whole["stats"] = strip
+    feed.send({"spec-pane": view.pane("spec"), "base-pane": view.pane("base"), "timeline": view.timeline.html()},
+              whole)
+
+
+def live_mark(token: str) -> str:
+    """The status line's pointer to the race's live feed, which page.js opens (view/live_channel.py)."""
+    return f'<span class="live-feed" hidden data-live="{live_channel.link(token)}"></span>'
 
 
 def event_stream(app: AppState, run: Prepared, cancel: threading.Event) -> Iterator[Event]:
@@ -227,12 +260,12 @@ def _until_cancelled(records: Iterator[dict], cancel: threading.Event) -> Iterat
 
 
 def starting() -> RaceUpdate:
-    """Run was clicked: clear the previous race from view at once (its ledger too), and show the Race
-    tab (Run is also on screen beside the other tabs; the race's status line, its refusals included,
-    is in the Race tab). The strip goes too: its #speedup[data-final] must never belong to the race
+    """Run was clicked: clear the previous race from view at once (its ledger too); the page has shown
+    the Race tab (Run is also on screen beside the other tabs; the race's status line, its refusals
+    included, is in the Race tab: view/tabs/race.py's SHOW_RACE). The strip goes too: its #speedup[data-final] must never belong to the race
     before (a script waits for it); so do the plots, which the new race draws once, at its end."""
     return RaceUpdate(status=status_html("Starting …"), strip="", spec_pane="", base_pane="", spec_meter="",
-                      base_meter="", ledger="", timeline="", tab=gr.Tabs(selected="race"), **NO_PLOTS)
+                      base_meter="", ledger="", timeline="", **NO_PLOTS)
 
 
 def stop_run(cancel) -> None:

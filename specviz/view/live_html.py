@@ -8,6 +8,8 @@ output ever reaches it) watches the value and inserts only the new tail, parsed 
 the box. A value that does not extend the last one (a new race, a cleared pane, a replay) replaces
 the box's content whole.
 
+The race's live feed (view/live_channel.py) appends through the box's `liveFeed`, on the same rules.
+
 While `body[data-race-stopped]` is set (assets/page.js sets it when Stop is clicked, clears it on Run)
 nothing more is appended: no token shows after "Stopped.". The value itself still arrives, so the
 next value that does not extend it (the next race) draws from scratch.
@@ -29,6 +31,15 @@ const draw = () => {
   if (extends_) box.insertAdjacentHTML('beforeend', now.slice(shown.length));
   else box.innerHTML = now;
   shown = now;
+  box.dispatchEvent(new CustomEvent('live-grew', { bubbles: true }));
+};
+// The race's live feed (view/live_channel.py, read by assets/page.js) appends here too: `at` is the
+// length it follows, so an update that comes after the value has grown past it (the race's last
+// Gradio update came first) is dropped, never shown twice; `at` < 0 replaces the content.
+box.liveFeed = (at, html) => {
+  if (at < 0) { box.innerHTML = html; shown = html; }
+  else if (at !== shown.length || document.body.dataset.raceStopped === '1') return;
+  else { box.insertAdjacentHTML('beforeend', html); shown += html; }
   box.dispatchEvent(new CustomEvent('live-grew', { bubbles: true }));
 };
 draw();

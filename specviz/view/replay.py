@@ -65,8 +65,7 @@ def replaying(recorded: Recorded):
     status += (f'<div class="run-setup" id="race-ran" data-replayed="1">Replayed from a trace, no model ran: '
                f'{clean(said)}</div>')
     # The Stop flag stays as it is: a race of this visitor's own may still be running.
-    yield finished(view, led, status, stopped, download_html(), tree=bool(cfg.tree))._replace(cancel=gr.skip(),
-                                                                        tab=gr.Tabs(selected="race"))
+    yield finished(view, led, status, stopped, download_html(), tree=bool(cfg.tree))._replace(cancel=gr.skip())
 
 
 def replay_trace(text) -> RaceUpdate:

@@ -19,6 +19,7 @@ from .api import generate_endpoint
 from .form import build_form
 from .closed_routes import routes as closed_routes
 from .trace_route import routes as trace_routes
+from .live_channel import routes as live_routes
 from .tabs import Shared, explain, lossless, race, rules, step, workshop
 
 # A phone shows the first sentence only (style.css), so the race stays on the first screen.
@@ -42,8 +43,13 @@ def launch_options() -> dict:
             # every block's config, ~0.2 MB for this page, so Gradio's 10,000 could grow to ~2 GB as new
             # session ids come (a client can invent one per request).
             "state_session_capacity": SESSIONS_KEPT,
-            # trace downloads by token (view/trace_route.py); the upload route closed (view/closed_routes.py)
-            "app_kwargs": {"routes": trace_routes() + closed_routes()}}
+            # No run history: Gradio's page would keep each visitor's last 100 runs, prompts and panes,
+            # in the browser's storage, re-reading and re-writing all of it on every message of a race
+            # (a second of a throttled phone's main thread per race).
+            "run_history": False,
+            # trace downloads by token (view/trace_route.py); a race's live feed by token
+            # (view/live_channel.py); the upload route closed (view/closed_routes.py)
+            "app_kwargs": {"routes": trace_routes() + live_routes() + closed_routes()}}
 
 
 def build_demo(app: AppState | None = None) -> gr.Blocks:
@@ -63,8 +69,9 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         with gr.Row(equal_height=False, elem_id="main-row"):
             form = build_form(app, demo)
             with gr.Column(scale=3, elem_id="results"):
-                with gr.Tabs(elem_id="tabs") as tabs:
-                    shared = Shared(app, form, cancel, tabs, demo, decode, progress)
+                # never an event's output (view/tabs/race.py's SHOW_RACE says why)
+                with gr.Tabs(elem_id="tabs"):
+                    shared = Shared(app, form, cancel, demo, decode, progress)
                     built = {module: module.build(shared) for module in TABS}
         gr.api(generate_endpoint(app), api_name="generate", **decode)
         # The workshop's exercises choose their own pair and settings: the settings column is hidden

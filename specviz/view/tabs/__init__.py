@@ -20,7 +20,6 @@ class Shared:
     app: AppState
     form: Form
     cancel: gr.State        # the running job's threading.Event (race, lossless check, rules), for Stop
-    tabs: gr.Tabs
     demo: gr.Blocks
     decode: dict            # queue settings of the decoding listeners (concurrency group)
     workshop_progress: gr.BrowserState | None = None     # the workshop's stored progress (outside the tabs)

@@ -31,7 +31,12 @@ LOAD_TRACE = ('<label class="trace-load">Load a trace<input type="file" id="trac
               'specviz-trace.json here; no model runs</span>')
 # The trigger's script: the picked file's text, read here in the browser (a byte past the limit at most),
 # and the page's class setup as it is (the handler's second input).
+# Run, Race 3x and a replay show the Race tab in the browser, not as an output: Gradio's page refreshes
+# the loading state of every component that was ever an event's output, its children too, on each
+# message of a streaming event, so gr.Tabs as an output cost a walk of the whole page per update.
+SHOW_RACE = "() => { const b = document.querySelector('#race-tab-button'); if (b && b.getAttribute('aria-selected') !== 'true') b.click(); }"
 READ_TRACE = f"""async (_, link) => {{
+  {SHOW_RACE.split("=> ", 1)[1]}
   const input = document.getElementById("trace-file");
   const file = input && input.files && input.files[0];
   if (!file) return ["", link];
@@ -43,7 +48,7 @@ READ_TRACE = f"""async (_, link) => {{
 
 def build(shared: Shared) -> gr.Tab:
     """The tab, its components and the Run/Stop listeners."""
-    with gr.Tab("Race", id="race") as tab:
+    with gr.Tab("Race", id="race", elem_id="race-tab") as tab:
         status = gr.HTML(elem_id="status")      # the race's own line: not shown over other tabs
         with gr.Row(equal_height=True, elem_id="panes"):
             with gr.Column(min_width=240):
@@ -65,22 +70,27 @@ def build(shared: Shared) -> gr.Tab:
         # script reads the file in the browser and sends its text; the server takes no upload.
         trace_text = gr.Textbox(visible=False)
         trace_go = gr.Button("Replay the trace", visible="hidden", elem_id="trace-load-go")
+        api_race = gr.Button(visible=False)          # the API's /race (below)
     outputs = {"status": status, "strip": strip, "spec_meter": spec_meter, "spec_pane": spec_pane,
                "base_meter": base_meter, "base_pane": base_pane, **plots,
-               "download": download, "cancel": shared.cancel, "ledger": ledger, "tab": shared.tabs,
-               "timeline": timeline}
+               "download": download, "cancel": shared.cancel, "ledger": ledger, "timeline": timeline}
     wired = [outputs[name] for name in RaceUpdate._fields]       # by name (handlers.RaceUpdate)
     form = shared.form
     # Instant feedback first (and no stale "done" from the previous run), then the race.
+    # The page's races stream through their own live feed (view/live_channel.py: Gradio's page does
+    # fixed work for every message); the API's /race, on a button the page does not show, through Gradio.
     racing = form.run.click(starting, None, wired, api_name=False, concurrency_limit=None, concurrency_id="ui",
-                            show_progress="hidden").then(
-        partial(run_race, shared.app), form.inputs, wired, api_name="race", show_progress="hidden", **shared.decode)
+                            show_progress="hidden", js=SHOW_RACE).then(
+        partial(run_race, shared.app, live=True), form.inputs, wired, api_name=False, show_progress="hidden",
+        **shared.decode)
+    api_racing = api_race.click(partial(run_race, shared.app), form.inputs, wired, api_name="race", show_progress="hidden",
+                   **shared.decode)
     form.refresh_k_after(racing)
     # "Race 3x": the same race, then two more quietly, for the median and range (view/repeat_races.py).
     racing3 = form.run3.click(starting, None, wired, api_name=False, concurrency_limit=None, concurrency_id="ui",
-                              show_progress="hidden").then(
-        partial(run_race, shared.app, repeat=3), form.inputs, wired, api_name=False, show_progress="hidden",
-        **shared.decode)
+                              show_progress="hidden", js=SHOW_RACE).then(
+        partial(run_race, shared.app, repeat=3, live=True), form.inputs, wired, api_name=False,
+        show_progress="hidden", **shared.decode)
     form.refresh_k_after(racing3)
     # A replay costs CPU as a decode does: its own group, with the device's limit, counted in the caps
     # (view/fair_queue.py), computed in the client's turn of the slots; the trace's box emptied after.
@@ -92,5 +102,5 @@ def build(shared: Shared) -> gr.Tab:
     # Stop has its own unlimited group, so it is never queued behind the run it stops. On
     # ZeroGPU the run lives in another process: there Stop also cancels the event itself.
     form.stop.click(stop_run, [shared.cancel], None, api_name="stop", concurrency_limit=None, concurrency_id="stop",
-                    cancels=[racing, racing3] if zerogpu.ON_ZEROGPU else None)
+                    cancels=[racing, racing3, api_racing] if zerogpu.ON_ZEROGPU else None)
     return tab

@@ -462,10 +462,24 @@
 
   // Step mode counts its own clicks (the keys below click too): the step event sends the count and
   // the server reveals rounds up to it (view/tabs/step.py), so no click is lost while one is answered.
+  // At most one click in STEP_EVERY_MS reaches the server; those between wait and go as one (the count
+  // says how many), so a burst of clicks never runs into the server's joins-per-second limit.
+  const STEP_EVERY_MS = 400;
+  let stepSent = -Infinity, stepLater = null, stepOwn = false;
   document.addEventListener("click", (event) => {
-    if (event.target.closest && event.target.closest("#step")) {
-      window.specvizStepClicks = (window.specvizStepClicks || 0) + 1;
-    }
+    const step = event.target.closest ? event.target.closest("#step") : null;
+    if (!step || stepOwn) return;
+    window.specvizStepClicks = (window.specvizStepClicks || 0) + 1;
+    const wait = STEP_EVERY_MS - (performance.now() - stepSent);
+    if (wait <= 0 && !stepLater) { stepSent = performance.now(); return; }      // on to Gradio's listener
+    event.stopImmediatePropagation();
+    event.preventDefault();
+    if (!stepLater) stepLater = setTimeout(() => {
+      stepLater = null;
+      stepSent = performance.now();
+      stepOwn = true;          // already counted
+      try { step.click(); } finally { stepOwn = false; }
+    }, Math.max(wait, 0));
   }, true);
 
   // Step mode from the keyboard: the right arrow or the space bar is "Next round" (not while typing).

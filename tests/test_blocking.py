@@ -83,21 +83,21 @@ def test_step_mode_answers_every_counted_click_in_one_event(tiny_dirs):
     for _ in range(3):
         pane_by_one, one, by_one = step_round(app, by_one, **form_k2)
     assert "Round 4:" in one
-    pane, explain, state = step_clicks(app, 1, None, **form_k2)
-    assert "Round 1:" in explain and state["clicks"] == 1
-    pane, explain, state = step_clicks(app, 4, state, **form_k2)        # three clicks while one was answered
-    assert "Round 4:" in explain and state["clicks"] == 4
+    pane, explain, state, timeline = step_clicks(app, 1, None, **form_k2)
+    assert "Round 1:" in explain and state["clicks"] == 1 and timeline.count('class="tl-b tl-verify"') == 1
+    pane, explain, state, timeline = step_clicks(app, 4, state, **form_k2)        # three clicks while one was answered
+    assert "Round 4:" in explain and state["clicks"] == 4 and timeline.count('class="tl-b tl-verify"') == 4
     assert explain == one                                               # the same round as one click at a time
     assert pane.count('class="new-round"') == 1
     assert pane.count("data-round=") == pane_by_one.count("data-round=")   # the pane holds rounds 1-4
     new = pane[pane.index('<span class="new-round">'):]
     assert 'data-round="2"' in new and 'data-round="4"' in new and 'data-round="1"' not in new
-    pane, explain, state = step_clicks(app, 0, state, **form_k2)        # a count that started over: one click
+    pane, explain, state, timeline = step_clicks(app, 0, state, **form_k2)        # a count that started over: one click
     assert "Round 5:" in explain and state["clicks"] == 5
-    pane, explain, state = step_clicks(app, 10**9, state, **form_k2)     # never more rounds than a run has
+    pane, explain, state, timeline = step_clicks(app, 10**9, state, **form_k2)     # never more rounds than a run has
     assert "Finished" in explain and state["finished"]
     assert state["clicks"] <= 5 + STEP_MAX_TOKENS + 1
-    pane, explain, state = step_clicks(app, "not a number", state, **form_k2)    # after Finished: anew
+    pane, explain, state, timeline = step_clicks(app, "not a number", state, **form_k2)    # after Finished: anew
     assert "Round 1:" in explain
 
 

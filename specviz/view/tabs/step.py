@@ -53,17 +53,15 @@ def build(shared: Shared) -> gr.Tab:
     # that reveals them all, never a dozen events that the fair queue refuses (its per-session cap)
     # or whose answers arrive out of order. The first click decodes up to STEP_MAX_TOKENS tokens
     # (the app's fair slots); visitors' clicks run side by side.
-    stepped = step.click(partial(step_clicks, shared.app), [wanted, state, *shared.form.inputs],
-                         [pane, explain, state], js=COUNT_CLICKS, api_name=False, show_progress="hidden",
-                         trigger_mode="always_last", concurrency_id="step", concurrency_limit=None)
+    # The click's answer brings the revealed rounds' timeline too (one join a click: the server limits
+    # joins per second, view/fair_queue.py; page.js lets one click in 0.4 s through, the count the rest).
+    step.click(partial(step_clicks, shared.app), [wanted, state, *shared.form.inputs],
+               [pane, explain, state, timeline], js=COUNT_CLICKS, api_name=False, show_progress="hidden",
+               trigger_mode="always_last", concurrency_id="step", concurrency_limit=None)
     # The API's /step reveals one round a call (its State input is not in the API), on a button the
     # page does not show.
     api_step.click(partial(step_round, shared.app), [state, *shared.form.inputs], [pane, explain, state],
                    api_name="step", show_progress="hidden", concurrency_id="step", concurrency_limit=None)
-    # then the revealed rounds on one clock, from the state the click left (no decoding: not in the
-    # "step" work group that the per-session cap counts)
-    stepped.then(revealed_timeline, [state], [timeline], api_name=False, show_progress="hidden",
-                 concurrency_id="step-view", concurrency_limit=None)
     reset.click(reset_steps, None, [pane, explain, state], api_name=False, js=RESET_CLICKS).then(
         lambda: "", None, [timeline], api_name=False, show_progress="hidden")
     return tab
@@ -82,8 +80,8 @@ RESET_CLICKS = "() => { window.specvizStepClicks = 0; }"
 
 def step_clicks(app: AppState, wanted, state, *form, stop=None, **named):
     """The page's "Next round": reveal rounds until `wanted` clicks have been answered (one round
-    each; the click after "Finished" decodes anew). Outputs as `step_round`'s, the pane's rounds
-    revealed by this event animated together. A count the state has already answered (a page
+    each; the click after "Finished" decodes anew). Outputs: `step_round`'s (the pane's rounds
+    revealed by this event animated together), then the revealed rounds' timeline. A count the state has already answered (a page
     whose count started over, a session's state that did not) answers one click."""
     if state is None:
         state = {}
@@ -101,13 +99,14 @@ def step_clicks(app: AppState, wanted, state, *form, stop=None, **named):
             shown, explain, after = _step(app, state, form, named, stop)
             answered += 1
             if after is None:                    # stopped or refused: the state stays as it was
-                return shown, explain, None
+                return shown, explain, None, gr.skip()
             state["clicks"] = answered
             if state.get("finished"):            # "Finished": the next click starts again
-                return shown, explain, state
+                return shown, explain, state, revealed_timeline(state)
         pane = state["html"]
         new = pane[len(before):] if pane.startswith(before) else pane
-        return pane[:len(pane) - len(new)] + f'<span class="new-round">{new}</span>', explain, state
+        return (pane[:len(pane) - len(new)] + f'<span class="new-round">{new}</span>', explain, state,
+                revealed_timeline(state))
 
 
 def step_round(app: AppState, state, *form, stop=None, **named):

@@ -216,6 +216,10 @@ def test_the_class_options_beside_the_link_button_write_class_and_examples(brows
         opened.click("#copy-link")
         opened.wait_for_selector("#share-lock input", state="visible")
         assert opened.is_checked("#share-lock input") and opened.is_checked("#share-examples input")
+        opened.click("#share-close")                                   # the panel closes, and opens again
+        opened.wait_for_selector("#share-panel", state="hidden")
+        opened.click("#copy-link")
+        opened.wait_for_selector("#share-lock input", state="visible")
     finally:
         context.close()
         if other is not None:

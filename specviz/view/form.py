@@ -80,6 +80,7 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
                 lock = gr.Checkbox(False, label="lock for a class", elem_id="share-lock", container=False)
                 use_examples = gr.Checkbox(False, label="use these examples", elem_id="share-examples",
                                            container=False)
+                close_share = gr.Button("Close", size="sm", elem_id="share-close", min_width=60)
             share = gr.Textbox(label="share link (copied where the browser allows: else copy it from here)",
                                interactive=False, max_lines=2, elem_id="share-link")
         link_note = gr.HTML(elem_id="link-note")       # what a share link or a trace set, or the values it could not
@@ -170,6 +171,7 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
     for trigger in (copy.click, lock.input, use_examples.input):
         trigger(partial(_share_query, app), sharing, [share, share_panel], api_name=False,
                 show_progress="hidden").then(None, [share], [share], api_name=False, js=COPY_JS)
+    close_share.click(lambda: gr.Column(visible=False), None, [share_panel], api_name=False, show_progress="hidden")
     return form
 
 

@@ -67,10 +67,11 @@ def models(url: str, timeout: float = 10.0) -> list[str]:
             raise RemoteError(f"{target} is not an OpenAI-style server's model list (is it vLLM?)") from None
 
 
-def stream_completion(url: str, prompt: str, model: str, temperature: float = 0.0, max_tokens: int = 128,
+def stream_completion(url: str, prompt: str | list[int], model: str, temperature: float = 0.0, max_tokens: int = 128,
                       seed: int | None = None, timeout: float = 60.0) -> Iterator[tuple[list, Completion]]:
     """POST /v1/completions with stream=True; yields (new tokens as (piece, id, logprob), the Completion so far)
-    per chunk, then returns once the server sends [DONE]. The final Completion carries the server's metrics."""
+    per chunk, then returns once the server sends [DONE]. The final Completion carries the server's metrics.
+    `prompt` is text, or token ids (vLLM takes both; ids send exactly the tokens another engine is given)."""
     target = f"{base_url(url)}/v1/completions"
     body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature, "n": 1,
             "stream": True, "logprobs": 1, "return_token_ids": True, "stream_options": {"include_usage": True}}

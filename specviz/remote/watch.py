@@ -70,7 +70,7 @@ def pick_model(url: str, model: str | None) -> str:
     return model
 
 
-def watch(url: str, prompt: str, model: str | None = None, temperature: float = 0.0, max_tokens: int = 128,
+def watch(url: str, prompt: str | list[int], model: str | None = None, temperature: float = 0.0, max_tokens: int = 128,
           seed: int | None = None, speculative: bool = True, timeout: float = 60.0) -> Iterator[Watch]:
     """Stream one completion from `url`; see the module docstring. speculative=False: a plain server (the
     baseline), from which no per-step counts are expected."""

@@ -61,17 +61,23 @@ def main() -> int:
     parser.add_argument("--prompts", default="benchmarks/unseen-prompts.json")
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--k", type=int, default=3)
+    parser.add_argument("--limit", type=int, default=None, help="the first N prompts only")
     args = parser.parse_args()
     shipped = load_preset("smollm2", device="cpu", dtype="float32")
     tok = shipped.tokenizer
-    items = json.loads(Path(args.prompts).read_text())
+    items = json.loads(Path(args.prompts).read_text())[:args.limit]
     prompts = [chat_ids(tok, p["text"]) if p.get("chat") else tok(p["text"]).input_ids for p in items]
     exported = load_pair(get_preset("smollm2").target, args.draft, device="cpu", dtype="float32")
-    rows = {"vLLM server, exported draft": server_row(args.spec_url, prompts, args.max_new_tokens, True)}
+    rows = {}
+
+    def row(name, figures):
+        rows[name] = figures
+        print(f"{name}: {figures}", file=sys.stderr, flush=True)      # progress: a row as it is done
+    row("vLLM server, exported draft", server_row(args.spec_url, prompts, args.max_new_tokens, True))
     if args.plain_url:
-        rows["vLLM server, no speculation"] = server_row(args.plain_url, prompts, args.max_new_tokens, False)
-    rows["specviz engine, shipped draft"] = local_row(shipped, prompts, args.max_new_tokens, args.k)
-    rows["specviz engine, exported draft"] = local_row(exported, prompts, args.max_new_tokens, args.k)
+        row("vLLM server, no speculation", server_row(args.plain_url, prompts, args.max_new_tokens, False))
+    row("specviz engine, shipped draft", local_row(shipped, prompts, args.max_new_tokens, args.k))
+    row("specviz engine, exported draft", local_row(exported, prompts, args.max_new_tokens, args.k))
     print(f"{len(prompts)} prompts from {args.prompts}, greedy, k = {args.k}, {args.max_new_tokens} new tokens; medians")
     print("| source | draft acceptance rate | tokens per step | tokens/s | plain tokens/s |\n|---|---|---|---|---|")
     fmt = lambda x: "-" if x is None else f"{x:.2f}"      # noqa: E731

@@ -34,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads for decoding (default: all cores, less one when the browser may be on "
                              "this machine, i.e. a loopback --host)")
+    parser.add_argument("--server", action="append", default=[], metavar="URL[,baseline=URL][,label=NAME]",
+                        help="a vLLM server (speculation and --per-request-spec-decode-metrics detailed) for the "
+                             "Server tab; repeat for several; options: baseline=URL (the same target without "
+                             "speculation, to race), label=NAME, model=NAME, check=PRESET (docs/remote.md)")
     args = parser.parse_args(argv)
     limit_arenas()           # before the server's threads start: resident memory stays flat (app/heap.py)
 
@@ -47,7 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     from specviz.view.fair_queue import queue_demo
     from specviz.view.ui import build_demo, launch_options
 
+    from specviz.remote.servers import parse_server
+
     try:
+        servers = tuple(parse_server(text) for text in args.server)
         profile = load_profile(tier=args.profile)
         if not zerogpu.ON_ZEROGPU:           # (there, CUDA appears only inside the GPU worker)
             pick_device(args.device)         # a device this machine lacks: said now, not at the first visitor's run
@@ -55,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"specviz cannot start: {err}", file=sys.stderr)
         return 2
     torch.set_num_threads(decode_threads(args.host, args.threads))
-    app = AppState.from_profile(profile, device=args.device, on_zerogpu=zerogpu.ON_ZEROGPU)
+    app = AppState.from_profile(profile, device=args.device, on_zerogpu=zerogpu.ON_ZEROGPU, servers=servers)
     app.advisor.enabled = not app.on_zerogpu   # measure each pair's costs here at load; offer the k they favour
     if not args.no_fetch and not app.on_zerogpu:
         app.pairs.start_fetches()      # the app serves at once; a fetched pair becomes usable when its fetch ends

@@ -39,3 +39,8 @@ class LoadError(SpecvizError):
 
 class ProfileError(SpecvizError):
     """spaces.yaml (presets and limits) is malformed; the message names the key."""
+
+
+class RemoteError(SpecvizError):
+    """A serving engine (vLLM) could not be used: down, not vLLM, no speculation or per-request metrics,
+    too slow, or an answer that is not a completion. The message says which and what to do."""

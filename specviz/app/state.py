@@ -22,8 +22,11 @@ class AppState:
     def __init__(self, presets: dict[str, Preset] | None = None, limits: Limits | None = None, device: str = "auto",
                  allow_custom_models: bool = False, allow_local_model_paths: bool = False,
                  max_prompt_chars: int = 50_000, via_records: bool = False, on_zerogpu: bool = False,
-                 slice_s: float = SLICE_S, advise_k: bool = False, side_work: SideWork | None = None):
+                 slice_s: float = SLICE_S, advise_k: bool = False, side_work: SideWork | None = None,
+                 servers: tuple = ()):
         self.limits = limits or Limits()
+        # Serving engines the host listed (remote/servers.py: `app.py --server`); the Server tab shows them.
+        self.servers = tuple(servers)
         self.max_prompt_chars = max_prompt_chars
         self.via_records = via_records     # stream events as plain records (as across ZeroGPU's process boundary)
         self.on_zerogpu = on_zerogpu       # no GPU in this process: load at start, warm up in the worker
@@ -39,7 +42,8 @@ class AppState:
         self.pairs.on_loaded = self.advisor.measure_later
 
     @classmethod
-    def from_profile(cls, profile: Profile, device: str = "auto", on_zerogpu: bool = False) -> "AppState":
-        return cls(presets=dict(profile.presets), limits=profile.limits,
+    def from_profile(cls, profile: Profile, device: str = "auto", on_zerogpu: bool = False,
+                     servers: tuple = ()) -> "AppState":
+        return cls(presets=dict(profile.presets), limits=profile.limits, servers=servers,
                    allow_custom_models=profile.allow_custom_models and not on_zerogpu, device=device,
                    allow_local_model_paths=profile.allow_local_model_paths, on_zerogpu=on_zerogpu)

@@ -1,4 +1,4 @@
-"""Command line: `python -m specviz run|bench|train-models|fetch ...`. One module per subcommand in this package.
+"""Command line: `python -m specviz run|bench|train-models|fetch|export-draft|remote ...`. One module per subcommand in this package.
 
 User errors (bad settings, missing models) print one line and exit with status 2;
 argparse's own errors do the same; Ctrl-C exits with 130, never a traceback.
@@ -9,7 +9,9 @@ import argparse
 import sys
 
 from . import bench as cli_bench
+from . import export_draft as cli_export_draft
 from . import fetch as cli_fetch
+from . import remote as cli_remote
 from . import run as cli_run
 from . import train as cli_train
 
@@ -21,6 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_bench.add_parser(sub)
     cli_train.add_parser(sub)
     cli_fetch.add_parser(sub)
+    cli_export_draft.add_parser(sub)
+    cli_remote.add_parser(sub)
     return parser
 
 

@@ -20,14 +20,14 @@ from .form import build_form
 from .closed_routes import routes as closed_routes
 from .trace_route import routes as trace_routes
 from .live_channel import routes as live_routes
-from .tabs import Shared, explain, lossless, race, rules, step, workshop
+from .tabs import Shared, explain, lossless, race, rules, server, step, workshop
 
 # A phone shows the first sentence only (style.css), so the race stays on the first screen.
 INTRO = ("<h1>specviz</h1><p><span class=\"lead\">A small draft model guesses tokens; the big target model checks "
          "them all in one pass.</span> <span class=\"more\">Watch every guess get accepted, rejected or corrected, "
          "racing plain decoding on the same machine.</span></p>")
 # The tabs in the page's order; the workshop chooses its own pair and settings.
-TABS = (race, step, lossless, workshop, explain, rules)
+TABS = (race, step, lossless, workshop, explain, rules, server)   # server: shown when the host listed one
 
 
 SESSIONS_KEPT = 2000         # ~400 MB of session state at most; far more tabs than the queue serves at once

@@ -85,6 +85,21 @@ def start(port: int, draft: str | None, k: int = 3, eager: bool = True, memory: 
                             start_new_session=True)
 
 
+def stop(process: subprocess.Popen) -> None:
+    """Stop a started server and its engine processes (they share its process group)."""
+    import signal
+    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def wait_ready(port: int, process: subprocess.Popen, timeout: float = 900.0) -> float:
     """Seconds until GET /v1/models answers; SystemExit if the server died or took longer than timeout."""
     began = time.monotonic()

@@ -45,11 +45,7 @@ def server(smollm2_fetched, tmp_path_factory):
             pytest.fail(f"{err}; its log ends: {log.read_text(errors='replace')[-2000:]}")
         yield f"http://127.0.0.1:{port}/v1"
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        vllm_cpu.stop(process)
 
 
 def raw(url: str, prompt: str, temperature: float, max_tokens: int) -> dict:

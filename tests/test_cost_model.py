@@ -239,3 +239,40 @@ def test_step_mode_folds_its_run_into_the_pairs_cost_model(tiny_dirs):
     runs = model.runs
     step_round(app, None, **{**FORM, "temperature": 0.0, "k": 3, "max_new_tokens": 12})
     assert model.runs == runs + 1
+
+
+@pytest.mark.parametrize("a", [0.2, 0.4, 0.51, 0.6, 0.8])
+def test_the_k_advice_never_names_a_k_it_expects_to_lose(a):
+    """A fresh start once advised "k = 10 ... expects 0.99x": a k the formula itself expected to lose."""
+    from specviz.app.k_advice import from_model
+    dear = model({k: [0.3] * 3 for k in range(1, 11)}, {k + 1: [1.2 + 0.1 * k] * 3 for k in range(1, 11)})
+    advice = from_model(dear, a, (1, 10))
+    if advice.k is None:
+        assert "expects no k from 1 to 10 to gain" in advice.advice.reason and "not measured to pay" in advice.line()
+        assert all(expected_speedup(a, k, 0.3, 1.2 + 0.1 * k) < 1 for k in range(1, 11))
+    else:
+        assert advice.expected >= 1.0
+        lo, hi = advice.advice.within
+        assert all(expected_speedup(a, k, 0.3, 1.2 + 0.1 * k) >= 1 for k in range(lo, hi + 1))
+    assert from_model(dear, 0.2, (1, 10)).k is None                  # at a = 0.2 every k loses here
+
+
+def test_the_k_advice_says_it_is_a_prediction_and_names_a_race_that_differs():
+    from specviz.app.k_advice import from_model
+    tight = model({k: [0.05] * 3 for k in range(1, 9)}, {k + 1: [1.0 + 0.05 * k] * 3 for k in range(1, 9)})
+    advice = from_model(tight, 0.51, (1, 8))
+    line = advice.line(seen_a=0.61)
+    assert "(a prediction)" in line and "typical here" in line and "assuming the draft's held-out acceptance a = 0.51" in line
+    assert "The latest race accepted a = 0.61, above the draft's usual 0.51" in line
+    assert "latest race" not in advice.line(seen_a=0.52)
+
+
+def test_a_busy_machine_s_samples_are_dropped_not_averaged_in():
+    m = CostModel(("pair", "cpu", "eager", "here"))
+    m.add_run(0.05, 0.36, 3, 4)                       # a pass cheaper than a step: dropped
+    assert m.v(4).samples == 0 and m.c(3).samples == 1 and m.dropped == 1
+    plain = [LaneTally(tokens=64, elapsed_s=1.9 * x) for x in (1.0, 1.02, 0.98)]
+    for p in plain:
+        assert m.add_race(SPEC, p)
+    assert not m.add_race(SPEC, LaneTally(tokens=64, elapsed_s=1.9 * 3))      # a step three times its neighbours'
+    assert m.dropped == 2 and len(m.plain_samples) == 3

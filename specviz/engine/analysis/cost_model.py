@@ -84,6 +84,19 @@ class Figure:
                 f"{': timing noise' if self.noise else ''})")
 
 
+    def words(self) -> str:
+        """The figure in words, for pages that also show a race's own c and v: "a draft step typically
+        0.050 plain steps here (0.04-0.06, 5 timings)", never "c = ..." beside this race's c."""
+        what = "a draft step" if self.name == "c" else f"a verify pass of {self.size} tokens"
+        if self.value is None:
+            return f"{what}: not timed here yet"
+        fmt = ".3f" if self.name == "c" else ".2f"
+        spread = "" if self.samples < 2 else f"{format(self.low, fmt)}-{format(self.high, fmt)}, "
+        label = "timing" if self.samples == 1 else "timings"
+        return (f"{what} typically {format(self.value, fmt)} plain steps here ({spread}{self.samples} {label}"
+                f"{': timing noise' if self.noise else ''})")
+
+
 @dataclass(frozen=True)
 class Advice:
     """The k the cost model offers, or why it offers none (k None, `reason` says what it still needs)."""

@@ -104,14 +104,10 @@ def _advice_words(app: AppState, key: str) -> str:
             f"{'' if lo == hi else f' (k = {lo} to {hi} within its noise)'}.")
 
 
-def model_figures(app: AppState, key: str, stats: RunStats) -> tuple[float, float]:
-    """c and v of this race's k from the pair's cost model (this race already in it), the figures the race
-    tab's why and ledger give; the race's own where the model has none."""
-    model = app.advisor.costs.latest(key)
-    k = round(stats.drafts_per_round())
-    c, v = model.chain(k) if model is not None and k >= 1 else (None, None)
-    return (c.value if c is not None and c.value is not None else stats.cost_ratio() or 0.0,
-            v.value if v is not None and v.value is not None else stats.verify_ratio() or 1.0)
+def race_figures(stats: RunStats) -> tuple[float, float]:
+    """c and v as this race measured them (its draft steps and pass in its own plain steps), the figures the
+    race tab's why and ledger give for it (engine/analysis/ledger.py): the cost model is for predictions."""
+    return stats.cost_ratio() or 0.0, stats.verify_ratio() or 1.0
 
 
 def ran(app: AppState, key: str, *runs: dict, prompt: str | None = None, settings: str | None = None) -> str:
@@ -134,7 +130,7 @@ def race(app: AppState, repeat: int = 1) -> Outcome:
     s, a = (rep.median if rep else stats.measured_speedup()), stats.acceptance_rate
     spec, base = _passes(stats)
     tpr = measures.mean_acceptance_length(stats.tallies["spec"])     # tau: tokens / passes, as the strip's
-    c, v = model_figures(app, key, stats)          # the cost model's: the race tab's why gives the same
+    c, v = race_figures(stats)                     # this race's: the race tab's why gives the same
     k = stats.drafts_per_round()
     # A round costs k c + v plain steps (drafting, then one verify pass): each part with its own value,
     # then the bigger share of the extra over one step named.

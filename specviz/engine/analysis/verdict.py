@@ -24,7 +24,7 @@ def band(speedup: float, interval: tuple[float, float] | None = None) -> tuple[f
 
 def busy_sentence(busy: str) -> str:
     """The busy machine in a student's words ("" on a quiet one)."""
-    return (f"This machine was busy while it ran ({busy}): both lanes slowed, unevenly, so repeat the race "
+    return (f"This machine was busy ({busy}): both lanes slowed, unevenly, so repeat the race "
             f"for a firmer figure." if busy else "")
 
 

@@ -166,9 +166,11 @@ def test_race_3x_on_the_page_reports_the_median_and_range_of_three_races(tiny_di
     found = re.search(r'id="race-repeat" data-median="([0-9.]+)" data-low="([0-9.]+)" data-high="([0-9.]+)"', last)
     assert found and float(found[2]) <= float(found[1]) <= float(found[3])
     assert "Repeated 3x: median" in last and "The panes show the first race." in last
-    assert app.advisor.costs.latest("tiny").runs == 3
+    model = app.advisor.costs.latest("tiny")
+    assert model.runs + model.dropped_races == 3            # each race joined the model (or was dropped as a busy one)
     single = html.unescape(list(run_race(app, **{**FORM, "max_new_tokens": 12}))[-1].status)
-    assert "race-repeat" not in single and app.advisor.costs.latest("tiny").runs == 4
+    assert "race-repeat" not in single and model.runs + model.dropped_races == 4
+    assert "median" in re.search(r'id="race-headline">(.*?)</div>', last).group(1)    # Race 3x headlines the median
 
 
 def test_a_figure_keeps_the_latest_samples_only():
@@ -275,4 +277,4 @@ def test_a_busy_machine_s_samples_are_dropped_not_averaged_in():
     for p in plain:
         assert m.add_race(SPEC, p)
     assert not m.add_race(SPEC, LaneTally(tokens=64, elapsed_s=1.9 * 3))      # a step three times its neighbours'
-    assert m.dropped == 2 and len(m.plain_samples) == 3
+    assert m.dropped_races == 1 and len(m.plain_samples) == 3 and m.runs == 4

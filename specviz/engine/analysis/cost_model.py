@@ -29,7 +29,7 @@ expected to gain, there is no advice, and the reason says so.
 Samples a busy machine produced are dropped, not averaged in: a verify pass timed cheaper than one plain
 step (impossible for a pass over two or more tokens), a draft step at or below zero, and a whole race
 whose plain step strayed more than OFF_NEIGHBOURS times from the median plain step here (other programs
-took the cores while it ran). `dropped` counts them.
+took the cores while it ran). `dropped` and `dropped_races` count them.
 """
 from __future__ import annotations
 
@@ -116,7 +116,8 @@ class CostModel:
     v_samples: dict[int, list[float]] = field(default_factory=dict)    # n -> samples of v(n)
     plain_samples: list[float] = field(default_factory=list)           # seconds of one plain target step
     runs: int = 0                                        # races and step-mode runs folded in
-    dropped: int = 0                                     # samples (and races) dropped as a busy machine's
+    dropped: int = 0                                     # samples dropped as a busy machine's
+    dropped_races: int = 0                               # whole races dropped (their plain step far off)
 
     def seed(self, costs) -> None:
         """The load-time calibration (calibrate.MachineCosts): each timed repeat is one sample, each in
@@ -152,7 +153,7 @@ class CostModel:
             step = plain.elapsed_s / plain.tokens
             median = self.plain_step_s() if len(self.plain_samples) >= MIN_SAMPLES else None
             if median and not 1 / OFF_NEIGHBOURS <= step / median <= OFF_NEIGHBOURS:
-                self.dropped += 1
+                self.dropped_races += 1
                 return False
             _keep(self.plain_samples, [step])
         self.add_run(*race_sample(spec, plain, tree))

@@ -6,7 +6,8 @@
 Opens the page as a share link would (same pair, prompt, temperature and seed, so every screen races
 the same text), on a 1280x720 projector (projector mode on), a 1366x768 laptop and a 390x844 phone
 (touch), clicks Run, waits for both lanes and saves what the screen shows, scrolled to the top:
-`<out>-<screen>.png`. With --tip it also opens the first corrected word's details.
+`<out>-<screen>.png`. With --tip it also opens the first corrected word's details; with --why, the
+status's "why?" (projector and phone fold the why under it).
 """
 import argparse
 import os
@@ -46,6 +47,9 @@ def shoot(browser, url: str, screen: str, args) -> str:
     page.wait_for_selector("#status .status-done, #status .status-error", timeout=600_000)
     time.sleep(1.5)
     page.evaluate("window.scrollTo(0, 0)")
+    if args.why and page.locator("#race-summary .why-toggle").is_visible():
+        page.click("#race-summary .why-toggle")         # the headline and the why, opened in full
+        time.sleep(0.3)
     if args.tip:
         token = page.locator("#spec-pane [data-kind=resampled]").first
         if token.count():
@@ -68,6 +72,7 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--screens", default="projector,laptop,phone")
     parser.add_argument("--tip", action="store_true", help="open the first corrected word's details")
+    parser.add_argument("--why", action="store_true", help="open the status's \"why?\" (projector and phone)")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright

@@ -105,3 +105,31 @@ def smollm2_fetched() -> None:
 def real_pair(smollm2_fetched):
     """The real pair: SmolLM2-135M-Instruct + the shipped draft (the `smollm2` preset), in fp32."""
     return load_preset("smollm2", device="cpu", dtype="float32")
+
+
+class _Load:
+    """A stand-in for app/machine_load.OtherLoad: other programs' share of the CPU during a race, fixed."""
+
+    def __init__(self, share):
+        self._share = share
+
+    def __call__(self):
+        return self
+
+    def share(self):
+        return self._share
+
+
+@pytest.fixture
+def quiet_machine(monkeypatch):
+    """The machine state a wording test assumes, injected: no other program took the CPU during its races
+    (on a loaded machine the status would add the busy-machine sentence, and the test would read it)."""
+    from specviz.view import handlers
+    monkeypatch.setattr(handlers, "OtherLoad", _Load(0.0))
+
+
+@pytest.fixture
+def busy_machine(monkeypatch):
+    """Other programs used 90% of every core while each race ran."""
+    from specviz.view import handlers
+    monkeypatch.setattr(handlers, "OtherLoad", _Load(0.9))

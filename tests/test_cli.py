@@ -29,7 +29,7 @@ def test_run_with_baseline_reports_speedup(tiny_dirs):
     # The page's headline: a greedy race wrote the same text in fewer target passes.
     assert re.search(r"Same text, \d+ target passes instead of \d+: \d+\.\d\d× the speed\.", r.stdout)
     # The time ledger: the cause in one sentence, then each lane's phases.
-    assert "why: " in r.stdout and "target passes" in r.stdout and "break-even a here" in r.stdout
+    assert "why: " in r.stdout and "target passes" in r.stdout and "break-even a = " in r.stdout
 
 
 def test_run_json_baseline_tags_lanes(tiny_dirs):

@@ -3,6 +3,8 @@ range and count; a figure inside its noise shown with its spread and never advis
 verdict that holds still; N races reported as their median and range."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from specviz.engine.analysis.cost_model import MIN_SAMPLES, CostModel, race_sample
@@ -82,28 +84,48 @@ def _plain(seconds: float) -> LaneTally:
     return LaneTally(tokens=64, elapsed_s=seconds)
 
 
-def test_a_single_race_inside_the_timings_spread_is_about_even_not_slower():
-    """A sampled race read "Slower 0.87x" and minutes later "Faster 1.17x" with the same texts."""
-    spread = model({3: [0.08, 0.1, 0.12]}, {4: [1.0, 1.4, 1.8]})            # v: 1.4 +- 29%
-    led = build(SPEC, _plain(1.9 * 0.87), spread)
-    assert led.speedup == pytest.approx(0.87) and led.verdict == "about even" and "repeat to be sure" in led.cause
-    assert build(SPEC, _plain(1.9 * 0.87)).verdict == "slower"               # without the spread: a clear loss
+def test_the_cost_model_s_spread_never_moves_one_race_s_verdict():
+    """A race of 13.6 s against 24.7 s (1.81x) was headlined "About even" because the cost model's spread
+    was wide. The verdict is the race's: its lanes' times and its own interval."""
+    spread = model({3: [0.08, 0.1, 0.12]}, {4: [1.0, 1.4, 1.8]})            # v: 1.4 +- 29% across races
+    assert build(SPEC, _plain(1.9 * 0.87), spread).verdict == "slower"        # this race: a clear loss
     assert build(SPEC, _plain(1.9 * 1.5), spread).verdict == "faster"
+    # Its own timings wide enough to hold 1.0: about even, and the sentence gives the interval.
+    even = build(SPEC, _plain(1.9 * 1.15), spread, interval=(0.9, 1.4))
+    assert even.verdict == "about even" and "from 0.90x to 1.40x" in even.cause
 
 
-def test_a_busy_machine_never_reads_slower_and_a_gain_there_says_repeat():
+def test_a_1_8x_race_under_a_noisy_cost_model_is_called_faster():
+    noisy = model({3: [0.006, 0.014, 0.2]}, {4: [0.19, 0.36, 2.1]})        # a busy machine's samples
+    led = build(SPEC, _plain(1.9 * 1.81), noisy)
+    assert led.speedup == pytest.approx(1.81) and led.verdict == "faster"
+    assert led.c == pytest.approx(0.3 / 60 / (1.9 * 1.81 / 64)) and led.v == pytest.approx(1.5 / 20 / (1.9 * 1.81 / 64))
+    assert led.typical["c"] == 0.014 and led.typical["v"] == 0.36                 # the model, kept apart
+
+
+def test_a_busy_machine_is_said_in_words_and_does_not_overrule_the_lanes():
     busy = "other programs used 74% of its CPU"
     slow = build(SPEC, _plain(1.9 * 0.8), busy=busy)
-    assert slow.verdict == "about even" and busy in slow.cause and "repeat to be sure" in slow.cause
+    assert slow.verdict == "slower" and busy in slow.cause and "both lanes slowed" in slow.cause
     fast = build(SPEC, _plain(1.9 * 1.3), busy=busy)
-    assert fast.verdict == "faster" and fast.uncertain.startswith("But this machine was busy")
+    assert fast.verdict == "faster" and fast.uncertain.startswith("This machine was busy (")
+    assert "repeat the race for a firmer figure" in fast.uncertain
 
 
-def test_figures_inside_their_noise_price_nothing_in_the_ledger():
-    noisy = model({3: [0.01, 0.05, 0.2]}, {4: [0.35, 1.2, 2.1]})
-    led = build(SPEC, _plain(2.5), noisy)
-    assert led.theory is None and led.break_even_a is None and led.c == 0.05 and led.v == 1.2
-    assert led.c_range == (0.01, 0.2, 3) and "inside its timing noise" in led.cause and "0.35-2.10" in led.cause
+def test_a_race_with_nothing_priced_prints_no_break_even_claim():
+    """"no a pays at this k" was printed whenever nothing was priced, under a race that won."""
+    from specviz.view.ledger_view import ledger_html
+    cheap = LaneTally(rounds=20, drafted=60, accepted=40, rejected=15, tokens=64, draft_s=0.03, verify_s=0.4,
+                      elapsed_s=0.5)                                            # a pass timed cheaper than a step
+    untimed = LaneTally(rounds=20, drafted=60, accepted=40, rejected=15, tokens=64, elapsed_s=0.5)
+    for spec in (cheap, untimed):
+        led = build(spec, _plain(1.9), model({3: [0.01, 0.05, 0.2]}, {4: [0.35, 1.2, 2.1]}))
+        assert led.verdict == "faster" and not led.priced and led.theory is None and led.break_even_a is None
+        text = led.cause + re.sub(r"<[^>]+>", " ", ledger_html(led))     # what is read, not the tooltips
+        for claim in ("no a pays", "no acceptance rate pays", "pays above", "break-even a ="):
+            assert claim not in text, claim
+        assert "not priced" in ledger_html(led)
+    assert "timings were disturbed" in build(cheap, _plain(1.9)).cause
 
 
 def test_repeat_reports_the_median_and_the_range():
@@ -144,9 +166,11 @@ def test_race_3x_on_the_page_reports_the_median_and_range_of_three_races(tiny_di
     found = re.search(r'id="race-repeat" data-median="([0-9.]+)" data-low="([0-9.]+)" data-high="([0-9.]+)"', last)
     assert found and float(found[2]) <= float(found[1]) <= float(found[3])
     assert "Repeated 3x: median" in last and "The panes show the first race." in last
-    assert app.advisor.costs.latest("tiny").runs == 3
+    model = app.advisor.costs.latest("tiny")
+    assert model.runs + model.dropped_races == 3            # each race joined the model (or was dropped as a busy one)
     single = html.unescape(list(run_race(app, **{**FORM, "max_new_tokens": 12}))[-1].status)
-    assert "race-repeat" not in single and app.advisor.costs.latest("tiny").runs == 4
+    assert "race-repeat" not in single and model.runs + model.dropped_races == 4
+    assert "median" in re.search(r'id="race-headline">(.*?)</div>', last).group(1)    # Race 3x headlines the median
 
 
 def test_a_figure_keeps_the_latest_samples_only():
@@ -217,3 +241,40 @@ def test_step_mode_folds_its_run_into_the_pairs_cost_model(tiny_dirs):
     runs = model.runs
     step_round(app, None, **{**FORM, "temperature": 0.0, "k": 3, "max_new_tokens": 12})
     assert model.runs == runs + 1
+
+
+@pytest.mark.parametrize("a", [0.2, 0.4, 0.51, 0.6, 0.8])
+def test_the_k_advice_never_names_a_k_it_expects_to_lose(a):
+    """A fresh start once advised "k = 10 ... expects 0.99x": a k the formula itself expected to lose."""
+    from specviz.app.k_advice import from_model
+    dear = model({k: [0.3] * 3 for k in range(1, 11)}, {k + 1: [1.2 + 0.1 * k] * 3 for k in range(1, 11)})
+    advice = from_model(dear, a, (1, 10))
+    if advice.k is None:
+        assert "expects no k from 1 to 10 to gain" in advice.advice.reason and "not measured to pay" in advice.line()
+        assert all(expected_speedup(a, k, 0.3, 1.2 + 0.1 * k) < 1 for k in range(1, 11))
+    else:
+        assert advice.expected >= 1.0
+        lo, hi = advice.advice.within
+        assert all(expected_speedup(a, k, 0.3, 1.2 + 0.1 * k) >= 1 for k in range(lo, hi + 1))
+    assert from_model(dear, 0.2, (1, 10)).k is None                  # at a = 0.2 every k loses here
+
+
+def test_the_k_advice_says_it_is_a_prediction_and_names_a_race_that_differs():
+    from specviz.app.k_advice import from_model
+    tight = model({k: [0.05] * 3 for k in range(1, 9)}, {k + 1: [1.0 + 0.05 * k] * 3 for k in range(1, 9)})
+    advice = from_model(tight, 0.51, (1, 8))
+    line = advice.line(seen_a=0.61)
+    assert "(a prediction)" in line and "typical here" in line and "assuming the draft's held-out acceptance a = 0.51" in line
+    assert "The latest race accepted a = 0.61, above the draft's usual 0.51" in line
+    assert "latest race" not in advice.line(seen_a=0.52)
+
+
+def test_a_busy_machine_s_samples_are_dropped_not_averaged_in():
+    m = CostModel(("pair", "cpu", "eager", "here"))
+    m.add_run(0.05, 0.36, 3, 4)                       # a pass cheaper than a step: dropped
+    assert m.v(4).samples == 0 and m.c(3).samples == 1 and m.dropped == 1
+    plain = [LaneTally(tokens=64, elapsed_s=1.9 * x) for x in (1.0, 1.02, 0.98)]
+    for p in plain:
+        assert m.add_race(SPEC, p)
+    assert not m.add_race(SPEC, LaneTally(tokens=64, elapsed_s=1.9 * 3))      # a step three times its neighbours'
+    assert m.dropped_races == 1 and len(m.plain_samples) == 3 and m.runs == 4

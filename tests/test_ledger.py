@@ -69,8 +69,8 @@ def test_a_win_says_faster_and_the_threshold():
     spec, plain = tallies(spec_s=0.5)
     led = build(spec, plain)
     assert Ledger.from_dict(led.to_dict()) == led
-    assert led.verdict == "faster" and led.cause.startswith("Faster")
-    assert f"{led.break_even_a:.2f}" in led.cause
+    assert led.verdict == "faster" and led.cause.startswith("The draft guessed right 6 times in 10; each round cost")
+    assert f"pays above a = {led.break_even_a:.2f}" in led.cause and f"gives {led.theory:.2f}x" in led.cause
 
 
 def test_no_acceptance_pays_when_a_round_costs_more_than_it_can_yield():
@@ -241,14 +241,17 @@ def test_the_strip_s_theory_speedup_is_reproducible_from_the_strip():
 
 
 def test_the_cause_says_what_a_counts_and_prices_each_part_with_its_own_value():
-    """"the draft guessed 92% right" sat beside a_d = 0.85; "2.86 × c = 0.14" read as c = 0.14."""
+    """"the draft guessed 92% right" sat beside a_d = 0.85; "2.86 × c = 0.14" read as c = 0.14. The plain
+    sentence comes first, in tenths a class reads (a = 0.69: 7 in 10), the formula's under it."""
     spec = LaneTally(rounds=10, drafted=28, accepted=18, rejected=8, tokens=29, draft_s=0.14, verify_s=1.3,
                      target_s=1.25, accept_s=0.03, elapsed_s=1.5)
     plain = LaneTally(tokens=29, target_s=2.8, accept_s=0.05, elapsed_s=2.9)
     led = build(spec, plain)
     assert f"the target accepted {18 / 26:.0%} of the drafts it judged" in led.cause
     assert f"2.8 draft steps at c = {led.c:.3f} each, then a verify pass at v = {led.v:.2f}" in led.cause
-    assert "guessed" not in led.cause and "× c =" not in led.cause
+    assert "× c =" not in led.cause and "92%" not in led.cause
+    assert led.cause.startswith(f"The draft guessed right 7 times in 10; each round cost {2.8 * led.c + led.v:.1f} "
+                                f"plain steps and gave {led.tau:.1f} tokens") and led.plain_words in led.cause
 
 
 def test_k_advice_says_what_it_measured():

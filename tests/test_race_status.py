@@ -25,7 +25,7 @@ def last(app, **changes):
     return list(run_race(app, **{**FORM, **changes}))[-1]
 
 
-def test_a_greedy_race_says_same_text_in_fewer_passes_and_why(app):
+def test_a_greedy_race_says_same_text_in_fewer_passes_and_why(app, quiet_machine):
     end = last(app)
     status = end.status
     assert 'data-same-text="1"' in status and 'data-per-token="0"' in status
@@ -39,7 +39,7 @@ def test_a_greedy_race_says_same_text_in_fewer_passes_and_why(app):
     assert "Where each lane's time went" in html.unescape(end.ledger)
 
 
-def test_a_sampled_race_states_both_lanes_and_compares_per_token(app):
+def test_a_sampled_race_states_both_lanes_and_compares_per_token(app, quiet_machine):
     status = html.unescape(last(app, temperature=1.0, seed=5).status)
     assert 'data-per-token="1"' in status and "compared per token" in status
     assert len(re.findall(r"\d+ tokens in \d+\.\d\d s \(", status)) == 2       # each lane's length and stop reason
@@ -62,9 +62,17 @@ def test_a_repetitive_text_is_named_and_marked():
     assert "data-repetitive" not in _summary(view, build(spec_t, base_t), None, True, "torch.float32")
 
 
-def test_the_why_drops_only_the_verdicts_own_word():
+def test_the_why_opens_with_a_plain_sentence_and_never_the_verdicts_word():
     slow = build(LaneTally(rounds=10, drafted=40, accepted=4, rejected=9, tokens=14, draft_s=0.8, verify_s=1.3,
                            target_s=1.2, elapsed_s=2.4), LaneTally(tokens=22, target_s=1.5, elapsed_s=1.7))
-    assert slow.cause.startswith("Slower: ") and why(slow) == slow.cause.removeprefix("Slower: ")
+    assert slow.verdict == "slower" and why(slow) == slow.cause
+    assert why(slow).startswith("The draft guessed right 3 times in 10; each round cost ")
+    assert "The main cause: " in why(slow) and not re.match(r"(Faster|Slower|About even):", why(slow))
     empty = build(LaneTally(), LaneTally())
     assert why(empty) == empty.cause                      # "Not enough of a race to tell ..." stays whole
+
+
+def test_a_busy_machine_is_said_in_a_students_words_and_a_clear_win_stays_faster(app, busy_machine):
+    status = html.unescape(last(app).status)
+    assert "This machine was busy (other programs used 90% of its CPU): both lanes slowed" in status
+    assert "repeat the race for a firmer figure" in status

@@ -160,7 +160,7 @@ class Ticking(Clocks):
         return SideWork(clock=wall, own_cpu=cpu, live_cpu=lambda tid: self.live.get(tid))
 
 
-def test_a_race_beside_a_load_says_so_and_its_own_load_does_not(tiny_dirs):
+def test_a_race_beside_a_load_says_so_and_its_own_load_does_not(tiny_dirs, quiet_machine):
     c = Ticking()
     app = app_with(tiny_presets(tiny_dirs), side_work=c.work())
     alone = list(run_race(app, **{**FORM, "max_new_tokens": 16}))[-1].status     # loads its own pair first
@@ -178,7 +178,7 @@ def test_a_race_beside_a_load_says_so_and_its_own_load_does_not(tiny_dirs):
     app.side_work.mark = mark_then_compute
     beside = list(run_race(app, **{**FORM, "max_new_tokens": 16}))[-1].status
     app.side_work.end(token)
-    assert "this machine was busy (this server was loading tiny, random draft)" in beside
+    assert "This machine was busy (this server was loading tiny, random draft)" in beside
     assert re.search(r'data-side-work="loading tiny, random draft"', beside)
 
 

@@ -198,9 +198,10 @@ def test_the_tree_box_prices_the_chain_from_the_cost_model():
 
 
 def test_one_source_the_why_the_ledger_and_the_tree_box_read_the_same_c_and_v():
-    """After a race the why, the ledger and the k note read the pair's cost model, and a tree race's why and
-    box read the same tree pass: no screen shows two values for one quantity (the box once said v = 0.87
-    under a why saying v = 1.73 for the same pass)."""
+    """After a race the why, the strip and the ledger read this race's own c and v, and the pair's cost model
+    shows only under its own name ("typical here"); a tree race's why and box read the same tree pass: no
+    screen shows two values for one quantity (the box once said v = 0.87 under a why saying v = 1.73 for
+    the same pass; the ledger once printed the model's c = 0.014 beside the strip's c = 0.046)."""
     import html as html_mod
     app = _app()
     _race_text(app, tree="chain")                                    # a chain race: the model's first samples
@@ -209,10 +210,15 @@ def test_one_source_the_why_the_ledger_and_the_tree_box_read_the_same_c_and_v():
     c, v = model.chain(k)
     _, last = _race_text(app, tree="chain")
     c2, v2 = app.advisor.costs.latest("bundled").chain(k)
-    status, ledger = html_mod.unescape(last.status), html_mod.unescape(last.ledger)
+    status, ledger, strip = (html_mod.unescape(x) for x in (last.status, last.ledger, last.strip))
     assert c2.samples == c.samples + 1 and v2.samples == v.samples + 1         # each race joined the model
-    for shown in (status, ledger):
-        assert f"{c2.value:.3f}" in shown and f"{v2.value:.2f}" in shown             # the model's medians
+    c_race = re.search(r"<b>c</b> = ([0-9.]+)", ledger).group(1)
+    v_race = re.search(r"<b>v</b> = ([0-9.]+)", ledger).group(1)
+    assert f"c = {c_race}" in strip and f"v = {v_race}" in strip               # the strip and the box: this race's
+    assert set(re.findall(r"\bc = ([0-9.]+)", status)) <= {c_race}
+    assert set(re.findall(r"\bv = ([0-9.]+)(?! measured)", status)) <= {v_race}
+    if max(c2.samples, v2.samples) >= 3:
+        assert "Typical here at k = 4, across races" in ledger
     _, tree_last = _race_text(app)
     why = re.search(r"cost v = ([0-9.]+)", html_mod.unescape(tree_last.status)).group(1)
     box = re.search(r'id="tree-box".*', html_mod.unescape(tree_last.ledger), re.S).group(0)

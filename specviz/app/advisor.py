@@ -36,6 +36,7 @@ class Advisor:
         self.advice: dict[str, KAdvice] = {}      # preset key -> the k measured for it here
         self.advising: set[str] = set()            # preset keys being measured now
         self.costs = CostModels()
+        self.seen_a: dict[str, float] = {}         # preset key -> the a its latest race here accepted
 
     def measure_later(self, preset: Preset, pair: ModelPair) -> None:
         """Time a freshly loaded pair in the background (Pairs.on_loaded): the visitor whose pick loaded
@@ -67,6 +68,8 @@ class Advisor:
         model, which this race's why, ledger and tree box then read."""
         model = self.costs.get(preset.key, pair.device, path_of(spec_stats))
         model.add_race(spec, plain, tree)
+        if spec.accepted + spec.rejected:
+            self.seen_a[preset.key] = spec.accepted / (spec.accepted + spec.rejected)
         self._readvise(preset, model)
         return model
 
@@ -90,6 +93,13 @@ class Advisor:
         return advice.k if advice is not None and advice.k is not None else preset.k
 
     def k_note(self, preset: Preset) -> str:
-        """One line on where the offered k comes from ("" before the pair was measured here)."""
+        """One line on where the offered k comes from: the advice (a prediction, with the a it assumes and
+        the latest race's where it differs), or, before the pair was measured here, that the pair's own k
+        is offered unmeasured ("" where nothing is measured at all: advice off, or no held-out a)."""
         advice = self.advice.get(preset.key)
-        return advice.line() if advice is not None else ""
+        if advice is not None:
+            return advice.line(self.seen_a.get(preset.key))
+        if not self.enabled or preset.acceptance is None:
+            return ""
+        return (f"k = {preset.k} is this pair's own setting: not measured on this machine yet"
+                f"{' (being measured now)' if self.pending(preset) else ''}.")

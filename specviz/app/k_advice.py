@@ -6,7 +6,10 @@ the threads it serves with; every timed repeat seeds the pair's cost model (engi
 and every race with it adds its own c and v. The advice is the cost model's: the k with the highest
 E(a, k) / (k c(k) + v(k + 1)) for the acceptance rate a the preset's draft reached on held-out prompts
 (spaces.yaml `acceptance`, measured in benchmarks/), with the ks within noise of it. Where the figures
-are noise or too few, there is no advice: the line says what is still needed, and the preset's k stays.
+are noise or too few, or where no k is expected to gain, there is no advice: the line says why, and the
+preset's k stays, said to be not measured here. The line is a prediction and says so: it names the cost
+model as "typical here" with its count, the a it assumes, and where the pair's latest race accepted a
+clearly different share, that race's a beside it (never as the advice's own).
 """
 from __future__ import annotations
 
@@ -14,6 +17,9 @@ from dataclasses import dataclass
 
 from ..engine.analysis.cost_model import Advice, CostModel
 from ..engine.metrics.theory import expected_speedup
+
+
+SEEN_DIFFERS = 0.05     # a race's a this far from the assumed one is named beside the advice
 
 
 @dataclass(frozen=True)
@@ -57,17 +63,26 @@ class KAdvice:
             return None
         return max(range(k_range[0], k_range[1] + 1), key=lambda k: expected_speedup(self.a, k, self.c, self.v))
 
-    def line(self) -> str:
+    def line(self, seen_a: float | None = None) -> str:
+        """The advice as the k note: a prediction, named so. `seen_a`: the a the pair's latest race here
+        accepted, said beside the assumed one where they differ by more than SEEN_DIFFERS."""
+        seen = ""
+        if seen_a is not None and abs(seen_a - self.a) > SEEN_DIFFERS:
+            side = "above" if seen_a > self.a else "below"
+            seen = (f" The latest race accepted a = {seen_a:.2f}, {side} the draft's usual {self.a:.2f}: "
+                    f"with that a the best k may differ.")
         if self.k is None:
             figures = self.figures()
             return (f"No k advised for this machine yet: {self.advice.reason}"
-                    f"{f' ({figures})' if figures else ''}. The pair's own k stays offered.")
+                    f"{f' (typical here: {figures})' if figures else ''}. The pair's own k stays offered, not "
+                    f"measured to pay here.{seen}")
         lo, hi = self.advice.within
         near = "" if lo == hi else f"; k = {lo} to {hi} are within its timing noise of it"
-        return (f"k = {self.k} suits this machine{near}: from this pair's cost model here ({self.model.runs} "
-                f"race{'s' if self.model.runs != 1 else ''} and the timing at load), a draft step costs "
-                f"{self.figures()}; with the draft's held-out acceptance a = {self.a:.2f} the formula expects "
-                f"{self.expected:.2f}x.")
+        runs = self.model.runs
+        return (f"k = {self.k} suits this machine{near} (a prediction): typical here, across {runs} "
+                f"race{'s' if runs != 1 else ''} and the timing at load, a draft step costs "
+                f"{self.figures()}; assuming the draft's held-out acceptance a = {self.a:.2f}, the formula "
+                f"expects {self.expected:.2f}x.{seen}")
 
     def to_dict(self) -> dict:
         c, v = self.advice.c, self.advice.v

@@ -54,3 +54,14 @@ class OtherLoad:
             return None
         others = (busy - self.busy0) - (_own_s() - self.own0)
         return max(0.0, others / (wall * (os.cpu_count() or 1)))
+
+
+def busy_words(others: float | None, side=(), shared: bool = False) -> str:
+    """"" for a quiet machine, else the few words a verdict gives for not trusting one race (the page's
+    status and the CLI say the same): other programs' share of the CPU, this server's side work, or
+    another decoding job beside the race."""
+    if disturbed(others):
+        return f"other programs used {others:.0%} of its CPU"
+    if side:
+        return "this server was " + "; ".join(side)
+    return "another decoding job ran beside it" if shared else ""

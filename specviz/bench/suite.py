@@ -171,8 +171,9 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
             out["theory_speedup_fast"] = theory.expected_speedup(a, k, c_fast, v_fast)
             out["fast_speedup_over_theory"] = out["fast_speedup"] / out["theory_speedup_fast"]
     if forced is None:
-        # Why faster or slower, from the prompts' median runs pooled: phases, break-even a, the cause; c and v
-        # from a cost model of those runs (engine/analysis/cost_model.py: their median, range and count).
+        # Why faster or slower, from the prompts' median runs pooled: phases, break-even a, the cause, with the
+        # pooled runs' own c and v; the cost model of those runs rides along as "typical" (its median, range
+        # and count per figure, engine/analysis/cost_model.py), never in place of them.
         model = CostModel(("bench", "", "", ""))
         for r in rows:
             model.add_race(*(measures.LaneTally(**r["tallies"][lane]) for lane in ("spec", "plain")))

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 
+from ..app.machine_load import OtherLoad, busy_words
 from ..app.run_records import choice_rows
 from ..engine.analysis import ledger
 from ..engine.analysis.cost_model import CostModel
@@ -34,6 +35,9 @@ def add_parser(sub) -> None:
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="with --baseline: race N times and report the median speedup with its range (the last "
                         "race is printed; each one's c and v join the cost model the ledger reads)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="CPU threads torch decodes with (default: torch's own; the page served on localhost "
+                        "leaves one core free, app/cpu_threads.py)")
     p.set_defaults(func=run)
 
 
@@ -125,6 +129,9 @@ def run(args) -> int:
     from . import terminal
 
     apply_preset(args)
+    if getattr(args, "threads", None):
+        import torch
+        torch.set_num_threads(max(1, args.threads))
     config = config_from(args)        # validate settings before the (slow) model load
     pair = pair_from(args)
     prompt = prompt_from(args, pair)
@@ -140,13 +147,25 @@ def run(args) -> int:
             pass
     model = CostModel(("cli", str(pair.device), "", ""))
     speedups = []
-    for _ in range(max(0, args.repeat - 1) if args.baseline else 0):   # the earlier races, quietly
-        quiet, ends = RunStats(config.k), {}
+    total = max(1, args.repeat) if args.baseline else 1
+    if args.baseline:
+        print(threads_line(), file=sys.stderr, flush=True)
+    for i in range(1, total):              # the earlier races, quietly: a line each on stderr
+        print(f"race {i} of {total} on the same prompt and settings ...", file=sys.stderr, flush=True)
+        quiet, ends, others = RunStats(config.k), {}, OtherLoad()
         for event in decode():
             quiet.add(event)
             ends.update({event.lane: event} if event.kind == "done" else {})
-        model.add_race(*(ends[lane].stats.tally for lane in ("spec", "base")), tree=config.tree is not None)
-        speedups.append(quiet.compared()[0])
+        lanes = [ends[lane].stats.tally for lane in ("spec", "base")]
+        model.add_race(*lanes, tree=config.tree is not None)
+        led = ledger.of_race(quiet, None, busy_words(others.share()), lanes)
+        speedups.append(led.speedup)
+        print(f"race {i} of {total}: {_x(led.speedup)}, {led.verdict}"
+              + (f" ({led.uncertain})" if led.uncertain else ""), file=sys.stderr, flush=True)
+    if total > 1:
+        print(f"race {total} of {total} on the same prompt and settings (printed below) ...", file=sys.stderr,
+              flush=True)
+    others = OtherLoad()
     events = decode()
     color = not args.no_color and not args.json
     done = {}
@@ -175,13 +194,13 @@ def run(args) -> int:
             print(terminal.summary_line(done["base"].stats, "plain target"))
             spec, base = (done[lane].stats.tally for lane in ("spec", "base"))
             model.add_race(spec, base, tree=config.tree is not None)
-            speedup, over = fold.compared()
-            led = ledger.build(spec, base, model, speedup=speedup if over is not None else None)
+            over = fold.compared()[1]
+            led = ledger.of_race(fold, model, busy_words(others.share()), (spec, base))   # the page's, the same record
             head = headline(done["spec"], done["base"], config.greedy, fold.compared())   # the page's, word for word
             print(" ".join(x for x in (head.line, head.note) if x))
             rep = repeated(speedups + [led.speedup]) if args.repeat > 1 else None
             if rep is not None:
-                print(rep.line())
+                print(f"{rep.verdict.capitalize()}: {rep.headline()} {rep.line()}")
             speed = "-" if led.speedup is None else f"{led.speedup:.2f}x"
             print(f"measured speedup: {speed}, {led.verdict} (tokens/s ratio"
                   f"{f', over the first {over} tokens of each: the lengths differ' if over is not None else ''}"
@@ -196,12 +215,28 @@ def run(args) -> int:
     elif "base" in done:
         spec, base = (done[lane].stats.tally for lane in ("spec", "base"))
         model.add_race(spec, base, tree=config.tree is not None)
-        print(json.dumps({"kind": "ledger", **ledger.build(spec, base, model).to_dict()}), flush=True)
-        rep = repeated(speedups + [fold.compared()[0]]) if args.repeat > 1 else None
+        led = ledger.of_race(fold, model, busy_words(others.share()), (spec, base))
+        print(json.dumps({"kind": "ledger", **led.to_dict()}), flush=True)
+        rep = repeated(speedups + [led.speedup]) if args.repeat > 1 else None
         if rep is not None:
             print(json.dumps({"kind": "repeated", "median": rep.median, "low": rep.low, "high": rep.high,
                               "speedups": list(rep.speedups), "verdict": rep.verdict}), flush=True)
     return 0
+
+
+def _x(speedup: float | None) -> str:
+    return "-" if speedup is None else f"{speedup:.2f}x"
+
+
+def threads_line() -> str:
+    """The threads this race decodes with, and the page's where it differs (served on localhost it leaves
+    one core to the browser, app/cpu_threads.py), so a CLI figure and a page figure are compared knowingly."""
+    import torch
+    from ..app.cpu_threads import decode_threads
+    mine, page = torch.get_num_threads(), decode_threads("127.0.0.1")
+    same = "the same as the page served on localhost" if mine == page else \
+        f"the page served on localhost decodes with {page}: --threads {page} to match it"
+    return f"decoding threads: {mine} ({same})"
 
 
 def tree_lines(pair, config, stats, spec, base, model) -> list[str]:

@@ -140,7 +140,8 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
         view.stopped()           # a lane cut off before its Done says "stopped", never "running"
     dtype = run.dtype
     share, side = others.share(), app.side_work.since(side_mark)
-    # This race's own c and v join the pair's cost model first; its why, ledger and tree box read the model.
+    # This race's own c and v join the pair's cost model (a prediction for later races: the k advice, Explain);
+    # its ledger is its own lanes' (the model rides along only as the labelled "typical here").
     lanes = tallies(view.stats)    # once: the cost model, the tree's why and its box read the same tallies
     model = None if stopped else app.advisor.fold_race(run.preset, run.pair, *lanes,
                                                         getattr(view.dones.get("spec"), "stats", None), bool(cfg.tree))
@@ -161,7 +162,7 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
         except Stopped:
             rep = None
     summary = (status_html("Stopped.", "done status-stopped") if stopped
-               else _summary(view, led, share, cfg.greedy, dtype, side, sharing.shared, cfg.tree, lanes)
+               else _summary(view, led, share, cfg.greedy, dtype, side, sharing.shared, cfg.tree, lanes, rep)
                + repeat_html(rep)) + ran
     yield finished(view, led, summary, stopped,
                    download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype,
@@ -174,7 +175,7 @@ def finished(view: RaceView, led, status: str, stopped: bool, download: str, tre
     """A finished race's whole tab from its folded events: panes, meters, strip, plots, kinds chart and
     ledger (with a tree race's box under it). A race that just ran and a replayed trace (view/replay.py)
     both end here, so they match."""
-    return RaceUpdate(status=status, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
+    return RaceUpdate(status=status, strip=view.strip(None if stopped else led), spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),
                       base_meter=view.meter("base"), base_pane=view.pane("base"), **race_plots.figures(view),
                       download=download,
                       cancel=None, ledger=ledger_html(led, stopped=stopped, path=path_line(view.stats), tree=tree)

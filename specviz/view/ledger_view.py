@@ -48,10 +48,9 @@ def tallies(stats) -> tuple[LaneTally, LaneTally]:
 
 
 def build(stats, model=None, busy: str = ""):
-    """The race's ledger: c and v from the pair's cost model where given (this race already in it)."""
-    spec, plain = tallies(stats)
-    speedup, over = stats.compared()          # like for like where the lanes wrote different lengths
-    return ledger_mod.build(spec, plain, model, busy, speedup if over is not None else None)
+    """The race's ledger, from its own two lanes (engine/analysis/ledger.of_race); `model`, the pair's cost
+    model, rides along only as the labelled "typical here" prediction."""
+    return ledger_mod.of_race(stats, model, busy, tallies(stats))
 
 
 def path_line(stats) -> str:
@@ -127,14 +126,16 @@ def ledger_html(led, stopped: bool = False, path: str = "", tree: bool = False) 
     stop_note = (f'<p class="cause">{clean("Stopped before the end: the figures below cover the part that ran.")}</p>'
                  if stopped else "")
     scale = max(led.spec.total_s, led.plain.total_s)
-    even = ("no a pays at this k" if led.break_even_a is None and None not in (led.c, led.v)
-            else _num(led.break_even_a))
-    figures = [("a", _num(led.a), "acceptance rate: accepted / judged drafts"),
-               ("c", _num(led.c, ".3f"), "one draft step, in plain target steps"),
-               ("v", _num(led.v), "one verify pass with acceptance, in plain target steps"),
-               ("break-even a", even, f"speculation pays above this a on this machine at {ledger_mod.k_label(led.k)}: "
-                                      f"where E(a, k) = k·c + v"),
-               ("theory", "—" if led.theory is None else f"{led.theory:.2f}×", "E(a, k) / (k·c + v) with these a, c, v")]
+    # "no a pays" only where this race priced a round (a, c, v trusted) and no a repays it; "not priced"
+    # where it could not (no timings, or a pass timed cheaper than a step): never the one for the other.
+    even = ("none at this k" if led.no_a_pays else "not priced" if not led.priced else _num(led.break_even_a))
+    figures = [("a", _num(led.a), "this race: acceptance rate, accepted / judged drafts"),
+               ("c", _num(led.c, ".3f"), "this race: one draft step, in its plain lane's steps"),
+               ("v", _num(led.v), "this race: one verify pass with acceptance, in its plain lane's steps"),
+               ("break-even a", even, f"speculation pays above this a at this race's c and v and "
+                                      f"{ledger_mod.k_label(led.k)}: where E(a, k) = k·c + v"),
+               ("theory", "—" if led.theory is None else f"{led.theory:.2f}×",
+                "this race: E(a, k) / (k·c + v) with its a, c, v")]
     if tree:
         figures[3:] = [("break-even a", "—", TREE_THEORY_TIP), ("theory", "—", TREE_THEORY_TIP)]
     k_text = f"{led.k:.3g} nodes a round" if tree and led.k is not None else ledger_mod.k_label(led.k)
@@ -145,4 +146,10 @@ def ledger_html(led, stopped: bool = False, path: str = "", tree: bool = False) 
             f'Where each lane\'s time went</div>{stop_note}'
             + (f'<p class="decode-path">{clean(path)}</p>' if path else "") +
             f'<div class="bars">{_bar("speculative", led.spec, scale)}{_bar("plain", led.plain, scale)}</div>'
-            f'<div class="figs">{figs}<span class="fig-k">{clean(k_text)}</span></div></div>')
+            f'<div class="figs">{figs}<span class="fig-k">{clean(k_text)}</span></div>{_typical(led)}</div>')
+
+
+def _typical(led) -> str:
+    """The cost model's figures under their own name (across races, a prediction), never as c or v."""
+    words = ledger_mod.typical_words(led.typical)
+    return f'<p class="typical" id="ledger-typical">{clean(words[0].upper() + words[1:])}.</p>' if words else ""

@@ -98,15 +98,21 @@ class RaceView:
                 f'<div class="meter-figures"><span class="clock">{t:.2f} s</span><span>{n} tokens</span>'
                 f"<span>{'—' if rate is None else f'{rate:.1f}'} tok/s</span>{extra}</div></div>")
 
-    def strip(self) -> str:
+    def strip(self, led=None) -> str:
         """The stats strip: each figure with its counts, and a one-line definition (data-tip, shown on
-        hover, tap and focus) that names it as docs/metrics.md does."""
+        hover, tap and focus) that names it as docs/metrics.md does. While the race streams the figures are
+        the fold's so far; once it ended, `led` (its ledger, engine/analysis/ledger.py) gives c, v, the
+        theory and the measured speedup, so the strip and every other line print the one record."""
         s, t = self.stats, self.stats.tallies["spec"]
         a, a_d, tau = measures.acceptance_rate(t), measures.draft_acceptance_rate(t), measures.mean_acceptance_length(t)
         th, c, v = s.theory(), s.cost_ratio(), s.verify_ratio()
+        speed = s.measured_speedup()
+        if led is not None:
+            th = {key: x for key, x in th.items() if key != "speedup"}
+            th.update({"speedup": led.theory} if led.theory is not None else {})
+            c, v, speed = led.c, led.v, led.speedup
         if self.tree:        # the chain's formula E(a, k) does not describe a tree: no theory figures
             th = {}
-        speed = s.measured_speedup()
         cond = measures.conditional_acceptance(s.positions.judged, s.positions.accepted)
         by_pos = " ".join(f"{i + 1}:{x:.2f}" for i, x in list(cond.items())[:8]) or "—"
         fmt = lambda x: "—" if x is None else f"{x:.2f}"      # noqa: E731
@@ -134,8 +140,8 @@ class RaceView:
             ("theory speedup", f"{th['speedup']:.2f}×" if "speedup" in th else "—",
              f"E / (k·c + v): {k_label(th['k'])}, c = {c:.3f}, v = {v:.2f}" if c and v and th else
              "not for a tree: see the tree box" if self.tree else "from a, c and v",
-             "S = E / (k·c + v): c = one draft step and v = one verify pass, both in plain target steps, as "
-             "measured in this race. docs/metrics.md: theory speedup."),
+             "S = E / (k·c + v): c = one draft step and v = one verify pass, both in this race's plain steps; "
+             "none where this race timed a pass cheaper than a step. docs/metrics.md: theory speedup."),
         ]
         # The measured speedup also as data: id "speedup", data-value = the float itself (scripts, tests),
         # unrounded, so it rounds to what the strip and the status show (0.955012 written 0.9550 read 0.95,

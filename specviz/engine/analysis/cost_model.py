@@ -23,6 +23,13 @@ the page says how many more runs it needs ("two more races to say").
 The k advice weighs E(a, k) / (k c(k) + v(k + 1)) (Leviathan et al. 2023, theory.py) at each k with
 settled figures, and names every k whose best case (lowest c and v) reaches the best k's worst case
 (highest c and v): those are within noise of the best, and the advice says the range, not one k.
+It never names a k the formula expects to lose (below 1.0x at the median figures): where no k is
+expected to gain, there is no advice, and the reason says so.
+
+Samples a busy machine produced are dropped, not averaged in: a verify pass timed cheaper than one plain
+step (impossible for a pass over two or more tokens), a draft step at or below zero, and a whole race
+whose plain step strayed more than OFF_NEIGHBOURS times from the median plain step here (other programs
+took the cores while it ran). `dropped` and `dropped_races` count them.
 """
 from __future__ import annotations
 
@@ -35,6 +42,7 @@ from ..metrics.theory import MIN_V, expected_speedup
 ROUND_SLACK = 0.5      # a race's mean drafts a round counts as the nearest k (a short race's last round is cut)
 MIN_SAMPLES = 3        # samples a figure needs before it advises or prices (one race is not a figure)
 QUARTILES_FROM = 4     # from this many samples a figure's range is its middle half (quartiles), else all of them
+OFF_NEIGHBOURS = 1.6   # a race whose plain step is this many times off the median plain step here is dropped
 KEEP = 64              # the latest samples kept per figure: a server's figures follow the machine as it is now
 WORDS = {1: "one", 2: "two", 3: "three"}
 
@@ -76,6 +84,19 @@ class Figure:
                 f"{': timing noise' if self.noise else ''})")
 
 
+    def words(self) -> str:
+        """The figure in words, for pages that also show a race's own c and v: "a draft step typically
+        0.050 plain steps here (0.04-0.06, 5 timings)", never "c = ..." beside this race's c."""
+        what = "a draft step" if self.name == "c" else f"a verify pass of {self.size} tokens"
+        if self.value is None:
+            return f"{what}: not timed here yet"
+        fmt = ".3f" if self.name == "c" else ".2f"
+        spread = "" if self.samples < 2 else f"{format(self.low, fmt)}-{format(self.high, fmt)}, "
+        label = "timing" if self.samples == 1 else "timings"
+        return (f"{what} typically {format(self.value, fmt)} plain steps here ({spread}{self.samples} {label}"
+                f"{': timing noise' if self.noise else ''})")
+
+
 @dataclass(frozen=True)
 class Advice:
     """The k the cost model offers, or why it offers none (k None, `reason` says what it still needs)."""
@@ -95,30 +116,48 @@ class CostModel:
     v_samples: dict[int, list[float]] = field(default_factory=dict)    # n -> samples of v(n)
     plain_samples: list[float] = field(default_factory=list)           # seconds of one plain target step
     runs: int = 0                                        # races and step-mode runs folded in
+    dropped: int = 0                                     # samples dropped as a busy machine's
+    dropped_races: int = 0                               # whole races dropped (their plain step far off)
 
     def seed(self, costs) -> None:
         """The load-time calibration (calibrate.MachineCosts): each timed repeat is one sample, each in
         plain steps of the calibration's median plain step."""
         for k, times in getattr(costs, "round_samples", {}).items():
-            _keep(self.c_samples.setdefault(k, []), [s / (k * costs.plain_s) for s in times])
+            self._add("c", k, [s / (k * costs.plain_s) for s in times])
         for n, times in getattr(costs, "pass_samples", {}).items():
             if n > 1:
-                _keep(self.v_samples.setdefault(n, []), [s / costs.plain_s for s in times])
+                self._add("v", n, [s / costs.plain_s for s in times])
         _keep(self.plain_samples, list(getattr(costs, "pass_samples", {}).get(1, ())) or [costs.plain_s])
 
     def add_run(self, c: float | None, v: float | None, k: int | None, n: int | None) -> None:
         """One race's or step run's measured c (at k drafts a round) and v (a pass over n tokens)."""
         if c is not None and k:
-            _keep(self.c_samples.setdefault(k, []), [c])
+            self._add("c", k, [c])
         if v is not None and n:
-            _keep(self.v_samples.setdefault(n, []), [v])
+            self._add("v", n, [v])
         self.runs += 1
 
-    def add_race(self, spec: m.LaneTally, plain: m.LaneTally, tree: bool = False) -> None:
-        """A finished race's own figures (`race_sample`), and its plain lane's seconds a step."""
+    def _add(self, name: str, size: int, values: list[float]) -> None:
+        """Samples of c(size) or v(size), less those no quiet machine gives (a pass under one step, a
+        draft step at or below zero): a busy machine's, dropped rather than averaged in."""
+        floor = MIN_V if name == "v" and size > 1 else 0.0
+        kept = [x for x in values if (x >= floor if floor else x > 0)]
+        self.dropped += len(values) - len(kept)
+        if kept:
+            _keep((self.c_samples if name == "c" else self.v_samples).setdefault(size, []), kept)
+
+    def add_race(self, spec: m.LaneTally, plain: m.LaneTally, tree: bool = False) -> bool:
+        """A finished race's own figures (`race_sample`), and its plain lane's seconds a step. False (nothing
+        added) where its plain step is far off the median here: a busy machine's race, dropped."""
         if plain.tokens and plain.elapsed_s > 0:
-            _keep(self.plain_samples, [plain.elapsed_s / plain.tokens])
+            step = plain.elapsed_s / plain.tokens
+            median = self.plain_step_s() if len(self.plain_samples) >= MIN_SAMPLES else None
+            if median and not 1 / OFF_NEIGHBOURS <= step / median <= OFF_NEIGHBOURS:
+                self.dropped_races += 1
+                return False
+            _keep(self.plain_samples, [step])
         self.add_run(*race_sample(spec, plain, tree))
+        return True
 
     def plain_step_s(self) -> float | None:
         """Seconds of one plain target step here: the median of the calibration's and the races' plain lanes."""
@@ -157,10 +196,16 @@ class CostModel:
         if not settled:
             return Advice(None, a, None, None, *self._unsettled(ks))
         best = max(settled, key=lambda k: expected_speedup(a, k, self.c(k).value, self.v(k + 1).value))
-        worst_best = expected_speedup(a, best, self.c(best).high, self.v(best + 1).high)
-        near = [k for k in settled if expected_speedup(a, k, self.c(k).low, self.v(k + 1).low) >= worst_best]
         c, v = self.chain(best)
-        return Advice(best, a, expected_speedup(a, best, c.value, v.value), (min(near), max(near)), c, v)
+        expected = expected_speedup(a, best, c.value, v.value)
+        if expected < 1.0:          # never advise a k the formula expects to lose
+            return Advice(None, a, None, None, c, v,
+                          f"at the draft's usual a = {a:.2f} the formula expects no k from {ks[0]} to {ks[-1]} to "
+                          f"gain here (the best, k = {best}, {expected:.2f}x)")
+        worst_best = expected_speedup(a, best, self.c(best).high, self.v(best + 1).high)
+        near = [k for k in settled if expected_speedup(a, k, self.c(k).low, self.v(k + 1).low) >= worst_best
+                and expected_speedup(a, k, self.c(k).value, self.v(k + 1).value) >= 1.0]
+        return Advice(best, a, expected, (min(near), max(near)), c, v)
 
     def _unsettled(self, ks) -> tuple[Figure | None, Figure | None, str]:
         """The figure nearest to settled (most samples) among the ks, and what it still needs."""

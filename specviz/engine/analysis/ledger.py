@@ -1,26 +1,26 @@
-"""Why faster, why slower: one race's time ledger and the sentence that names its main cause.
+"""Why faster, why slower: one race's time ledger, the one record every line about that race prints.
 
 Each lane's clock is split into what it spent its seconds on (measured per round by the
 lanes' phase marks, timing.py), and the race's figures are set against the break-even point
-of speculative decoding on this machine:
+of speculative decoding at this race's own prices:
 
     speculative lane   draft steps | target passes (verify) | acceptance and sampling | everything else
     plain lane                       target passes           | sampling                | everything else
 
 "Everything else" is the lane's clock minus its measured phases: cache crops, detokenizing,
 building events. With a the acceptance rate, k the drafts per round, c a draft step and v a
-verify pass, both in plain steps (measures.py), a round costs k c + v plain steps and yields
-E(a, k) = (1 - a^(k+1)) / (1 - a) tokens on average (theory.py). Speculation pays when
-E(a, k) > k c + v: the break-even acceptance is the a where the two are equal.
+verify pass, both in plain steps of this race's own plain lane (measures.py), a round costs k c + v
+plain steps and yields E(a, k) = (1 - a^(k+1)) / (1 - a) tokens on average (theory.py). Speculation
+pays when E(a, k) > k c + v: the break-even acceptance is the a where the two are equal.
 
-The verdict never calls a loss a win: below 1.0x the ledger says "slower" and names the cause
-(the draft guessed too rarely for what a round costs here, or time went outside the passes).
-
-c and v are the pair's cost model's (cost_model.py: the median of the load-time timing and every race,
-this one included) where a model is given, with their range; else this race's own. A figure inside its
-noise is shown with its range and prices nothing: no formula, no break-even. And one race is one draw:
-a speedup inside the timings' spread, or a race on a machine busy with other work, is never called
-"slower" (it reads "about even"), and a "faster" one there says to repeat it.
+Every figure here is this race's: a, c, v, tokens per pass, the formula's speedup and the measured
+one. The headline, the why, the stats strip, the box under the panes, the trace, the CLI and the bench
+print this one record, so a symbol means one thing wherever it is read. The pair's cost model (what
+races on this machine typically cost, cost_model.py) is a prediction for the next race: it is carried
+beside the record as `typical`, under its own name and count, and never replaces a figure nor moves the
+verdict. The verdict compares the lanes' measured times with an interval from this race's own timings
+(verdict.py, race_spread.py). A pass this race timed cheaper than a plain step is disturbed timing: then
+nothing is priced (no formula, no break-even) and the why says so instead of stating a break-even.
 """
 from __future__ import annotations
 
@@ -28,8 +28,9 @@ from dataclasses import asdict, dataclass
 
 from ..metrics import measures as m
 from ..metrics.theory import MIN_V, break_even_acceptance, expected_speedup, expected_tokens_per_round, priced_v
-from .cost_model import ROUND_SLACK
-from .verdict import EVEN_BAND, figure_range as _range, spread as _spread, verdict as _verdict
+from .cost_model import MIN_SAMPLES, ROUND_SLACK
+from . import race_spread
+from .verdict import EVEN_BAND, verdict as _verdict
 
 SLOW_DRAFT_C = 0.3    # a draft step above 0.3 plain steps is named as the cause when drafting outweighs verifying
 
@@ -48,30 +49,40 @@ class LaneLedger:
 
 @dataclass(frozen=True)
 class Ledger:
+    """One race's record: every figure this race's own (the `typical` dict alone is across races)."""
     spec: LaneLedger
     plain: LaneLedger
     k: float                       # drafts per round actually made (mean; the setting unless cut short)
     a: float | None                # acceptance rate, accepted / judged
     tau: float | None              # tokens per target pass in the speculative lane
-    c: float | None                # one draft step, in plain steps
-    v: float | None                # one verify pass (with acceptance), in plain steps
+    c: float | None                # one draft step, in this race's plain steps
+    v: float | None                # one verify pass (with acceptance), in this race's plain steps
     speedup: float | None          # measured: speculative tok/s over plain tok/s
-    theory: float | None           # E(a, k) / (k c + v) with these a, c and v
-    break_even_a: float | None     # speculation pays above this a here (None: at no a, with this k, c, v)
+    theory: float | None           # E(a, k) / (k c + v) with these a, c and v (None: not priced)
+    break_even_a: float | None     # speculation pays above this a (None: not priced, or no a pays: see priced)
     verdict: str                   # "faster", "about even", "slower" or "unmeasured"
-    cause: str                     # one plain sentence: why
-    c_range: tuple | None = None   # (low, high, samples) of c in the cost model (None: this race's own)
-    v_range: tuple | None = None   # (low, high, samples) of v in the cost model
-    uncertain: str = ""            # "" or why this one race's verdict may not hold (busy, spread)
+    cause: str                     # the why: one plain sentence, then the formula's
+    uncertain: str = ""            # "" or what qualifies the verdict (a wide interval, a busy machine)
+    priced: bool = False           # a, c and v were measured and trusted: theory and break-even stand
+    interval: tuple | None = None  # (low, high) of the speedup from this race's own timings (race_spread.py)
+    plain_words: str = ""          # the why's first, plain sentence alone
+    typical: dict | None = None    # across races (the cost model, a prediction): k, c, v, their ranges, samples
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Ledger":
-        """The ledger a trace or a benchmark result saved with `to_dict`."""
+        """The ledger a trace or a benchmark result saved with `to_dict` (keys of older records dropped)."""
+        known = set(cls.__dataclass_fields__)
+        d = {key: value for key, value in d.items() if key in known}
         return cls(**{**d, "spec": LaneLedger(**d["spec"]), "plain": LaneLedger(**d["plain"]),
-                      **{r: tuple(d[r]) for r in ("c_range", "v_range") if d.get(r) is not None}})
+                      **({"interval": tuple(d["interval"])} if d.get("interval") is not None else {})})
+
+    @property
+    def no_a_pays(self) -> bool:
+        """Priced, and a round costs more than the k + 1 tokens it can give: no acceptance rate pays."""
+        return self.priced and self.break_even_a is None
 
 
 def lane_ledger(t: m.LaneTally) -> LaneLedger:
@@ -81,46 +92,98 @@ def lane_ledger(t: m.LaneTally) -> LaneLedger:
                       target_passes=t.rounds if t.rounds else t.tokens)   # the plain lane: one pass a token
 
 
+def typical(model, k: float) -> dict | None:
+    """What races of this pair typically cost here at the nearest whole k (the cost model's medians, ranges
+    and counts): a prediction, shown under its own name, never one of this race's figures."""
+    if model is None or not k or abs(k - round(k)) > ROUND_SLACK or round(k) < 1:
+        return None
+    c_fig, v_fig = model.chain(round(k))
+    if max(c_fig.samples, v_fig.samples) < MIN_SAMPLES:      # one or two timings are no "typical"
+        return None
+    out = {"k": round(k), "runs": getattr(model, "runs", 0)}
+    for f in (c_fig, v_fig):
+        out.update({f.name: f.value, f"{f.name}_low": f.low, f"{f.name}_high": f.high,
+                    f"{f.name}_samples": f.samples, f"{f.name}_settled": f.settled})
+    return out
+
+
+def typical_words(t: dict | None) -> str:
+    """The cost model in words, named as across races so it never reads as this race's c or v:
+    "typical here at k = 3, across 12 timings: a draft step 0.050 plain steps, a verify pass 1.62"."""
+    if not t:
+        return ""
+    parts = []
+    if t.get("c") is not None:
+        parts.append(f"a draft step {t['c']:.3f} plain steps ({t['c_samples']} timings)")
+    if t.get("v") is not None:
+        parts.append(f"a verify pass {t['v']:.2f} plain steps ({t['v_samples']} timings)")
+    return f"typical here at k = {t['k']}, across races (a prediction for the next one): " + ", ".join(parts)
+
+
 def build(spec: m.LaneTally, plain: m.LaneTally, model=None, busy: str = "",
-          speedup: float | None = None) -> Ledger:
-    """The ledger of a finished race (or of a benchmark's pooled tallies). `model`: the pair's cost model
-    (cost_model.CostModel) with this race already in it; `busy`: "" or why the machine was not quiet;
-    `speedup`: the race's like-for-like figure where the lanes wrote different lengths
-    (measures.compared_speedup), instead of the whole lanes' rate ratio."""
+          speedup: float | None = None, interval: tuple | None = None) -> Ledger:
+    """The ledger of a finished race (or of a benchmark's pooled tallies), from its own two lanes.
+    `model`: the pair's cost model, carried only as `typical` (never a figure of this race); `busy`: ""
+    or why the machine was not quiet; `speedup`: the race's like-for-like figure where the lanes wrote
+    different lengths (measures.compared_speedup), instead of the whole lanes' rate ratio; `interval`:
+    (low, high) of the speedup from this race's own timings (race_spread.py; a repeat's range)."""
     a, c, v = m.acceptance_rate(spec), m.cost_ratio(spec, plain), m.verify_ratio(spec, plain)
     k = m.drafts_per_round(spec) or 0.0
-    c_fig = v_fig = None
-    if model is not None and k > 0 and abs(k - round(k)) <= ROUND_SLACK:
-        c_fig, v_fig = model.chain(round(k))
-        c = c_fig.value if c_fig.value is not None else c
-        v = v_fig.value if v_fig.value is not None else v
-    noise = [f for f in (c_fig, v_fig) if f is not None and f.noise] or ([] if v is None or v >= MIN_V else [None])
     speedup = speedup if speedup is not None else m.lane_speedup(spec, plain)
-    # No theory for a round that measured no time at all (a trace without phase timings), nor from noise.
-    priced = None not in (a, c, v) and k > 0 and k * c + v > 0 and not noise
+    disturbed = v is not None and v < MIN_V and spec.verify_s > 0
+    # No theory for a round that measured no time at all (a trace without phase timings), nor from a pass
+    # this race timed cheaper than one plain step (a pass over k + 1 >= 2 tokens cannot be: disturbed).
+    priced = None not in (a, c, v) and k > 0 and k * c + v > 0 and not disturbed
     theory = expected_speedup(a, k, c, v) if priced else None
     even = break_even_acceptance(k, c, v) if priced else None
     tau = m.mean_acceptance_length(spec)
     spec_l, plain_l = lane_ledger(spec), lane_ledger(plain)
-    spread = _spread(v_fig)
-    verdict, uncertain = _verdict(speedup, spread, busy)
-    if noise and None not in (a, c, v) and speedup is not None:
-        cause = _noise_cause(verdict, a, k, c, v, c_fig, v_fig)
+    verdict, uncertain = _verdict(speedup, interval, busy)
+    plain_words = _plain(a, tau, k, c, v, speedup, priced)
+    if disturbed and a is not None and speedup is not None:
+        reason = (f"This race timed a verify pass at v = {v:.2f} plain steps, less than one step, which a pass over "
+                  f"more than one token cannot cost: its timings were disturbed, so no formula or break-even is "
+                  f"priced from them.")
+    elif not priced:
+        reason = ("Not enough of a race to tell: no draft was judged, or one lane made no tokens." if a is None
+                  or speedup is None else "No formula: this race timed no draft steps or verify passes (a record "
+                  "without phase timings), so nothing is priced.")
     else:
-        cause = _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec_l)
-    if uncertain:
-        cause = f"{cause} {uncertain}"
+        reason = _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec_l)
+    cause = " ".join(x for x in (plain_words, reason, uncertain) if x)
     return Ledger(spec=spec_l, plain=plain_l, k=k, a=a, tau=tau, c=c, v=v, speedup=speedup, theory=theory,
-                  break_even_a=even, verdict=verdict, cause=cause, c_range=_range(c_fig), v_range=_range(v_fig),
-                  uncertain=uncertain)
+                  break_even_a=even, verdict=verdict, cause=cause, uncertain=uncertain, priced=priced,
+                  interval=tuple(interval) if interval is not None else None, plain_words=plain_words,
+                  typical=typical(model, k))
 
 
-def _noise_cause(verdict, a, k, c, v, c_fig, v_fig) -> str:
-    """The sentence where c or v is inside its noise: the figures with their range, and nothing priced."""
-    figs = " and ".join(f.text(".3f" if f.name == "c" else ".2f") for f in (c_fig, v_fig) if f is not None) or \
-        f"v = {v:.2f} measured, less than one plain step"
-    return (f"{verdict.capitalize()}: {_kept(a)}, at {k_label(k)}; what a round costs here is still inside its "
-            f"timing noise ({figs}), so no formula or break-even is priced from it: repeat the race to say.")
+def of_race(stats, model=None, busy: str = "", tallies=None) -> Ledger:
+    """The ledger of a race folded into an engine/analysis/stats.RunStats (the page and the CLI alike):
+    its speedup like for like, its interval from its own rounds and plain steps. `tallies`: the lanes'
+    (spec, plain) tallies where the caller has the engine's own (Done.stats), else the fold's."""
+    spec, plain = tallies if tallies is not None else (stats.tallies["spec"], stats.tallies["base"])
+    speedup, over = stats.compared()
+    whole = speedup if over is not None else m.lane_speedup(spec, plain)
+    return build(spec, plain, model, busy, speedup if over is not None else None,
+                 race_spread.of_stats(stats, whole))
+
+
+def _plain(a, tau, k, c, v, speedup, priced) -> str:
+    """The why's first sentence, for a class: how often the draft was right, what a round cost and gave,
+    and what the race ran ("" where nothing was judged)."""
+    if a is None or tau is None or speedup is None:
+        return ""
+    hits = round(10 * a)
+    guessed = (f"The draft guessed right {hits} time{'' if hits == 1 else 's'} in 10" if hits else
+               "The draft almost never guessed right")
+    if not priced:
+        return f"{guessed}; each target pass gave {tau:.1f} tokens, and speculation ran {speedup:.2f}x."
+    cost = k * c + v
+    gives = tau / cost
+    ran = (f"so speculation ran {speedup:.2f}x" if abs(gives - speedup) <= 0.1 * speedup else
+           f"{gives:.2f}x in the model passes alone; the lanes' clocks measured {speedup:.2f}x, the difference being "
+           f"time outside the passes")
+    return f"{guessed}; each round cost {cost:.1f} plain steps and gave {tau:.1f} tokens, {ran}."
 
 
 def _pct(x: float) -> str:
@@ -155,31 +218,32 @@ def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) ->
                   f"v = {v:.2f} measured, priced at {priced_v(v):.2f} since a pass does at least a step's work")
     price = (f"{drafts} cost {cost:.2f} plain steps ({k:.3g} draft steps at c = {c:.3f} each, then a verify pass "
              f"at {pass_price})")
-    if verdict == "faster":
-        return (f"Faster: {_kept(a)}, so each target pass gave {tau:.2f} tokens while "
-                f"{price}; here speculation pays above a = {even:.2f}." if tau is not None and even is not None else
-                f"Faster: {_kept(a)} and {price}.")
+    if verdict == "faster" and even is not None:
+        return (f"In the formula: {_kept(a)}, so each target pass gave {tau:.2f} tokens while "
+                f"{price}; at these prices speculation pays above a = {even:.2f}, and E(a, k) / (k c + v) "
+                f"gives {theory:.2f}x." if tau is not None and theory is not None else
+                f"In the formula: {_kept(a)} and {price}.")
     # Slower or even: name the biggest reason.
     if k * c >= v and c >= SLOW_DRAFT_C:
         # The draft itself is the main cost (tiny models on a GPU: a step costs launches, whatever its size).
         pays = f"speculation would pay here above a = {even:.2f}" if even is not None else "no acceptance rate pays"
-        return (f"{verdict.capitalize()}: the draft is too slow next to its target: one draft step costs "
+        return (f"The main cause: the draft is too slow next to its target: one draft step costs "
                 f"c = {c:.2f} plain steps, so {price}; {_kept(a)} and {pays}.")
     if even is None:
-        return (f"{verdict.capitalize()}: {price}, more than the {k + 1:.3g} tokens a round can ever yield, so no "
+        return (f"In the formula: {price}, more than the {k + 1:.3g} tokens a round can ever yield, so no "
                 f"acceptance rate pays at this k: try a smaller k.")
     if a < even:
-        return (f"{verdict.capitalize()}: {_kept(a, 'only ')} and {price}; on this machine "
+        return (f"The main cause: {_kept(a, 'only ')} and {price}; at these prices "
                 f"speculation pays above a = {even:.2f}.")
     if theory is not None and theory < 1 + EVEN_BAND:
-        return (f"{verdict.capitalize()}: {_kept(a)}, about the break-even a = {even:.2f} "
-                f"for this k on this machine, where {price}; the formula predicts {theory:.2f}x.")
+        return (f"The main cause: {_kept(a)}, about the break-even a = {even:.2f} "
+                f"for this k at these prices, where {price}; the formula predicts {theory:.2f}x.")
     # The acceptance clears the break-even and the formula predicts a gain, yet the race did not gain.
     # The formula assumes a's hits spread evenly over rounds; the tokens the passes actually gave say
     # whether the rounds themselves fell short, before any time outside the passes is blamed.
     gives = tau / cost if tau is not None and cost > 0 else None
     if gives is not None and gives < 1 + EVEN_BAND:
-        return (f"{verdict.capitalize()}: {_kept(a)}, above the break-even a = {even:.2f}, "
+        return (f"The main cause: {_kept(a)}, above the break-even a = {even:.2f}, "
                 f"but each target pass gave only {tau:.2f} tokens, fewer than the {expected_tokens_per_round(a, k):.2f} "
                 f"the formula expects from that a (hits and misses did not spread evenly over the rounds), "
                 f"while {price}: {gives:.2f}x at most.")
@@ -187,7 +251,7 @@ def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) ->
     outside = (spec.accept_s + spec.other_s) / spec.total_s if spec.total_s else 0.0
     rounds = f"each target pass gave {tau:.2f} tokens while {price}, {gives:.2f}x before anything else, but " \
         if gives is not None else "but "
-    return (f"{verdict.capitalize()}: {_kept(a)}, above the break-even a = {even:.2f}; "
+    return (f"The main cause: {_kept(a)}, above the break-even a = {even:.2f}; "
             f"{rounds}{_pct(outside)} of the speculative lane's time went outside the model passes (acceptance, "
             f"sampling, detokenizing, cache crops, events, or a machine busy with other work).")
 
@@ -207,7 +271,10 @@ def text_lines(led: Ledger) -> list[str]:
     def fmt(x, spec=".2f"):
         return "-" if x is None else format(x, spec)
 
-    return [f"why: {led.cause}", lane("speculative", led.spec), lane("plain", led.plain),
-            f"  a = {fmt(led.a)} (accepted / judged), tau = {fmt(led.tau)} tokens a pass, {k_label(led.k)}, "
-            f"c = {fmt(led.c, '.3f')}, v = {fmt(led.v)}; break-even a here = {fmt(led.break_even_a)}; "
-            f"formula E/(k c + v) = {fmt(led.theory)}x, measured {fmt(led.speedup)}x"]
+    even = ("not priced" if not led.priced else "none at this k" if led.no_a_pays else fmt(led.break_even_a))
+    spread = (f" ({led.interval[0]:.2f}-{led.interval[1]:.2f}x from its own timings)" if led.interval else "")
+    lines = [f"why: {led.cause}", lane("speculative", led.spec), lane("plain", led.plain),
+             f"  this race: a = {fmt(led.a)} (accepted / judged), tau = {fmt(led.tau)} tokens a pass, {k_label(led.k)}, "
+             f"c = {fmt(led.c, '.3f')}, v = {fmt(led.v)}; break-even a = {even}; "
+             f"formula E/(k c + v) = {fmt(led.theory)}x, measured {fmt(led.speedup)}x{spread}"]
+    return lines + ([f"  {typical_words(led.typical)}"] if led.typical else [])

@@ -2,8 +2,8 @@
 
 One race is one draw: on a shared CPU five identical greedy races (the same passes for the same
 tokens each time) have read anywhere from 1.2x to 2.8x. The median of N races moves far less than
-any one race, and the range says how far a single race may stray. The verdict is the median's, in
-the ledger's words (ledger.py), and says so where the range crosses 1.0x (some races lost).
+any one race, and the range says how far a single race may stray. The verdict is the median's with the
+range as its interval (verdict.py): "about even" where the range holds 1.0x (some races lost).
 """
 from __future__ import annotations
 
@@ -26,6 +26,11 @@ class Repeated:
         """Some races gained and some lost (beyond the even band): one race alone could say either."""
         return self.low <= 1 - EVEN_BAND and self.high >= 1 + EVEN_BAND
 
+    def headline(self) -> str:
+        """Race 3x's headline: the median with its range (the first race alone is one draw)."""
+        return (f"median {self.median:.2f}× the plain speed over {len(self.speedups)} races "
+                f"(range {self.low:.2f}–{self.high:.2f}×).")
+
     def line(self) -> str:
         n = len(self.speedups)
         lost = sum(s <= 1 - EVEN_BAND for s in self.speedups)
@@ -41,4 +46,4 @@ def repeated(speedups) -> Repeated | None:
     if not xs:
         return None
     median = statistics.median(xs)
-    return Repeated(xs, median, min(xs), max(xs), verdict(median)[0])
+    return Repeated(xs, median, min(xs), max(xs), verdict(median, (min(xs), max(xs)))[0])

@@ -111,7 +111,8 @@ class RunStats:
         # setting beside a speedup at the mean made the strip's E / (k c + v) irreproducible.
         k = self.drafts_per_round()
         out = {"k": k, "tokens_per_round": theory.expected_tokens_per_round(a, k)}
-        if c is not None and v is not None:
+        # Not from a pass timed cheaper than one plain step (disturbed timing: ledger.py prices nothing then).
+        if c is not None and v is not None and v >= theory.MIN_V:
             out["speedup"] = theory.expected_speedup(a, k, c, v)
             out["best_k"] = theory.best_k(a, c, v)
         return out

@@ -105,8 +105,9 @@ def compare_sides(t: Side, c: Side, depth: int, second: float | None) -> TreeVsC
 
 def _cause(verdict: str, depth: int, t: Side, c: Side, second: float | None) -> str:
     gave = f"its passes gave {t.tau:.2f} tokens against the chain's {c.tau:.2f} at depth {depth}"
+    # "v" is the tree's own pass (this race's, as in its why); the chain's pass is given by its figure alone.
     pass_price = (f"a pass over {t.pass_tokens:.3g} tokens cost v = {t.v:.2f} plain steps against "
-                  f"v = {c.v:.2f} over {c.pass_tokens:.3g}")
+                  f"{c.v:.2f} for the chain's over {c.pass_tokens:.3g}")
     rounds = f"a round {t.round_cost:.2f} plain steps against {c.round_cost:.2f}"
     speeds = f"{t.speedup:.2f}x against {c.speedup:.2f}x"
     seconds = ("" if second is None else

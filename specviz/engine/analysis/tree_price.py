@@ -51,7 +51,7 @@ def against_model(tree: m.LaneTally, plain: m.LaneTally, depth: int, by_choice: 
         need = (f"{more} more race{'s' if more != 1 else ''} at k = {depth} to say" if more and
                 not any(f.noise for f in unsettled) else "repeat on a quieter machine to say")
         return none(f"No verdict against a chain of depth {depth}: its costs here are still inside their noise "
-                    f"({'; '.join(f.text('.3f' if f.name == 'c' else '.2f') for f in (c_fig, v_fig))}): {need}.")
+                    f"({'; '.join(f.words() for f in (c_fig, v_fig))}): {need}.")
     est = tree_ledger.estimate_chain(by_choice, depth, c_fig.value, v_fig.value)
     if est.tau is None:
         return none(f"No chain to estimate: the draft's first choice was never judged at some depth up to "
@@ -63,5 +63,5 @@ def against_model(tree: m.LaneTally, plain: m.LaneTally, depth: int, by_choice: 
         return cmp
     return replace(cmp, cause=cmp.cause.replace("the chain's", "an estimated chain's", 1)
                    + f" (The tree is this race's own; the chain is estimated from the tree's first choices and this "
-                     f"machine's cost model at depth {depth}, {c_fig.text('.3f')} and {v_fig.text()}, and charged "
+                     f"machine's cost model at depth {depth} (across races: {c_fig.words()}, {v_fig.words()}), and charged "
                      f"the same share of time outside the passes as the tree's lane.)")

@@ -1,44 +1,43 @@
-"""A race's verdict, and how sure one race can be of it: faster, about even or slower.
+"""A race's verdict, from the race itself: faster, about even or slower, with how sure it can be.
 
-A speedup within EVEN_BAND of 1.0 is "about even" (run-to-run noise on a quiet machine). The band
-widens to half the relative range of the pass's price in the pair's cost model (cost_model.py): where
-this machine's v has ranged from 1.0 to 1.8 across timings, a race at 1.15x cannot say which side of
-1.0 it is on. And a race on a machine busy with other work is never called slower (other load slows
-the speculative lane's many small passes more than the plain lane's); a gain there says to repeat it.
+The verdict compares the two lanes' measured times (the measured speedup) and an interval around it
+that this race's own timings give (race_spread.py: how much its rounds and its plain steps strayed
+from their means; for a repeated race, the races' range). Faster when the whole interval lies above
+1.0, slower when it lies below, "about even" only when it holds 1.0. The interval is never narrower
+than EVEN_BAND either side (run-to-run noise on a quiet machine). Nothing measured across other races
+(the cost model) widens it or overrules it: a 1.8x race is faster whatever earlier races timed.
+
+A machine busy with other work is said in a sentence a student reads; it does not change the verdict
+(the race's own spread already widened the interval if the load made its timings stray).
 The ledger (ledger.py), the repeats (repeat.py) and the measuring scripts all call `verdict`.
 """
 from __future__ import annotations
 
-EVEN_BAND = 0.03      # speedups within 3% of 1.0 are reported as "about even" (run-to-run noise)
+EVEN_BAND = 0.03      # the interval is at least 3% either side of the speedup (run-to-run noise, quiet machine)
 
 
-def figure_range(fig) -> tuple | None:
-    """(low, high, samples) of a cost model Figure, for the ledger's record (None: no figure)."""
-    return None if fig is None or fig.value is None else (fig.low, fig.high, fig.samples)
+def band(speedup: float, interval: tuple[float, float] | None = None) -> tuple[float, float]:
+    """(low, high) the verdict judges: the race's own interval, never narrower than EVEN_BAND either side."""
+    low, high = interval if interval is not None else (speedup, speedup)
+    return min(low, speedup * (1 - EVEN_BAND)), max(high, speedup * (1 + EVEN_BAND))
 
 
-def spread(fig) -> float:
-    """Half the relative range of a pass's price: how far one race's timing may stray from another's."""
-    if fig is None or fig.value is None or fig.samples < 2 or fig.value <= 0:
-        return 0.0
-    return (fig.high - fig.low) / (2 * fig.value)
+def busy_sentence(busy: str) -> str:
+    """The busy machine in a student's words ("" on a quiet one)."""
+    return (f"This machine was busy ({busy}): both lanes slowed, unevenly, so repeat the race "
+            f"for a firmer figure." if busy else "")
 
 
-def verdict(speedup: float | None, spread: float = 0.0, busy: str = "") -> tuple[str, str]:
-    """The verdict, and "" or why it may not hold. Inside max(EVEN_BAND, spread) of 1.0 a race is about
-    even; on a busy machine a loss is not called one."""
+def verdict(speedup: float | None, interval: tuple[float, float] | None = None, busy: str = "") -> tuple[str, str]:
+    """The verdict, and "" or what qualifies it: faster when the interval (band) lies above 1.0, slower
+    when below, about even when it holds 1.0 (then the sentence gives the interval where it is wide)."""
     if speedup is None:
         return "unmeasured", ""
-    band = max(EVEN_BAND, spread)
-    if speedup >= 1 + band:
-        return "faster", (f"But this machine was busy ({busy}): repeat to be sure." if busy else "")
-    if speedup > 1 - band:
-        within = (f"{speedup:.2f}x is inside this machine's timing spread (±{band:.0%}): repeat to be sure."
-                  if band > EVEN_BAND and abs(speedup - 1) >= EVEN_BAND else "")
-        if busy and not within:
-            within = f"And this machine was busy ({busy}): repeat to be sure."
-        return "about even", within
-    if busy:
-        return "about even", (f"{speedup:.2f}x, but this machine was busy ({busy}), which slows the speculative "
-                              f"lane's many small passes more than the plain lane's: repeat to be sure.")
-    return "slower", ""
+    low, high = band(speedup, interval)
+    word = "faster" if low > 1.0 else "slower" if high < 1.0 else "about even"
+    notes = []
+    if word == "about even" and abs(speedup - 1) >= EVEN_BAND:
+        notes.append(f"{speedup:.2f}x, but this race's own timings allow anything from {low:.2f}x to "
+                     f"{high:.2f}x, which holds 1.0x.")
+    notes.append(busy_sentence(busy))
+    return word, " ".join(n for n in notes if n)

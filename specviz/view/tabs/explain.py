@@ -14,6 +14,7 @@ import gradio as gr
 
 from ...app.settings import as_float, as_int
 from ...app.advisor import Advisor
+from ...app.k_advice import SEEN_DIFFERS
 from ...engine.metrics import theory
 from ..plots import what_if
 from ..render import figures_line
@@ -108,8 +109,16 @@ def machine_figures(advisor: Advisor, presets: dict, key, k_max=None):
     # Within the sliders' ranges; the line gives the figures as measured, with their spread.
     sliders = (round(min(advice.a, MAX_ACCEPTANCE), 2), round(min(c, MAX_COST_RATIO), 2),
                round(min(max(v, V_RANGE[0]), V_RANGE[1]), 2))
-    line = (f"{p.label}: a = {advice.a:.2f} (its draft's held-out acceptance), {advice.figures()}: the cost "
-            f"model's medians here (the timing at load and every race since), at k = {advice.k}, the k advised.")
+    # A prediction, named so: what is typical here across races (with its count) and the a it assumes; a
+    # race that accepted a clearly different a is named beside it, never mixed in.
+    runs = advice.model.runs
+    line = (f"{p.label}, typical here (across {runs} race{'' if runs == 1 else 's'} and the timing at load; a "
+            f"prediction, not one race's figures): a = {advice.a:.2f} assumed (its draft's held-out acceptance), "
+            f"{advice.figures()}, at k = {advice.k}, the k advised.")
+    seen = getattr(advisor, "seen_a", {}).get(p.key)
+    if seen is not None and abs(seen - advice.a) > SEEN_DIFFERS:
+        line += (f" The latest race accepted {seen:.2f}, {'above' if seen > advice.a else 'below'} the draft's "
+                 f"usual {advice.a:.2f}: set a to it to see that race's case.")
     # The best k with this one c and v at every k, over the same ks the advice weighed and with the same
     # unrounded figures: a difference is then the per-k timings' alone (not the sliders' rounding).
     flat_k = advice.flat_k(advisor.k_range)

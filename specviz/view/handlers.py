@@ -10,6 +10,7 @@ Stop sets this run's own cancel flag; the engine then ends both lanes within one
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -35,10 +36,11 @@ from .repeat_races import MAX_REPEAT, more_races, repeat_html
 from .ledger_view import build as build_ledger, ledger_html, path_line, tallies
 from .tree_results import tree_box_html
 from .render import status_html
+from .line_text import line_status
 from .race_status import _summary, busy_reason, ran_line, why  # noqa: F401  (replay.py and tests read them here)
 from ..app.request import Prepared, RunRequest, load, settle
 from ..app.run_records import choice_rows
-from ..app.slots import Sharing, Stopped
+from ..app.slots import InLine, Sharing, Stopped
 from ..app.visitor_text import without_paths
 from .visitor import current_client, visitor_gone
 
@@ -110,20 +112,23 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
         return
     cfg = run.config
     view = RaceView(cfg.k)
-    if app.decoders.busy():
-        yield _only("Waiting for the device: another race is running …", cancel=cancel)
     # The race runs in slices of the decoding slot (app/slots.py): other visitors' jobs interleave
     # (each lane's clock counts only its own compute); Stop while waiting, or the visitor gone, ends it.
-    feed = live_channel.Feed() if live else None
-    racing = status_html("Racing …") + (live_mark(feed.token) if feed else "")
-    yield RaceUpdate(status=racing, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane="",
-                     base_meter=view.meter("base"), base_pane="", download=download_html(),
-                     cancel=cancel, ledger="", timeline="")
-    others, side_mark = OtherLoad(), app.side_work.mark()      # after the pair's own load (prepare, above)
+    # While it waits for its first slot the page says its place in line, as the line moves.
     sharing = Sharing()            # another decoding job beside this one (concurrency_per_device > 1)
+    job = app.decoders.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing, line=True)
+    work: Iterator = job
+    others, side_mark = OtherLoad(), app.side_work.mark()
+    feed = None
     try:
-        yield from _stream(view, app.decoders.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing), cancel,
-                           feed)
+        work = yield from _in_line(work, cancel)
+        feed = live_channel.Feed() if live else None
+        racing = status_html("Racing …") + (live_mark(feed.token) if feed else "")
+        yield RaceUpdate(status=racing, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane="",
+                         base_meter=view.meter("base"), base_pane="", download=download_html(),
+                         cancel=cancel, ledger="", timeline="")
+        others, side_mark = OtherLoad(), app.side_work.mark()      # from the race's own first slot on
+        yield from _stream(view, work, cancel, feed)
     except Stopped:
         if gone():
             return
@@ -132,6 +137,7 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
         yield _only(str(err), "error")
         return
     finally:
+        job.close()              # its place in line or its slot given up at once
         events.close()
         if feed is not None:
             feed.close()
@@ -167,6 +173,17 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
                    download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype,
                                              cost_record(model, led.k, busy), settled.chat)),
                    tree=bool(cfg.tree), tree_box=_tree_box(view, run, stopped, model, lanes))
+
+
+def _in_line(work: Iterator, cancel: threading.Event):
+    """While `work` (a job sliced with line=True) waits for its first slot, one status update per place
+    it reaches ("3rd in line, about 20 s"); returns the job's items from its first one on."""
+    for item in work:
+        if isinstance(item, InLine):
+            yield _only(line_status(item, "run"), cancel=cancel)
+            continue
+        return itertools.chain([item], work)
+    return iter(())
 
 
 def finished(view: RaceView, led, status: str, stopped: bool, download: str, tree: bool = False,

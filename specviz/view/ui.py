@@ -33,10 +33,11 @@ TABS = (race, step, lossless, workshop, explain, rules)
 SESSIONS_KEPT = 2000         # ~400 MB of session state at most; far more tabs than the queue serves at once
 
 
-def launch_options() -> dict:
+def launch_options(limits=None) -> dict:
     """Theme, stylesheet and the page's script (panes that follow the newest token, step keys);
-    Gradio 6 takes them in launch()."""
-    return {"theme": gr.themes.Soft(primary_hue="emerald", neutral_hue="slate"),
+    Gradio 6 takes them in launch(). `limits` (the profile's) sizes Gradio's worker threads."""
+    return {"max_threads": worker_threads(limits),
+            "theme": gr.themes.Soft(primary_hue="emerald", neutral_hue="slate"),
             "css_paths": [str(ASSETS / "style.css")], "js": (ASSETS / "page.js").read_text(encoding="utf-8"),
             "max_file_size": 1,      # the page has no upload component (and the route is closed: closed_routes.py)
             # Sessions whose state Gradio keeps (least recently used dropped first): each holds a copy of
@@ -50,6 +51,16 @@ def launch_options() -> dict:
             # trace downloads by token (view/trace_route.py); a race's live feed by token
             # (view/live_channel.py); the upload route closed (view/closed_routes.py)
             "app_kwargs": {"routes": trace_routes() + live_routes() + closed_routes()}}
+
+
+def worker_threads(limits=None) -> int:
+    """Gradio's worker threads: one for every work event the fair queue may admit (each waits for its
+    turn of the device in its own thread, app/slots.py, saying its place in line) and room for the
+    page's quick events beside them. Gradio's 40 would leave a room's races waiting where no place is
+    told, behind a hostile address's."""
+    if limits is None:
+        return 40
+    return 2 * limits.queue_size + limits.jobs_per_address + 32
 
 
 def build_demo(app: AppState | None = None) -> gr.Blocks:

@@ -7,7 +7,7 @@ import threading
 
 from specviz.app.slots import FairSlots, InLine, Stopped, sliced
 from specviz.view.line_text import about, line_status, ordinal
-from tests.helpers import wait_for
+from tests.helpers import tiny_app, wait_for
 
 
 def _queue_up(slots: FairSlots, jobs: list[tuple[str, str, str | None]]) -> list[threading.Event]:
@@ -104,3 +104,49 @@ def test_the_line_is_said_in_words():
     text = line_status(InLine(12, 66.0))
     assert text.startswith("12th in line, about 1 min") and "12 runs ahead of yours" in text
     assert "1 run ahead of yours" in line_status(InLine(1, 2.0))
+
+
+# --- bad bodies: one line, no traceback -------------------------------------------------------
+BAD_BODIES = [
+    b'{"data": [], "fn_index": 1e400, "session_hash": "x"}',
+    b'{"data": [], "fn_index": NaN, "session_hash": "x"}',
+    b'{"data": [], "fn_index": -Infinity, "session_hash": "x"}',
+    b'{"data": [], "fn_index": 1' + b'0' * 5000 + b', "session_hash": "x"}',
+    b'{"data": [1e400], "fn_index": 0, "session_hash": "x"}',
+    b'{"data": [], "fn_index": 0, "session_hash": "' + b's' * 100_000 + b'"}',
+    b'{"data": [], "fn_index": 0, "session_hash": "x", "trigger_id": 1e400}',
+    b'{"data": ',
+]
+
+
+def test_bad_bodies_answer_one_line_and_log_no_traceback(tiny_dirs, capfd):
+    import httpx
+    from specviz.view.serve import serve
+    demo, url = serve(tiny_app(tiny_dirs))
+    try:
+        for body in BAD_BODIES:
+            r = httpx.post(f"{url}/gradio_api/queue/join", content=body,
+                           headers={"content-type": "application/json"}, timeout=10)
+            assert 400 <= r.status_code < 500, (body[:60], r.status_code, r.text[:200])
+            detail = r.json().get("detail")
+            assert isinstance(detail, str) and "\n" not in detail and len(detail) < 300, (body[:60], detail)
+        err = capfd.readouterr().err
+        assert "Traceback" not in err and "s" * 300 not in err
+    finally:
+        demo.close()
+
+
+def test_ipv6_clients_are_keyed_by_their_64():
+    from types import SimpleNamespace
+    from specviz.view.client_address import client_key
+
+    def request(host, forwarded=None):
+        headers = {"x-forwarded-for": forwarded} if forwarded else {}
+        return SimpleNamespace(client=SimpleNamespace(host=host), headers=headers)
+    one = client_key(request("2001:db8:1:2::1"), trust_forwarded=False)
+    assert one == client_key(request("2001:db8:1:2:ffff:1234:5678:9abc"), trust_forwarded=False) == "2001:db8:1:2::/64"
+    assert client_key(request("2001:db8:1:3::1"), trust_forwarded=False) != one      # the next /64: another client
+    assert client_key(request("10.16.3.80", "2001:db8:7:7:1::9"), trust_forwarded=True) == "2001:db8:7:7::/64"
+    assert client_key(request("::ffff:198.51.100.7"), trust_forwarded=False) == "198.51.100.7"
+    assert client_key(request("198.51.100.7"), trust_forwarded=False) == "198.51.100.7"
+    assert client_key(request("testclient"), trust_forwarded=False) == "testclient"     # not an address: as it is

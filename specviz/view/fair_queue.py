@@ -52,6 +52,7 @@ import gradio as gr
 
 from ..app.profile import Limits
 from .api_defaults import complete, refuse
+from .bad_bodies import MAX_SESSION_CHARS
 from .client_address import client_key
 from .one_line import guard
 from .visitor import Listened, install, listen_for, unread
@@ -242,6 +243,8 @@ def _guard(queue, limits: Limits, clock: Callable[[], float] = time.monotonic) -
         fn = queue.blocks.fns.get(body.fn_index) if type(body.fn_index) is int else None
         if fn is None:
             return False, "This page has no such event: reload the page", "error"
+        if len(str(body.session_hash or "")) > MAX_SESSION_CHARS:
+            return False, "This request's session id is too long to be a tab's: reload the page", "error"
         client = client_of(request, body.session_hash)
         opening = body.fn_index in loads
         if client and not (load_rate if opening else rate).take(client):

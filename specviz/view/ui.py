@@ -17,6 +17,7 @@ from ..app.state import AppState
 from ..paths import ASSETS
 from .api import generate_endpoint
 from .form import build_form
+from .bad_bodies import exception_handlers
 from .closed_routes import routes as closed_routes
 from .trace_route import routes as trace_routes
 from .live_channel import routes as live_routes
@@ -50,7 +51,9 @@ def launch_options(limits=None) -> dict:
             "run_history": False,
             # trace downloads by token (view/trace_route.py); a race's live feed by token
             # (view/live_channel.py); the upload route closed (view/closed_routes.py)
-            "app_kwargs": {"routes": trace_routes() + live_routes() + closed_routes()}}
+            "app_kwargs": {"routes": trace_routes() + live_routes() + closed_routes(),
+                           # a body the server cannot read: one line, no traceback (view/bad_bodies.py)
+                           "exception_handlers": exception_handlers()}}
 
 
 def worker_threads(limits=None) -> int:

@@ -150,3 +150,30 @@ def test_ipv6_clients_are_keyed_by_their_64():
     assert client_key(request("::ffff:198.51.100.7"), trust_forwarded=False) == "198.51.100.7"
     assert client_key(request("198.51.100.7"), trust_forwarded=False) == "198.51.100.7"
     assert client_key(request("testclient"), trust_forwarded=False) == "testclient"     # not an address: as it is
+
+
+def test_a_room_opening_the_page_at_once_is_never_refused(tiny_dirs, monkeypatch):
+    """Thirty tabs behind one address open the page: every load event joins, even with caps that would
+    refuse the thirtieth of anything else (1 event in hand, 1 join a second); the caps still hold for
+    the rest, in the app's words."""
+    from specviz.view.fair_queue import load_events
+    from specviz.view.serve import serve
+    from tests.helpers import join_from
+    monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")
+    now = [0.0]
+    demo, url = serve(tiny_app(tiny_dirs, joins_per_second=1, jobs_per_address=1), clock=lambda: now[0])
+    try:
+        loads = sorted(load_events(demo))
+        assert loads and all(any(e == "load" for _, e in demo.fns[i].targets) or demo.fns[i].trigger_after is not None
+                             for i in loads)
+        answers = [join_from(url, i, f"tab-{n}", [getattr(c, "value", None) for c in demo.fns[i].inputs or []],
+                             "198.51.100.30")
+                   for n in range(30) for i in loads]
+        codes = [r.status_code for r in answers]
+        assert codes == [200] * len(codes), [(c.status_code, c.text[:200]) for c in answers if c.status_code != 200][:3]
+        stop = next(i for i, f in demo.fns.items() if f.api_name == "stop")
+        others = [join_from(url, stop, f"tab-{n}", [None], "198.51.100.30") for n in range(5)]
+        refused = [r for r in others if r.status_code != 200]
+        assert refused and all(r.status_code == 400 and "\n" not in r.json()["detail"] for r in refused)
+    finally:
+        demo.close()

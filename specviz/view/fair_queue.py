@@ -13,7 +13,7 @@ client has gone (Gradio marks them not alive; view/visitor.py sees a departure w
 - at most `joins_per_second` joins of any event from one client (a burst of JOIN_BURST_S seconds'
   worth first): a script inventing a session per Stop is turned away before Gradio keeps anything;
   the page's own load events (its starting state, and what follows them) have a bucket of their own,
-  LOAD_RATE_FACTOR times larger, and no other cap: a room of thirty opening the page at once is
+  LOAD_RATE_FACTOR times larger (LOAD_JOINS_FLOOR a second at least), and no other cap: a room of thirty opening the page at once is
   never refused;
 - at most `jobs_per_address` events of any kind from one client, whatever session ids it sends (the
   client: its address, view/client_address.py, IPv6 by its /64, or where the server cannot tell one,
@@ -63,7 +63,8 @@ REPLAY_GROUP = "replay"
 DECODE_GROUPS = (DECODE_GROUP, STEP_GROUP)
 WORK_GROUPS = (DECODE_GROUP, STEP_GROUP, REPLAY_GROUP)     # events that hold the device's slots
 JOIN_BURST_S = 3.0         # a client may spend this many seconds' worth of joins at once
-LOAD_RATE_FACTOR = 10      # the page's load events: this many times the joins of the rest (never a room's limit)
+LOAD_RATE_FACTOR = 10      # the page's load events: this many times the joins of the rest (never a room's limit),
+LOAD_JOINS_FLOOR = 100     # and at least this many a second (a burst of 300: forty tabs' page loads at once, twice)
 REFUSED = "error"          # Gradio answers 400 with our words; "queue_full" (503) shows Gradio's own "busy"
 # Sessions whose state Gradio keeps for one client: each holds its last outputs (a race's panes and
 # plots, some MB), so a client inventing a session per request grew the server by gigabytes within the
@@ -229,7 +230,7 @@ def load_events(blocks) -> set:
 def _guard(queue, limits: Limits, clock: Callable[[], float] = time.monotonic) -> None:
     push = queue.push
     rate = JoinRate(limits.joins_per_second, clock)
-    load_rate = JoinRate(limits.joins_per_second * LOAD_RATE_FACTOR, clock)
+    load_rate = JoinRate(max(LOAD_JOINS_FLOOR, limits.joins_per_second * LOAD_RATE_FACTOR), clock)
     loads = load_events(queue.blocks)
     quota = SessionQuota()
     old = queue.pending_messages_per_session

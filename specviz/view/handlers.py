@@ -122,7 +122,7 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
     feed = None
     try:
         work = yield from _in_line(work, cancel)
-        feed = live_channel.Feed() if live else None
+        feed = live_channel.Feed.open(current_client() or "") if live else None   # None: no room, Gradio's updates
         racing = status_html("Racing …") + (live_mark(feed.token) if feed else "")
         yield RaceUpdate(status=racing, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane="",
                          base_meter=view.meter("base"), base_pane="", download=download_html(),
@@ -231,7 +231,7 @@ def _stream(view: RaceView, events: Iterator[Event], cancel: threading.Event | N
             if now - last_strip >= STRIP_EVERY_S:
                 strip, last_strip = view.strip(), now
             last_pane = now
-            if feed is not None:
+            if feed is not None and not feed.cut:      # a channel gone: the rest through Gradio
                 _feed(feed, view, strip if last_strip == now else None)
                 continue
             yield RaceUpdate(strip=strip, spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),

@@ -35,3 +35,42 @@ def test_a_sixth_tab_from_one_address_waits_its_turn_and_says_where_it_stands(br
     finally:
         for context in contexts:
             context.close()
+
+
+@pytest.fixture
+def warming_url(tiny_dirs, tmp_path, monkeypatch):
+    """The app served while its default pair is still warming up; `release` lets the warm-up end."""
+    import threading
+    from specviz.view.serve import serve
+    from tests.helpers import ADD, app_with, tiny_preset
+    monkeypatch.setenv("SPECVIZ_HOME", str(tmp_path))
+    preset = tiny_preset(tiny_dirs, examples=(ADD,))
+    app = app_with({"tiny": preset}, max_new_tokens=200)
+    release, load = threading.Event(), app.pairs._load
+
+    def slow_load(p):
+        release.wait(120)
+        return load(p)
+    app.pairs._load = slow_load
+    app.pairs.preload(preset)
+    demo, url = serve(app)
+    yield url, release
+    release.set()
+    demo.close()
+
+
+def test_a_page_opened_during_warm_up_says_so_and_its_first_race_starts_by_itself(browser, warming_url):
+    url, release = warming_url
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        pg = context.new_page()
+        pg.goto(url)
+        pg.wait_for_selector("#warm-notice [data-warm=warming]", timeout=30_000)
+        said = pg.inner_text("#warm-notice")
+        assert re.search(r"Warming up \(about \d+ (s|min)\)", said) and "starts by itself" in said, said
+        assert not pg.query_selector("#status .status-done")
+        release.set()                              # the pair is ready: the line goes, the race starts itself
+        wait_finished(pg, timeout=120_000)
+        assert not pg.is_visible("#warm-notice [data-warm=warming]")
+    finally:
+        context.close()

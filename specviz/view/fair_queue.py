@@ -217,13 +217,14 @@ class KeepActive(dict):
 
 
 def load_events(blocks) -> set:
-    """The page's load events: those the page sends as it opens, and every event chained after one."""
+    """The page's load events the server runs: those the page sends as it opens, and every event chained
+    after one (an event that runs in the page only, with no function, never reaches the server)."""
     fns = getattr(blocks, "fns", {})
     found = {i for i, fn in fns.items() if any(event == "load" for _, event in (getattr(fn, "targets", None) or []))}
     while True:
         more = {i for i, fn in fns.items() if getattr(fn, "trigger_after", None) in found} - found
         if not more:
-            return found
+            return {i for i in found if getattr(fns[i], "fn", None) is not None}
         found |= more
 
 

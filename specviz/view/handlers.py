@@ -42,6 +42,7 @@ from ..app.request import Prepared, RunRequest, load, settle
 from ..app.run_records import choice_rows
 from ..app.slots import InLine, Sharing, Stopped
 from ..app.visitor_text import without_paths
+from ..app.warming import warming_text
 from .visitor import current_client, visitor_gone
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,8 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
         req = RunRequest.from_form(*form, **named)
         settled = settle(app, req)
         if not app.pairs.loaded(settled.preset.key):
-            yield _only(f"Loading {settled.preset.label} …", cancel=cancel)
+            warming = app.pairs.warming.left(settled.preset.key)    # the app's own warm-up (app/warming.py)
+            yield _only(warming_text(*warming) if warming else f"Loading {settled.preset.label} …", cancel=cancel)
         run = load(app, settled)
         events = event_stream(app, run, cancel)
     except SpecvizError as err:

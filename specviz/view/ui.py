@@ -10,11 +10,14 @@ in the workshop. It does not launch: app.py does.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import gradio as gr
 
 from ..app import gpu_calls
 from ..app.state import AppState
 from ..paths import ASSETS
+from . import warm_notice
 from .api import generate_endpoint
 from .form import build_form
 from .bad_bodies import exception_handlers
@@ -78,6 +81,8 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         gr.HTML(INTRO, elem_id="title")
         # Projector mode: the whole page larger for a room, from any tab (in the title line).
         projector = gr.Checkbox(False, label="projector mode", elem_id="projector", container=False)
+        # The first minute: while the default pair warms up, a line says so (view/warm_notice.py).
+        warm = gr.HTML("", elem_id="warm-notice")
         cancel = gr.State(None)
         progress = workshop.progress_store()     # outside the tabs: mounted, so read, at page load
         with gr.Row(equal_height=False, elem_id="main-row"):
@@ -93,6 +98,10 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         for module, tab in built.items():
             js = "add" if module is workshop else "remove"
             tab.select(None, None, None, api_name=False, js=f"() => {{ document.body.classList.{js}('ws-open'); }}")
+        # A page opened during warm-up: the line counts down, then its first race starts by itself.
+        demo.load(partial(warm_notice.notices, app), None, warm, api_name=False, show_progress="hidden",
+                  concurrency_id="ui", concurrency_limit=None).then(
+            None, None, None, api_name=False, js=warm_notice.AUTORUN)
         projector.change(None, [projector], None, api_name=False,
                          js="(on) => { document.body.classList.toggle('projector', on); return []; }")
     return demo

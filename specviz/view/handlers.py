@@ -120,7 +120,7 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
     sharing = Sharing()            # another decoding job beside this one (concurrency_per_device > 1)
     job = app.decoders.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing, line=True)
     work: Iterator = job
-    others, side_mark = OtherLoad(), app.side_work.mark()
+    others = side_mark = None      # taken once the race holds its first slot (its wait in line is not its own)
     feed = None
     try:
         work = yield from _in_line(work, cancel)
@@ -143,6 +143,8 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
         events.close()
         if feed is not None:
             feed.close()
+    if others is None:             # stopped while in line: nothing of its own ran
+        others, side_mark = OtherLoad(), app.side_work.mark()
     stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
     if stopped:
         view.stopped()           # a lane cut off before its Done says "stopped", never "running"

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"specviz: profile {profile.tier}, {len(profile.presets)} model pairs, "
           f"{torch.get_num_threads()} CPU thread(s) for decoding, "
           f"serving on http://{args.host}:{args.port}", flush=True)
-    demo.launch(server_name=args.host, server_port=args.port, **launch_options())
+    demo.launch(server_name=args.host, server_port=args.port, **launch_options(profile.limits))
     return 0
 
 

@@ -16,6 +16,13 @@ and (specviz/bench/hostile_kinds.py) `replay`: 6 loops replaying a real 256-toke
 from one address, each read; `leavers`: 8 loops of a /generate join whose client listens a second
 and leaves; `upload`: 500 upload requests of 20 empty or 1-byte files; `trace-links`: 210 one-token
 races, while another visitor's trace link (saved before) must still answer at the end.
+`classroom` (specviz/bench/classroom.py): instead of the normal clients, `--clients` students (30
+for the issue's room) from one loopback address (127.0.0.2) open the page, race (/race) and step
+within seconds of each other, beside a hostile client from 127.0.0.3 keeping 16 /generate jobs in
+hand; prints each student's wait to first token and refusals, the races' tokens against each race
+run alone, the time the races take alone in turn (+20%: the bound on the last first token), and the
+server's memory. Exits non-zero unless every student was served with no refusal, no crossed output,
+and the last first token within the bound.
 Each normal client stands for its own address (X-Forwarded-For, which this script's server is told
 to trust: specviz/bench/load_client.py). Bounded: the hostile client stops when the normal clients
 are done (400 joins at most), the lossless check is cancelled, and the server closed.
@@ -34,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["SPECVIZ_TRUST_FORWARDED"] = "1"      # each client's X-Forwarded-For is its address (see above)
 HOSTILE = ["flood", "lossless", "never-listens", "new-sessions", "step",
-           "replay", "churn", "many-jobs", "leavers", "upload", "trace-links"]
+           "replay", "churn", "many-jobs", "leavers", "upload", "trace-links", "classroom"]
 
 
 def resident_mb() -> float:
@@ -79,6 +86,19 @@ def main() -> int:
     fns["replay"] = next(i for i, f in demo.fns.items() if f.fn is not None
                          and getattr(inspect.unwrap(f.fn), "func", None) is not None
                          and inspect.unwrap(f.fn).func.__name__ == "replay_in_turn")
+    if args.hostile == "classroom":
+        from specviz.bench import classroom
+        try:
+            before = resident_mb()
+            figures = classroom.run(url, demo, app, args.clients, args.max_new_tokens, args.temperature, prompts)
+            after = resident_mb()
+        finally:
+            demo.close()
+        lines, ok = classroom.report(figures, args.clients)
+        print("\n".join(lines))
+        print(f"resident memory {before:.0f} MB before the class, {after:.0f} MB after "
+              f"({(after / before - 1) * 100:+.1f}%)")
+        return 0 if ok else 1
     try:
         results = run_clients(url, keys, prompts, args.clients, args.max_new_tokens, args.temperature,
                               addresses=True)

@@ -18,7 +18,7 @@ from tests.helpers import LONG_GENERATE, form_values, generate_fn, join_from, ti
 
 
 def _waiting(slots: FairSlots) -> int:
-    return sum(len(jobs) for jobs in slots._waiters.values())
+    return slots.waiting()
 
 
 # --- turns go round robin between clients, not jobs ----------------------------------------
@@ -64,9 +64,9 @@ def test_a_served_decoding_job_takes_its_turn_as_its_clients(tiny_dirs, monkeypa
     seen = []
     acquire = app.decoders.slots.acquire
 
-    def noting(stop=slots.never, holder=None, client=None):
+    def noting(stop=slots.never, holder=None, client=None, session=None):
         seen.append(client)
-        return acquire(stop, holder, client)
+        return acquire(stop, holder, client, session)
     app.decoders.slots.acquire = noting
     demo, url = serve(app)
     try:
@@ -91,7 +91,7 @@ def test_the_per_client_cap_counts_stop_replays_and_clicks_too():
     limits = Limits(jobs_per_address=3, queue_size=32)
     held = [_event("6.6.6.6", f"s{i}", group) for i, group in enumerate(("stop", "replay", "ui"))]
     refusal = admission(held, "new", "6.6.6.6", limits, work=False)       # one more Stop
-    assert refusal and "at most 3 per address" in refusal
+    assert refusal and "Your address already has 3 requests" in refusal
     assert admission(held, "new", "7.7.7.7", limits, work=False) is None   # another client is not touched
 
 
@@ -99,8 +99,24 @@ def test_replays_count_in_the_servers_total():
     from specviz.app.profile import Limits
     from specviz.view.fair_queue import admission
     limits = Limits(jobs_per_address=100, queue_size=4)
-    held = [_event(f"10.1.1.{i}", f"s{i}", "replay") for i in range(4)]
-    assert "server is full" in admission(held, "new", "9.9.9.9", limits, work=True)
+    held = [_event("10.1.1.1", f"s{i}", "replay") for i in range(4)]
+    assert "server is full" in admission(held, "new", "10.1.1.1", limits, work=True)
+
+
+def test_a_full_server_still_takes_an_address_under_its_share():
+    """One hostile address filling the server's places locks nobody else out: another address joins while
+    it holds fewer than its fair share (queue_size over the clients holding work), up to twice queue_size."""
+    from specviz.app.profile import Limits
+    from specviz.view.fair_queue import admission
+    limits = Limits(jobs_per_address=1000, queue_size=8)
+    held = [_event("6.6.6.6", f"h{i}") for i in range(8)]
+    assert "server is full" in admission(held, "h-new", "6.6.6.6", limits)
+    for i in range(4):                                    # the school: under its share of 8 / 2
+        assert admission(held, f"tab-{i}", "school", limits) is None
+        held.append(_event("school", f"tab-{i}"))
+    assert "server is full" in admission(held, "tab-4", "school", limits)
+    more = [_event(f"10.0.0.{i}", f"x{i}") for i in range(4)]
+    assert "server is full" in admission(held + more, "late", "10.9.9.9", limits)    # twice queue_size: the ceiling
 
 
 def test_a_client_that_left_frees_its_places_at_once():
@@ -137,13 +153,17 @@ def test_joins_of_any_event_are_capped_per_client_per_second():
 def test_a_served_app_turns_away_a_churn_of_stops_from_one_address(tiny_dirs, monkeypatch):
     from specviz.view.serve import serve
     monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")
-    demo, url = serve(tiny_app(tiny_dirs, joins_per_second=1))
+    now = [0.0]                      # the caps' clock, held still: however slow the machine, no join refills
+    demo, url = serve(tiny_app(tiny_dirs, joins_per_second=1), clock=lambda: now[0])
     try:
         stop = next(i for i, f in demo.fns.items() if f.api_name == "stop")
         codes = [join_from(url, stop, f"churn-{i}", [None], "203.0.113.5") for i in range(12)]
         refused = [r for r in codes if r.status_code != 200]
-        assert len(refused) >= 12 - 3 - 3      # a burst of 3, and at most 1 a second after it
+        assert len(refused) == 12 - 3         # a burst of 3 seconds' worth, then none till the clock moves
+        assert all(r.status_code == 400 for r in refused)     # the app's words in the page, not Gradio's "busy"
         assert "Too many requests" in refused[0].json()["detail"]
+        now[0] += 1.0
+        assert join_from(url, stop, "churn-later", [None], "203.0.113.5").status_code == 200   # a second's worth
         held = demo._queue.pending_messages_per_session
         assert not any(f"churn-{i}" in held for i in range(12) if codes[i].status_code != 200)
         assert join_from(url, stop, "someone", [None], "203.0.113.6").status_code == 200

@@ -108,3 +108,67 @@ def test_a_live_race_sends_its_panes_down_the_feed_and_ends_whole(tiny_dirs, mon
     assert closed and sent
     spec = "".join(json.loads(u)["append"].get("spec-pane", [0, ""])[1] for u in sent)
     assert final.spec_pane.startswith(spec) and "data-kind" in spec   # the feed's text, in order
+
+
+def test_a_watched_channel_survives_300_new_ones():
+    channels = Channels(Clock())
+    watched = channels.open("school")
+    channel = channels.claim(watched)
+    for i in range(300):                        # new races, unread or finished, from many clients
+        token = channels.open(f"10.0.0.{i % 7}")
+        if i % 2:
+            channels.close(token)
+    assert len(channels) <= live_channel.MAX_CHANNELS
+    assert channels.push(watched, {"n": 1})     # still there, still taking the race's updates
+    assert [json.loads(u)["n"] for u in channels.since(channel, 0)[0]] == [1]
+
+
+def test_when_every_channel_is_watched_a_new_race_gets_none_and_no_one_is_cut(monkeypatch):
+    monkeypatch.setattr(live_channel, "MAX_CHANNELS", 4)
+    channels = Channels(Clock())
+    tokens = [channels.open(f"c{i}") for i in range(4)]
+    for token in tokens:
+        channels.claim(token)
+    assert channels.open("late") is None and Feed.open("late", channels) is None    # streams through Gradio
+    assert all(channels.push(t, {"n": 0}) for t in tokens)
+    channels.close(tokens[0])                   # a race ends: its place can go to the next race
+    assert channels.open("late") is not None and not channels.push(tokens[0], {"n": 1})
+
+
+def test_channels_are_bounded_per_client():
+    channels = Channels(Clock())
+    mine = [channels.open("6.6.6.6") for _ in range(live_channel.PER_CLIENT + 20)]
+    assert sum(channels.claim(t) is not None for t in mine) == live_channel.PER_CLIENT   # its oldest went
+    assert channels.open("6.6.6.6") is None          # every one of its own is watched: none cut for it
+    assert channels.open("203.0.113.1") is not None  # another client is not touched
+
+
+def test_a_feed_whose_channel_went_says_so():
+    clock = Clock()
+    channels = Channels(clock)
+    feed = Feed.open("x", channels)
+    channels.claim(feed.token)
+    feed.send({"spec-pane": "a"}, {})
+    assert not feed.cut
+    clock.t += live_channel.MAX_AGE_S + 1
+    channels.open("y")                               # the expired one is pruned
+    feed.send({"spec-pane": "ab"}, {})
+    assert feed.cut                                  # the race sends the rest through Gradio
+
+
+def test_a_reader_is_woken_by_the_update_not_by_polling():
+    """The reader waits with a timeout far longer than the test; the push from the race's thread wakes it."""
+    import asyncio
+    import threading
+    channels = Channels()
+    token = channels.open("x")
+    channel = channels.claim(token)
+
+    async def read():
+        waiting = asyncio.ensure_future(channels.wait(channel, 0, timeout=600))
+        while not channel.readers:
+            await asyncio.sleep(0)
+        threading.Thread(target=channels.push, args=(token, {"n": 7})).start()
+        return await asyncio.wait_for(waiting, 60)
+    updates, closed = asyncio.run(read())
+    assert [json.loads(u)["n"] for u in updates] == [7] and not closed and not channel.readers

@@ -56,17 +56,26 @@ class Decoders:
             self._job.stop = previous
 
     def sliced(self, items: Iterator[T], stop: Callable[[], bool] | None = None,
-               wait_stop: Callable[[], bool] | None = None, sharing: Sharing | None = None) -> Iterator[T]:
+               wait_stop: Callable[[], bool] | None = None, sharing: Sharing | None = None,
+               line: bool = False) -> Iterator[T]:
         """Run a decoding job (an iterator) in slices of the device's slots (app/slots.py): others
         interleave between slices; Stopped is raised once `stop()` (default: the check set by `job`,
         else slots.default_stop's, which a served app sets to "the visitor is gone") is true.
 
         Loading a pair happens before, outside any slot, so a visitor whose pair is still loading
         never holds up the others. `sharing` is marked where a slice ran beside another job's
-        (a host with concurrency_per_device > 1). A device out of memory raises OutOfMemory."""
+        (a host with concurrency_per_device > 1). A device out of memory raises OutOfMemory.
+        `line`: while the job waits for its first slot, slots.InLine items (its place, the likely wait)
+        come first, for the page's "3rd in line" (app/slots.py)."""
         stop = stop or getattr(self._job, "stop", None) or slots.default_stop()
-        # Turns go round robin between clients (a served app's request names its client), not jobs.
-        return _memory_said(sliced(self.slots, items, stop, wait_stop, self.slice_s, sharing, slots.default_client()))
+        # Turns go round robin between clients (a served app's request names its client), and inside a
+        # client between its sessions (tabs), not jobs.
+        return _memory_said(sliced(self.slots, items, stop, wait_stop, self.slice_s, sharing, slots.default_client(),
+                                   slots.default_session(), line))
+
+    def line_length(self) -> int:
+        """Jobs waiting for the device now."""
+        return self.slots.waiting()
 
     @contextmanager
     def hold(self):

@@ -13,6 +13,7 @@ import threading
 from typing import Callable
 
 from ..engine.loop.drafters import MODEL, PROMPT_LOOKUP
+from .warming import Warming
 from ..errors import ConfigError, LoadError, SpecvizError
 from ..models.fetch import FETCHABLE, fetch_hint, fetched
 from ..models.loading import HUB_ID, is_local, load_pair
@@ -41,6 +42,7 @@ class Pairs:
         # In-process work beside the races (a pair loading, a fetched model's conversion): a race that
         # overlapped it says so (app/side_work.py).
         self.side_work = side_work or SideWork()
+        self.warming = Warming()        # pairs loading in the background now (app/warming.py)
         self.fetches = Fetches(self.side_work)
         self.custom: dict[str, Preset] = {}
         self._custom_lock = threading.Lock()
@@ -134,12 +136,19 @@ class Pairs:
         return pair
 
     def preload(self, preset: Preset) -> None:
-        """Load (and so measure) a pair in the background, so the first visitor finds it ready."""
+        """Load (and so measure) a pair in the background, so the first visitor finds it ready; while it
+        loads, `warming` says so and how long it is likely to take (app/warming.py)."""
+        self.warming.began(preset.key, preset.label)
+
         def load():
+            ok = False
             try:
                 self.pair(preset)
+                ok = True
             except SpecvizError:
                 pass              # the visitor who picks it gets the error, in one line
+            finally:
+                self.warming.ended(preset.key, ok)
         threading.Thread(target=load, daemon=True, name="preload").start()
 
     def load_all(self) -> None:

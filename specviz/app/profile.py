@@ -31,7 +31,10 @@ class Limits:
     max_prompt_tokens: int = 1024
     max_new_tokens: int = 256
     k_range: tuple[int, int] = (1, 12)
-    queue_size: int = 32
+    # Work events (races, step clicks, replays) waiting or running before the server counts shares: a
+    # class of 30-40 and a hostile address beside it fit (view/fair_queue.py); past it a client under
+    # its fair share still joins, up to twice this.
+    queue_size: int = 96
     concurrency_per_device: int = 1
     max_loaded_pairs: int = 2
     # The lossless check re-reads the prompt for every sample: samples x prompt tokens at most
@@ -39,12 +42,14 @@ class Limits:
     lossless_token_budget: int = 200_000
     jobs_per_session: int = 2      # decoding requests one session may have waiting or running at once
     # Events (any: a run, Stop, a replay) one client may have waiting or running at once. Turns go
-    # round robin by client, so more jobs buy no bigger share, only places: 4 is two tabs' worth (a
-    # run and its Stop each); a classroom behind one NAT address shares them (docs/hosting.md).
-    jobs_per_address: int = 4
+    # round robin by client, then by tab (app/slots.py), so more places buy no bigger share of the
+    # device: 48 holds a class of 30-40 behind one school address (a run each, and their Stops),
+    # while one hostile address with 48 still gets one turn in each round (docs/hosting.md).
+    jobs_per_address: int = 48
     # Joins of any event one client may make per second (a burst of three seconds' worth first): a
-    # visitor's clicks make a few a second at most; a script's churn of new sessions is turned away.
-    joins_per_second: int = 5
+    # class of thirty pressing Run within seconds makes ~30; a script's churn of new sessions beyond
+    # 40 a second is turned away. The page's own load events have ten times this (never refused).
+    joins_per_second: int = 40
 
 
 @dataclass(frozen=True)

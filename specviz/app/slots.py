@@ -18,6 +18,14 @@ slices never enter a race's clocks. Where a host allows more than one decoding a
 (`concurrency_per_device` > 1), two jobs can compute side by side and slow each other; a job that
 passes a `Sharing` note is told whether any of its slices overlapped another holder's, so a race
 can say its figure was taken on a shared device.
+
+Turns go round robin at two levels: between clients (a served app's client is an address, which a
+whole classroom behind one school router shares), and inside a client between its sessions (each
+tab of that room), so thirty tabs of one address are served in turn while a hostile address beside
+them still gets one turn in each round. `line()` says the order in which the waiting jobs will be
+served, and `sliced(..., line=True)` yields an `InLine` (the job's place and the seconds its wait is
+likely to last) while a job waits for its first slot, each time its place changes, so the page can
+say "3rd in line, about 20 s" and update it as the line moves.
 """
 from __future__ import annotations
 
@@ -55,6 +63,10 @@ default_stop: Callable[[], Callable[[], bool]] = no_check
 # Who a decoding job serves, for the round robin: a factory called in the job's own thread (the web
 # view sets it to the request's client key, view/visitor.py); None makes each job its own client.
 default_client: Callable[[], str | None] = lambda: None
+# Which of its client's sessions (one browser tab) a job serves, for the round robin inside a client
+# (the web view sets it to the request's session, view/visitor.py); None: the client's jobs in order.
+default_session: Callable[[], str | None] = lambda: None
+TYPICAL_S = 5.0      # the slot time a job is taken to need before any job has ended
 _anonymous = count()
 
 
@@ -65,15 +77,74 @@ class Sharing:
         self.shared = False
 
 
+class InLine:
+    """A job's place in the line for the device (1: next), and the seconds its wait is likely to last."""
+
+    __slots__ = ("place", "wait_s")
+
+    def __init__(self, place: int, wait_s: float):
+        self.place, self.wait_s = place, wait_s
+
+    def __repr__(self) -> str:
+        return f"InLine({self.place}, {self.wait_s:.1f})"
+
+
+Waiter = tuple[threading.Event, "Sharing | None"]
+
+
 class FairSlots:
-    """`n` slots, granted round robin between clients, each client's jobs in the order they asked."""
+    """`n` slots, granted round robin between clients, inside a client round robin between its
+    sessions, each session's jobs in the order they asked."""
 
     def __init__(self, n: int = 1):
+        self.n = n
         self._free = n
-        # client -> its waiting jobs; the first client is the next to be served
-        self._waiters: OrderedDict[object, deque[tuple[threading.Event, Sharing | None]]] = OrderedDict()
+        # client -> session -> its waiting jobs; the first client, and its first session, are served next
+        self._waiters: OrderedDict[object, OrderedDict[object, deque[Waiter]]] = OrderedDict()
         self._holders: list[Sharing | None] = []      # one entry per slot held (None: a job with no note)
         self._lock = threading.Lock()
+        self.typical_s: float | None = None          # slot time of a whole job, a running average
+
+    def note_job(self, slot_s: float) -> None:
+        """A job ended having held slots for `slot_s` seconds in all (for the line's estimates)."""
+        with self._lock:
+            self.typical_s = slot_s if self.typical_s is None else 0.7 * self.typical_s + 0.3 * slot_s
+
+    def turn_s(self, slice_s: float) -> float:
+        """The seconds one job ahead in line is likely to hold the device before the next is served: its
+        whole job, or one slice of it where jobs are longer (the next in line is served after a slice)."""
+        typical = TYPICAL_S if self.typical_s is None else self.typical_s
+        return min(typical, slice_s) / max(1, self.n)
+
+    def line(self) -> list[threading.Event]:
+        """The waiting jobs' turns in the order they will be served (if none asks meanwhile)."""
+        with self._lock:
+            return self._order()
+
+    def _order(self) -> list[threading.Event]:
+        """(under the lock) the round robin of `release`, played out on a copy."""
+        clients = OrderedDict((c, OrderedDict((s, deque(jobs)) for s, jobs in sessions.items()))
+                              for c, sessions in self._waiters.items())
+        order = []
+        while clients:
+            client, sessions = clients.popitem(last=False)
+            session, jobs = sessions.popitem(last=False)
+            order.append(jobs.popleft()[0])
+            if jobs:
+                sessions[session] = jobs
+            if sessions:
+                clients[client] = sessions
+        return order
+
+    def place(self, turn: threading.Event) -> int:
+        """`turn`'s place in line (1: served next; 0: not waiting)."""
+        with self._lock:
+            order = self._order()
+        return order.index(turn) + 1 if turn in order else 0
+
+    def waiting(self) -> int:
+        with self._lock:
+            return sum(len(jobs) for sessions in self._waiters.values() for jobs in sessions.values())
 
     def _hold(self, holder: Sharing | None) -> None:
         """(under the lock) `holder` now holds a slot: it and everyone holding one share the device."""
@@ -89,31 +160,50 @@ class FairSlots:
             return self._free == 0 or bool(self._waiters)
 
     def acquire(self, stop: Callable[[], bool] = never, holder: Sharing | None = None,
-                client: str | None = None) -> bool:
+                client: str | None = None, session: str | None = None) -> bool:
         """Wait for a slot (True), or give up when `stop()` becomes true first (False). `holder`,
         when given, is marked shared if another job holds a slot at any time while this one does;
         `release` must then be given the same note. `client`: whom the job serves (None: nobody
-        else's jobs share its turns)."""
+        else's jobs share its turns); `session`: which of the client's sessions (its turns are taken
+        in turn with the client's other sessions)."""
+        turn = self.join(holder, client, session)
+        if turn is None:
+            return True
+        while not turn.wait(POLL_S):
+            if stop():
+                self.leave(turn, holder)
+                return False
+        return True
+
+    def join(self, holder: Sharing | None = None, client: str | None = None,
+             session: str | None = None) -> threading.Event | None:
+        """Take a slot now (None), or join the line: the turn returned is set once the slot is the job's."""
         key = ("job", next(_anonymous)) if client is None else ("client", client)
+        within = ("session", session) if session is not None else ("any",)
         with self._lock:
             if self._free > 0 and not self._waiters:
                 self._free -= 1
                 self._hold(holder)
-                return True
+                return None
             turn = threading.Event()
-            self._waiters.setdefault(key, deque()).append((turn, holder))
-        while not turn.wait(POLL_S):
-            if stop():
-                with self._lock:
-                    if not turn.is_set():
-                        jobs = self._waiters[key]
-                        jobs.remove((turn, holder))
-                        if not jobs:
-                            del self._waiters[key]
-                        return False
-                self.release(holder)          # granted just as it gave up: pass the slot on
-                return False
-        return True
+            self._waiters.setdefault(key, OrderedDict()).setdefault(within, deque()).append((turn, holder))
+            return turn
+
+    def leave(self, turn: threading.Event, holder: Sharing | None = None) -> None:
+        """Give up a place in line; a slot granted meanwhile is passed on."""
+        with self._lock:
+            if not turn.is_set():
+                for key, sessions in list(self._waiters.items()):
+                    for within, jobs in list(sessions.items()):
+                        if (turn, holder) in jobs:
+                            jobs.remove((turn, holder))
+                            if not jobs:
+                                del sessions[within]
+                            if not sessions:
+                                del self._waiters[key]
+                            return
+                return
+        self.release(holder)          # granted just as it gave up: pass the slot on
 
     def release(self, holder: Sharing | None = None) -> None:
         with self._lock:
@@ -121,11 +211,13 @@ class FairSlots:
             # entry of its own: it still frees a slot (never leak one), taking another entry's place.
             self._holders.remove(holder if holder in self._holders else self._holders[0])
             if self._waiters:
-                key, jobs = next(iter(self._waiters.items()))
+                key, sessions = self._waiters.popitem(last=False)
+                within, jobs = sessions.popitem(last=False)
                 turn, waiter = jobs.popleft()
-                del self._waiters[key]
-                if jobs:                          # its next job waits a whole round: to the back
-                    self._waiters[key] = jobs
+                if jobs:                          # the session's next job waits for its client's next round
+                    sessions[within] = jobs
+                if sessions:                      # the client's next job waits a whole round: to the back
+                    self._waiters[key] = sessions
                 self._hold(waiter)                # hand the slot over: nobody can barge in between
                 turn.set()
             else:
@@ -134,32 +226,72 @@ class FairSlots:
 
 def sliced(slots: FairSlots, items: Iterator[T], stop: Callable[[], bool] = never,
            wait_stop: Callable[[], bool] | None = None, slice_s: float = SLICE_S,
-           sharing: Sharing | None = None, client: str | None = None) -> Iterator[T]:
+           sharing: Sharing | None = None, client: str | None = None, session: str | None = None,
+           line: bool = False, clock: Callable[[], float] = time.monotonic) -> Iterator[T | InLine]:
     """`items`, computed only while holding a slot, at most about `slice_s` seconds per hold;
-    `sharing` is marked if any slice overlapped another job's; `client` is whom the job serves
-    (its turns are that client's, FairSlots).
+    `sharing` is marked if any slice overlapped another job's; `client` and `session` are whom the
+    job serves (its turns are that client's and, inside it, that session's: FairSlots).
+
+    `line`: while the job waits for its first slot, an InLine (its place, the likely wait) is yielded
+    first and again each time its place changes; the items follow once it holds the slot.
 
     Raises Stopped when `stop()` (checked between items) or `wait_stop()` (checked while waiting
     for the slot; default `stop`) becomes true; `items` is closed in every case."""
     wait_stop = wait_stop or stop
+    held_s, first = 0.0, True
     try:
         while True:
-            if wait_stop() or not slots.acquire(wait_stop, sharing, client):
+            if wait_stop():
                 raise Stopped("stopped")
+            if first and line:
+                got = yield from _wait_in_line(slots, wait_stop, sharing, client, session, slice_s)
+            else:
+                got = slots.acquire(wait_stop, sharing, client, session)
+            if not got:
+                raise Stopped("stopped")
+            first = False
+            start = clock()
             try:
-                start = time.monotonic()
-                while time.monotonic() - start < slice_s:
+                while clock() - start < slice_s:
                     if stop():
                         raise Stopped("stopped")
                     try:
                         item = next(items)
                     except StopIteration:
+                        held_s += clock() - start
+                        slots.note_job(held_s)
                         return
                     yield item
             finally:
+                held_s += max(0.0, clock() - start)
                 slots.release(sharing)
     finally:
         close = getattr(items, "close", None)
         if close is not None:
             close()
         heap.trim()             # the job's freed tensors back to the system (app/heap.py)
+
+
+def _wait_in_line(slots: FairSlots, stop: Callable[[], bool], sharing: Sharing | None, client: str | None,
+                  session: str | None, slice_s: float):
+    """Acquire a slot as `acquire` does, yielding an InLine each time the job's place changes; returns
+    whether the slot was granted. Closed while it waits, it leaves the line (a slot granted meanwhile
+    is passed on)."""
+    turn = slots.join(sharing, client, session)
+    if turn is None:
+        return True
+    said, granted = 0, False
+    try:
+        while not turn.is_set():
+            if stop():
+                return False
+            place = slots.place(turn)
+            if place and place != said:
+                said = place
+                yield InLine(place, place * slots.turn_s(slice_s))
+            turn.wait(POLL_S)
+        granted = True
+        return True
+    finally:
+        if not granted:
+            slots.leave(turn, sharing)

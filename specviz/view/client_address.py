@@ -10,6 +10,10 @@ address of that header that is not an internal hop (private, loopback, link-loca
 address space). A visitor can prepend anything to the header, but the proxies append on its
 right what they saw, so the rightmost outside address is the one the first proxy saw. Without a
 trusted proxy the header is ignored (any client could send one).
+
+An IPv6 client is keyed by its /64: one household or phone is given a whole /64 and may pick any
+address inside it, so a key per address would be a key per request for a script. (An IPv4-mapped
+IPv6 address is keyed as its IPv4 address.)
 """
 from __future__ import annotations
 
@@ -36,9 +40,20 @@ def client_key(request, trust_forwarded: bool | None = None) -> str:
         for part in reversed([p.strip() for p in forwarded.split(",") if p.strip()]):
             address = _address(part)
             if address is not None and not any(address in net for net in INTERNAL):
-                return str(address)
+                return keyed(address)
     client = getattr(request, "client", None)
-    return str(getattr(client, "host", "") or "")
+    host = str(getattr(client, "host", "") or "")
+    address = _address(host) if host else None
+    return keyed(address) if address is not None else host
+
+
+def keyed(address) -> str:
+    """The per-client key of one address: IPv4 as it is, IPv6 as its /64 network."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
 
 
 def _header(request, name: str) -> str:

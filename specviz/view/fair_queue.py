@@ -12,13 +12,25 @@ running (`event_ids_to_events`, which Gradio empties as each event ends), leavin
 client has gone (Gradio marks them not alive; view/visitor.py sees a departure within about a second):
 - at most `joins_per_second` joins of any event from one client (a burst of JOIN_BURST_S seconds'
   worth first): a script inventing a session per Stop is turned away before Gradio keeps anything;
+  the page's own load events (its starting state, and what follows them) have a bucket of their own,
+  LOAD_RATE_FACTOR times larger (LOAD_JOINS_FLOOR a second at least), and no other cap: a room of thirty opening the page at once is
+  never refused;
 - at most `jobs_per_address` events of any kind from one client, whatever session ids it sends (the
-  client: its address, view/client_address.py, or where the server cannot tell one, its session);
-- at most `queue_size` work events in all (a full queue answers with an estimate of when to retry,
-  from Gradio's own average job time), not counting jobs whose results no stream has read
-  UNREAD_AFTER_S after they joined: those take no decoding slot and are dropped soon
-  (view/visitor.py), so a client that joins and never listens takes places from its own share only;
+  client: its address, view/client_address.py, IPv6 by its /64, or where the server cannot tell one,
+  its session). The default holds a class of 30-40 tabs behind one school address: more places buy no
+  bigger share of the device, whose turns go round robin by address and inside it by tab
+  (app/slots.py), so a request beyond its share waits in line and the page says its place;
+- at most `queue_size` work events in all before the server counts shares: past it, a client holding
+  fewer than its fair share (queue_size over the clients holding work) still joins, up to twice
+  `queue_size` in all, so one hostile address that filled its own places never locks a room out. A
+  full server answers with an estimate of when to retry, from Gradio's own average job time. Jobs
+  whose results no stream has read UNREAD_AFTER_S after they joined do not count: those take no
+  decoding slot and are dropped soon (view/visitor.py), so a client that joins and never listens takes
+  places from its own share only;
 - at most `jobs_per_session` work events from one browser session (one tab: a second click waits).
+Every refusal is said in the app's words, as a 400 whose detail Gradio's page shows (a 503 would
+show Gradio's own "This application is currently busy"). The clock the caps read (`clock`, for the
+join rate and the age of unread jobs) is passed in, so tests move it by hand.
 An event the page does not have (an unknown `fn_index`) is refused in one line. Each joining
 request's session gets a message queue that notes whether a stream reads it, and Gradio's table of
 those queues keeps every session with an event in hand (KeepActive: a newer session never pushes an
@@ -34,11 +46,13 @@ from __future__ import annotations
 import math
 import threading
 import time
+from typing import Callable
 
 import gradio as gr
 
 from ..app.profile import Limits
 from .api_defaults import complete, refuse
+from .bad_bodies import MAX_SESSION_CHARS
 from .client_address import client_key
 from .one_line import guard
 from .visitor import Listened, install, listen_for, unread
@@ -49,6 +63,9 @@ REPLAY_GROUP = "replay"
 DECODE_GROUPS = (DECODE_GROUP, STEP_GROUP)
 WORK_GROUPS = (DECODE_GROUP, STEP_GROUP, REPLAY_GROUP)     # events that hold the device's slots
 JOIN_BURST_S = 3.0         # a client may spend this many seconds' worth of joins at once
+LOAD_RATE_FACTOR = 10      # the page's load events: this many times the joins of the rest (never a room's limit),
+LOAD_JOINS_FLOOR = 100     # and at least this many a second (a burst of 300: forty tabs' page loads at once, twice)
+REFUSED = "error"          # Gradio answers 400 with our words; "queue_full" (503) shows Gradio's own "busy"
 # Sessions whose state Gradio keeps for one client: each holds its last outputs (a race's panes and
 # plots, some MB), so a client inventing a session per request grew the server by gigabytes within the
 # 2000 kept. 32 keeps a classroom of 30 behind one school address whole; a script holds 32 at most.
@@ -59,10 +76,13 @@ CLIENTS_TRACKED = 10_000   # join counters kept; full ones (a client quiet for a
 UNREAD_AFTER_S = 1.0
 
 
-def queue_demo(demo: gr.Blocks, limits: Limits) -> gr.Blocks:
-    demo.queue(max_size=limits.queue_size, default_concurrency_limit=limits.concurrency_per_device)
+def queue_demo(demo: gr.Blocks, limits: Limits, clock: Callable[[], float] = time.monotonic) -> gr.Blocks:
+    """Gradio's queue with the caps above; `clock` (monotonic seconds) is what the caps read."""
+    # Gradio's own bound: above the most work events admitted (twice queue_size) and the rest in hand.
+    demo.queue(max_size=2 * limits.queue_size + limits.jobs_per_address,
+               default_concurrency_limit=limits.concurrency_per_device)
     guard(demo)           # an unexpected failure of any page function: one line, no traceback (view/one_line.py)
-    _guard(demo._queue, limits)
+    _guard(demo._queue, limits, clock)
     install()             # every decoding job ends once its visitor is gone or never came (view/visitor.py)
     return demo
 
@@ -196,9 +216,23 @@ class KeepActive(dict):
         dict.__setitem__(self, key, value)
 
 
-def _guard(queue, limits: Limits) -> None:
+def load_events(blocks) -> set:
+    """The page's load events the server runs: those the page sends as it opens, and every event chained
+    after one (an event that runs in the page only, with no function, never reaches the server)."""
+    fns = getattr(blocks, "fns", {})
+    found = {i for i, fn in fns.items() if any(event == "load" for _, event in (getattr(fn, "targets", None) or []))}
+    while True:
+        more = {i for i, fn in fns.items() if getattr(fn, "trigger_after", None) in found} - found
+        if not more:
+            return {i for i in found if getattr(fns[i], "fn", None) is not None}
+        found |= more
+
+
+def _guard(queue, limits: Limits, clock: Callable[[], float] = time.monotonic) -> None:
     push = queue.push
-    rate = JoinRate(limits.joins_per_second)
+    rate = JoinRate(limits.joins_per_second, clock)
+    load_rate = JoinRate(max(LOAD_JOINS_FLOOR, limits.joins_per_second * LOAD_RATE_FACTOR), clock)
+    loads = load_events(queue.blocks)
     quota = SessionQuota()
     old = queue.pending_messages_per_session
     queue.pending_messages_per_session = KeepActive(queue, getattr(old, "max_size", 2000), old)
@@ -211,22 +245,34 @@ def _guard(queue, limits: Limits) -> None:
         fn = queue.blocks.fns.get(body.fn_index) if type(body.fn_index) is int else None
         if fn is None:
             return False, "This page has no such event: reload the page", "error"
+        if len(str(body.session_hash or "")) > MAX_SESSION_CHARS:
+            return False, "This request's session id is too long to be a tab's: reload the page", "error"
         client = client_of(request, body.session_hash)
-        if client and not rate.take(client):
+        opening = body.fn_index in loads
+        if client and not (load_rate if opening else rate).take(client):
             return False, (f"Too many requests from your address (at most {limits.joins_per_second} a second): "
-                           "wait a moment and retry"), "queue_full"
+                           "wait a moment and retry"), REFUSED
         wrong = complete(body, fn) or refuse(body, fn)     # view/api_defaults.py
         if wrong:
             return False, wrong, "error"
-        full = admission(held(queue), body.session_hash, client, limits, work=fn.concurrency_id in WORK_GROUPS,
-                         unread=lambda event: unread(queue, event, UNREAD_AFTER_S))
-        if full:
-            return False, full if "{eta}" not in full else full.format(eta=_eta(queue, fn)), "queue_full"
+        if not opening:         # the page's load events take no place: a page opening is never refused
+            now = clock()
+            full = admission([e for e in held(queue) if getattr(e, "fn", None) not in load_fns(queue, loads)],
+                             body.session_hash, client, limits, work=fn.concurrency_id in WORK_GROUPS,
+                             unread=lambda event: unread(queue, event, UNREAD_AFTER_S, now))
+            if full:
+                return False, full if "{eta}" not in full else full.format(eta=_eta(queue, fn)), REFUSED
         quota.note(client, body.session_hash, queue)     # a client's sessions kept at most SESSIONS_PER_CLIENT
         listen_for(queue, body.session_hash)      # its stream's reads are noted (view/visitor.py)
         return await push(body, request, username)
 
     queue.push = fair_push
+
+
+def load_fns(queue, loads: set) -> list:
+    """The page's load events' functions (Gradio's events name their function, not its index)."""
+    fns = getattr(queue.blocks, "fns", {})
+    return [fns[i] for i in loads if i in fns]
 
 
 def admission(events: list, session: str | None, client: str, limits: Limits, work: bool = True,
@@ -238,16 +284,21 @@ def admission(events: list, session: str | None, client: str, limits: Limits, wo
     does not count against the server's total: a client that joins and never listens holds places of its
     own share only, never the rest of the world's."""
     if client and sum(1 for e in events if client_of(e.request, e.session_hash) == client) >= limits.jobs_per_address:
-        return (f"you already have {limits.jobs_per_address} requests waiting or running (at most "
-                f"{limits.jobs_per_address} per address): retry when one has finished")
+        return (f"Your address already has {limits.jobs_per_address} requests waiting or running, the most one "
+                "address may hold (every tab behind it counts): retry when one has finished")
     if not work:
         return None
     working = [e for e in events if getattr(e, "concurrency_id", None) in WORK_GROUPS]
     in_hand = [e for e in working if not unread(e)]
     if len(in_hand) >= limits.queue_size:
-        return f"The server is full ({len(in_hand)} runs waiting or running): retry in about {{eta}} s"
+        holders = {client_of(e.request, e.session_hash) for e in in_hand} | {client}
+        share = max(1, limits.queue_size // len(holders))       # each client holding work, an equal part
+        mine = sum(1 for e in in_hand if client_of(e.request, e.session_hash) == client)
+        if mine >= share or len(in_hand) >= 2 * limits.queue_size:
+            return (f"The server is full ({len(in_hand)} runs waiting or running, {mine} of them from your "
+                    "address): retry in about {eta} s")
     if session and sum(1 for e in working if e.session_hash == session) >= limits.jobs_per_session:
-        return (f"this session already has {limits.jobs_per_session} runs waiting or running (at most "
+        return (f"This tab already has {limits.jobs_per_session} runs waiting or running (at most "
                 f"{limits.jobs_per_session} per visitor): retry when one has finished")
     return None
 

@@ -10,6 +10,7 @@ Stop sets this run's own cancel flag; the engine then ends both lanes within one
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -35,11 +36,13 @@ from .repeat_races import MAX_REPEAT, more_races, repeat_html
 from .ledger_view import build as build_ledger, ledger_html, path_line, tallies
 from .tree_results import tree_box_html
 from .render import status_html
+from .line_text import line_status
 from .race_status import _summary, busy_reason, ran_line, why  # noqa: F401  (replay.py and tests read them here)
 from ..app.request import Prepared, RunRequest, load, settle
 from ..app.run_records import choice_rows
-from ..app.slots import Sharing, Stopped
+from ..app.slots import InLine, Sharing, Stopped
 from ..app.visitor_text import without_paths
+from ..app.warming import warming_text
 from .visitor import current_client, visitor_gone
 
 log = logging.getLogger(__name__)
@@ -102,7 +105,8 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
         req = RunRequest.from_form(*form, **named)
         settled = settle(app, req)
         if not app.pairs.loaded(settled.preset.key):
-            yield _only(f"Loading {settled.preset.label} …", cancel=cancel)
+            warming = app.pairs.warming.left(settled.preset.key)    # the app's own warm-up (app/warming.py)
+            yield _only(warming_text(*warming) if warming else f"Loading {settled.preset.label} …", cancel=cancel)
         run = load(app, settled)
         events = event_stream(app, run, cancel)
     except SpecvizError as err:
@@ -110,20 +114,23 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
         return
     cfg = run.config
     view = RaceView(cfg.k)
-    if app.decoders.busy():
-        yield _only("Waiting for the device: another race is running …", cancel=cancel)
     # The race runs in slices of the decoding slot (app/slots.py): other visitors' jobs interleave
     # (each lane's clock counts only its own compute); Stop while waiting, or the visitor gone, ends it.
-    feed = live_channel.Feed() if live else None
-    racing = status_html("Racing …") + (live_mark(feed.token) if feed else "")
-    yield RaceUpdate(status=racing, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane="",
-                     base_meter=view.meter("base"), base_pane="", download=download_html(),
-                     cancel=cancel, ledger="", timeline="")
-    others, side_mark = OtherLoad(), app.side_work.mark()      # after the pair's own load (prepare, above)
+    # While it waits for its first slot the page says its place in line, as the line moves.
     sharing = Sharing()            # another decoding job beside this one (concurrency_per_device > 1)
+    job = app.decoders.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing, line=True)
+    work: Iterator = job
+    others = side_mark = None      # taken once the race holds its first slot (its wait in line is not its own)
+    feed = None
     try:
-        yield from _stream(view, app.decoders.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing), cancel,
-                           feed)
+        work = yield from _in_line(work, cancel)
+        feed = live_channel.Feed.open(current_client() or "") if live else None   # None: no room, Gradio's updates
+        racing = status_html("Racing …") + (live_mark(feed.token) if feed else "")
+        yield RaceUpdate(status=racing, strip=view.strip(), spec_meter=view.meter("spec"), spec_pane="",
+                         base_meter=view.meter("base"), base_pane="", download=download_html(),
+                         cancel=cancel, ledger="", timeline="")
+        others, side_mark = OtherLoad(), app.side_work.mark()      # from the race's own first slot on
+        yield from _stream(view, work, cancel, feed)
     except Stopped:
         if gone():
             return
@@ -132,9 +139,12 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
         yield _only(str(err), "error")
         return
     finally:
+        job.close()              # its place in line or its slot given up at once
         events.close()
         if feed is not None:
             feed.close()
+    if others is None:             # stopped while in line: nothing of its own ran
+        others, side_mark = OtherLoad(), app.side_work.mark()
     stopped = cancel.is_set() or "cancelled" in view.stats.stop_reasons.values()
     if stopped:
         view.stopped()           # a lane cut off before its Done says "stopped", never "running"
@@ -168,6 +178,17 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
                    download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype,
                                              cost_record(model, led.k, busy), settled.chat)),
                    tree=bool(cfg.tree), tree_box=_tree_box(view, run, stopped, model, lanes))
+
+
+def _in_line(work: Iterator, cancel: threading.Event):
+    """While `work` (a job sliced with line=True) waits for its first slot, one status update per place
+    it reaches ("3rd in line, about 20 s"); returns the job's items from its first one on."""
+    for item in work:
+        if isinstance(item, InLine):
+            yield _only(line_status(item, "run"), cancel=cancel)
+            continue
+        return itertools.chain([item], work)
+    return iter(())
 
 
 def finished(view: RaceView, led, status: str, stopped: bool, download: str, tree: bool = False,
@@ -215,7 +236,7 @@ def _stream(view: RaceView, events: Iterator[Event], cancel: threading.Event | N
             if now - last_strip >= STRIP_EVERY_S:
                 strip, last_strip = view.strip(), now
             last_pane = now
-            if feed is not None:
+            if feed is not None and not feed.cut:      # a channel gone: the rest through Gradio
                 _feed(feed, view, strip if last_strip == now else None)
                 continue
             yield RaceUpdate(strip=strip, spec_meter=view.meter("spec"), spec_pane=view.pane("spec"),

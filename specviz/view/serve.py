@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import socket
+import time
+from typing import Callable
 
 from ..app.state import AppState
 from .fair_queue import queue_demo
@@ -14,10 +16,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(app: AppState):
-    """Launch without blocking; returns (demo, url). Call demo.close() when done."""
+def serve(app: AppState, clock: Callable[[], float] = time.monotonic):
+    """Launch without blocking; returns (demo, url). Call demo.close() when done. `clock` is what the
+    fair queue's caps read (view/fair_queue.py; tests move it by hand)."""
     demo = build_demo(app)
-    queue_demo(demo, app.limits)
+    queue_demo(demo, app.limits, clock)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                **launch_options(app.limits))
     return demo, f"http://127.0.0.1:{port}"

@@ -10,13 +10,17 @@ in the workshop. It does not launch: app.py does.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import gradio as gr
 
 from ..app import gpu_calls
 from ..app.state import AppState
 from ..paths import ASSETS
+from . import warm_notice
 from .api import generate_endpoint
 from .form import build_form
+from .bad_bodies import exception_handlers
 from .closed_routes import routes as closed_routes
 from .trace_route import routes as trace_routes
 from .live_channel import routes as live_routes
@@ -33,10 +37,11 @@ TABS = (race, step, lossless, workshop, explain, rules, server)   # server: show
 SESSIONS_KEPT = 2000         # ~400 MB of session state at most; far more tabs than the queue serves at once
 
 
-def launch_options() -> dict:
+def launch_options(limits=None) -> dict:
     """Theme, stylesheet and the page's script (panes that follow the newest token, step keys);
-    Gradio 6 takes them in launch()."""
-    return {"theme": gr.themes.Soft(primary_hue="emerald", neutral_hue="slate"),
+    Gradio 6 takes them in launch(). `limits` (the profile's) sizes Gradio's worker threads."""
+    return {"max_threads": worker_threads(limits),
+            "theme": gr.themes.Soft(primary_hue="emerald", neutral_hue="slate"),
             "css_paths": [str(ASSETS / "style.css")], "js": (ASSETS / "page.js").read_text(encoding="utf-8"),
             "max_file_size": 1,      # the page has no upload component (and the route is closed: closed_routes.py)
             # Sessions whose state Gradio keeps (least recently used dropped first): each holds a copy of
@@ -49,7 +54,19 @@ def launch_options() -> dict:
             "run_history": False,
             # trace downloads by token (view/trace_route.py); a race's live feed by token
             # (view/live_channel.py); the upload route closed (view/closed_routes.py)
-            "app_kwargs": {"routes": trace_routes() + live_routes() + closed_routes()}}
+            "app_kwargs": {"routes": trace_routes() + live_routes() + closed_routes(),
+                           # a body the server cannot read: one line, no traceback (view/bad_bodies.py)
+                           "exception_handlers": exception_handlers()}}
+
+
+def worker_threads(limits=None) -> int:
+    """Gradio's worker threads: one for every work event the fair queue may admit (each waits for its
+    turn of the device in its own thread, app/slots.py, saying its place in line) and room for the
+    page's quick events beside them. Gradio's 40 would leave a room's races waiting where no place is
+    told, behind a hostile address's."""
+    if limits is None:
+        return 40
+    return 2 * limits.queue_size + limits.jobs_per_address + 32
 
 
 def build_demo(app: AppState | None = None) -> gr.Blocks:
@@ -64,6 +81,8 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         gr.HTML(INTRO, elem_id="title")
         # Projector mode: the whole page larger for a room, from any tab (in the title line).
         projector = gr.Checkbox(False, label="projector mode", elem_id="projector", container=False)
+        # The first minute: while the default pair warms up, a line says so (view/warm_notice.py).
+        warm = gr.HTML("", elem_id="warm-notice")
         cancel = gr.State(None)
         progress = workshop.progress_store()     # outside the tabs: mounted, so read, at page load
         with gr.Row(equal_height=False, elem_id="main-row"):
@@ -79,6 +98,10 @@ def build_demo(app: AppState | None = None) -> gr.Blocks:
         for module, tab in built.items():
             js = "add" if module is workshop else "remove"
             tab.select(None, None, None, api_name=False, js=f"() => {{ document.body.classList.{js}('ws-open'); }}")
+        # A page opened during warm-up: the line counts down, then its first race starts by itself.
+        demo.load(partial(warm_notice.notices, app), None, warm, api_name=False, show_progress="hidden",
+                  concurrency_id="ui", concurrency_limit=None).then(
+            None, None, None, api_name=False, js=warm_notice.AUTORUN)
         projector.change(None, [projector], None, api_name=False,
                          js="(on) => { document.body.classList.toggle('projector', on); return []; }")
     return demo

@@ -72,11 +72,12 @@ def listen_for(queue, session: str | None) -> None:
         pass
 
 
-def unread(queue, event, after_s: float = 0.0) -> bool:
-    """Has no stream read the event's session since the event joined, `after_s` seconds or more ago?
-    (False where Gradio's session queues are not ours: then nothing is known.)"""
+def unread(queue, event, after_s: float = 0.0, now: float | None = None) -> bool:
+    """Has no stream read the event's session since the event joined, `after_s` seconds or more ago
+    (`now`: monotonic seconds, the caller's clock)? (False where Gradio's session queues are not ours:
+    then nothing is known.)"""
     try:
-        if time.monotonic() - event.enqueue_time < after_s:
+        if (time.monotonic() if now is None else now) - event.enqueue_time < after_s:
             return False
         messages = queue.pending_messages_per_session.get(event.session_hash)
         return isinstance(messages, Listened) and not messages.read_since(event.enqueue_time)
@@ -141,9 +142,21 @@ def current_client() -> str | None:
         return None
 
 
+def current_session() -> str | None:
+    """The Gradio session (one browser tab) of the current request, for the round robin inside its
+    client; None outside a request."""
+    try:
+        from gradio.context import LocalContext
+        request = LocalContext.request.get(None)
+        return getattr(request, "session_hash", None) if request is not None else None
+    except Exception:           # noqa: BLE001
+        return None
+
+
 def install() -> None:
     """Every decoding job in a Gradio request stops once its visitor is gone, and takes its turns as its
     client's (app/slots.py's defaults)."""
     from ..app import slots
     slots.default_stop = visitor_gone
     slots.default_client = current_client
+    slots.default_session = current_session

@@ -50,6 +50,7 @@ from .graph_capture import GATE, Capturer, GraphSet, capturer_for, failure
 from .lean_step import kv_buffers, lean_step_weights, step as lean_step
 from .lean_step import unsupported as lean_unsupported, wanted as lean_wanted
 from .static_model import capacity_for
+from .transfer import to_device
 from .tree_pass import move_kv
 
 MAX_GRAPH_TOKENS = 33       # feeds of more tokens (k is at most 32, plus one) run eagerly, as prefills do
@@ -533,7 +534,8 @@ class GraphCachedModel:
         its ancestors among the cached nodes; a prefill; more than MAX_GRAPH_TOKENS) runs eagerly."""
         n, start, tokens = self._begin(tokens)
         bundle = self.bundle
-        rope = positions.view(-1).to(self.device)
+        rope = to_device(positions.view(-1), self.device)
+        visible = to_device(visible, self.device)
         if start == 0 or n > MAX_GRAPH_TOKENS or self.graphs.eager_reason is not None or not whole_context:
             slots = torch.arange(start, start + n, device=self.device)
             logits = bundle.step(bundle.history[start: start + n], slots, keep, span=start + n, rope=rope,
@@ -591,7 +593,7 @@ class GraphCachedModel:
         """Keep the entries (and their tokens in the history) at base + s at base, base + 1, ..."""
         pairs = [t for layer in self.bundle.cache.layers for t in (layer.keys, layer.values)]
         move_kv(pairs, base, slots)
-        source = torch.tensor([base + s for s in slots], device=self.device)
+        source = to_device(torch.tensor([base + s for s in slots]), self.device)
         self.bundle.history[base: base + len(slots)] = self.bundle.history.index_select(0, source)
 
     def crop(self, length: int) -> None:

@@ -534,9 +534,14 @@ def out_of_memory(exc: BaseException) -> bool:
 
 def give_back_cached(device: torch.device) -> None:
     """Return the allocator's cached, unused blocks (a dropped graph pool among them) to the device.
-    It synchronizes the device: call it only where no capture can be underway (under the gate)."""
+    It synchronizes the device: call it only where no capture can be underway (under the gate). A device
+    left in a failed state may refuse it: then nothing is given back, and the caller's own check of the
+    device (`_device_answers`) says what follows."""
     if device.type == "cuda":
-        torch.cuda.empty_cache()
+        try:
+            torch.cuda.empty_cache()
+        except Exception:      # noqa: BLE001 - a sticky CUDA error: reported by the caller's device check
+            pass
 
 
 def _sync(device: torch.device) -> None:

@@ -18,6 +18,7 @@ import torch
 
 from ..errors import ConfigError
 from .kv_buffer import buffered_cache
+from .transfer import to_device
 from .tree_pass import additive_mask, move_kv
 
 
@@ -104,8 +105,9 @@ class CachedModel:
 
 
 def uncached(lm: ModelWithCache, ids: list[int]) -> torch.Tensor:
-    """The tokens of the committed sequence `ids` that `lm`'s cache does not hold yet, on its device."""
-    return torch.tensor(ids[lm.length:], dtype=torch.long, device=lm.device)
+    """The tokens of the committed sequence `ids` that `lm`'s cache does not hold yet, on its device
+    (copied without a host sync: to_device)."""
+    return to_device(torch.tensor(ids[lm.length:], dtype=torch.long), lm.device)
 
 
 def positions_needed(out, cfg) -> int:

@@ -177,10 +177,28 @@ def clear_failure() -> None:
 class _Graph:
     graph: object
     output: torch.Tensor
+    device: torch.device | None = None
 
     def run(self) -> torch.Tensor:
+        if self.device is not None:
+            assert_default_stream(self.device)
         self.graph.replay()
         return self.output
+
+
+class StreamError(RuntimeError):
+    """A graph was about to replay off the device's default stream."""
+
+
+def assert_default_stream(device: torch.device) -> None:
+    """Replays run on the device's default stream only. Every graph here was captured on one capture
+    stream and shares that stream's cuBLAS workspace; replays serialized on the default stream never
+    overlap, so they never use the workspace at once. A replay on a side stream could run beside
+    another graph's and corrupt both: refuse it, in one line."""
+    current, default = torch.cuda.current_stream(device), torch.cuda.default_stream(device)
+    if current != default:
+        raise StreamError(f"a CUDA graph replay on stream {current} instead of the default stream {default}: "
+                          "graphs share one cuBLAS workspace and replay on the default stream only")
 
 
 _CAPTURE_STREAMS: dict[int, "torch.cuda.Stream"] = {}
@@ -237,7 +255,7 @@ class CudaCapturer:
                     _stop_pool_routing(self.device, self.pool)
                     raise
             caller.wait_stream(self.stream)
-        return _Graph(graph, output)
+        return _Graph(graph, output, self.device)
 
 
 @contextmanager
@@ -420,6 +438,9 @@ class GraphSet:
                 _sync(self.device)              # still inside the gate: no capture is underway
             except Exception as exc:            # noqa: BLE001 - out of memory: this run's; else this model's
                 self._give_up()
+                # The failed capture's graph pool (and what its warm-up cached) goes back to the device now,
+                # under the gate, rather than staying reserved for this cache's life.
+                give_back_cached(self.device)
                 if out_of_memory(exc):
                     self.closed = f"out of device memory while capturing ({str(exc)[:80]})"
                     self.capture_s += time.perf_counter() - start
@@ -451,7 +472,18 @@ class GraphSet:
         replay = self.replays[key]
         if key in self.checked:
             return replay.run()
-        expected = step().clone()               # eager first: it writes the right cache entries
+        try:
+            expected = step().clone()           # eager first: it writes the right cache entries
+        except Exception as exc:                # noqa: BLE001 - no room for the eager step beside the graphs
+            if not out_of_memory(exc):
+                raise
+            # This run goes on eagerly (the set closed, its graphs' memory given back); the step writes
+            # only at the fed positions, so running it again overwrites whatever the failed one left.
+            self.closed = "out of device memory in the replay check's eager step"
+            self._give_up()
+            with GATE.shared():                 # no capture underway meanwhile (a shared hold nests)
+                give_back_cached(self.device)
+            return step()
         try:
             written = [t.clone() for t in state()] if state is not None else []
         except Exception as exc:                # noqa: BLE001 - no room to check: this run goes on eagerly
@@ -498,6 +530,18 @@ def out_of_memory(exc: BaseException) -> bool:
         return True
     text = str(exc)
     return "out of memory" in text or "CUBLAS_STATUS_ALLOC_FAILED" in text
+
+
+def give_back_cached(device: torch.device) -> None:
+    """Return the allocator's cached, unused blocks (a dropped graph pool among them) to the device.
+    It synchronizes the device: call it only where no capture can be underway (under the gate). A device
+    left in a failed state may refuse it: then nothing is given back, and the caller's own check of the
+    device (`_device_answers`) says what follows."""
+    if device.type == "cuda":
+        try:
+            torch.cuda.empty_cache()
+        except Exception:      # noqa: BLE001 - a sticky CUDA error: reported by the caller's device check
+            pass
 
 
 def _sync(device: torch.device) -> None:

@@ -18,7 +18,11 @@ K/V entries written, until one passes at a position other than its capture's (gr
 mismatch makes the model decode eagerly from then on (its cache rebuilt from the tokens fed, which
 the bundle keeps). Rolling back is moving the length: entries past it are masked, then overwritten.
 
-Caches, with their graphs, are pooled per (model, capacity, vocabulary), lent to one run at a
+On CUDA the step is the lean step (lean_step.py: stacked weights, about 13 ops a layer instead of
+about 38) for a Llama or Qwen2 model, with the same inputs, mask and cache; elsewhere, or with
+SPECVIZ_GPU_STEP=transformers, the model's own forward.
+
+Caches, with their graphs, are pooled per (model, capacity, vocabulary, step), lent to one run at a
 time, and kept only while they can replay: the pool holds its models weakly, drops a model's
 bundles when it is forgotten (a pair evicted) or collected, when its weights moved (their device
 addresses, which a graph has baked in, changed: ZeroGPU), and beyond a few bundles in all. A cache's
@@ -43,13 +47,16 @@ from transformers import StaticCache
 from transformers.cache_utils import Cache, StaticLayer
 
 from .graph_capture import GATE, Capturer, GraphSet, capturer_for, failure
+from .lean_step import kv_buffers, lean_step_weights, step as lean_step
+from .lean_step import unsupported as lean_unsupported, wanted as lean_wanted
 from .static_model import capacity_for
+from .transfer import to_device
 from .tree_pass import move_kv
 
 MAX_GRAPH_TOKENS = 33       # feeds of more tokens (k is at most 32, plus one) run eagerly, as prefills do
 ATTENTION = ("sdpa", "eager")   # implementations that take a 4-D additive mask as given
 MAX_POOLED = 6              # free bundles kept in all (a 7B-shaped bf16 bundle at 16k positions is ~0.94 GB)
-PER_SHAPE = 2               # ... and per (model, capacity, vocabulary): a race's two lanes of one model
+PER_SHAPE = 2               # ... and per (model, capacity, vocabulary, step): a race's two lanes of one model
 MEMORY_SHARE = 0.5          # a new cache takes at most this share of the device memory free when it is made
 
 
@@ -146,15 +153,21 @@ class _Bundle:
     what an earlier one captured. It holds its model weakly (the pool must not keep a model alive)
     and the tokens fed so far (`history`), from which a distrusted cache is rebuilt."""
 
-    def __init__(self, model, vocab_size: int, capacity: int, capturer: Capturer):
+    def __init__(self, model, vocab_size: int, capacity: int, capturer: Capturer, lean: bool = False):
         self._model = weakref.ref(model)
         self.vocab_size, self.capacity = vocab_size, capacity
         self.device = model.get_input_embeddings().weight.device
         self.dtype = model.get_input_embeddings().weight.dtype
+        # The lean step (lean_step.py) and whether it runs its CUDA form (residuals in the matmuls,
+        # query heads folded): its keys and values are one tensor a layer, the layers' views into it.
+        # Built before the weights' addresses are read: it re-points q/k/v and gate/up to stacked rows.
+        self.lean = lean_step_weights(model) if lean else None
+        self.fused = self.device.type == "cuda"
         self.weights = weights_of(model)
         self.epoch = self.generation = 0
         self.slot = _Slot()
         self.cache = Cache(layers=[_PositionedLayer(capacity, self.slot) for _ in range(model.config.num_hidden_layers)])
+        self.kv: list[torch.Tensor] | None = None
         self._allocate(model.config)
         self.kv_index = torch.arange(capacity, device=self.device)          # (capacity,)
         self.history = torch.zeros(capacity, dtype=torch.long, device=self.device)
@@ -165,8 +178,12 @@ class _Bundle:
         current stream (StaticLayer would allocate them at its first update: inside a capture's warm-up)."""
         heads, dim = kv_heads_and_dim(config)
         stub = torch.empty(1, heads, 0, dim, dtype=self.dtype, device=self.device)
-        for layer in self.cache.layers:
+        if self.lean is not None:
+            self.kv = kv_buffers(self.lean, self.capacity, self.dtype, self.device)
+        for i, layer in enumerate(self.cache.layers):
             layer.lazy_initialization(stub, stub)
+            if self.kv is not None:       # (1, heads, capacity, dim) views of the layer's one tensor
+                layer.keys, layer.values = self.kv[i][0:1], self.kv[i][1:2]
 
     @property
     def nbytes(self) -> int:
@@ -180,6 +197,7 @@ class _Bundle:
         captured = self.graphs.invalidate()
         for layer in self.cache.layers:
             layer.keys = layer.values = None
+        self.kv = None
         self.history = None
         return captured
 
@@ -212,17 +230,21 @@ class _Bundle:
             fed = (rel >= 0) & (rel < positions.numel())
             seen = (rel < 0)[None, :] | (fed[None, :] & within.index_select(1, rel.clamp(0, positions.numel() - 1)))
         mask = torch.zeros(seen.shape, dtype=self.dtype, device=self.device)
-        mask = mask.masked_fill(~seen, torch.finfo(self.dtype).min)[None, None]   # (1, 1, n, span)
+        mask = mask.masked_fill(~seen, torch.finfo(self.dtype).min)               # (n, span)
+        if self.lean is not None:
+            logits = lean_step(self.lean, self.kv, tokens.view(-1), positions, positions if rope is None else rope,
+                               mask, keep, span, fused=self.fused)
+            return logits[:, : self.vocab_size].float()                        # (keep, V)
         # cache_position too, from the same tensor: left out, transformers derives it from the cache's
         # length on the host, a number a CUDA graph would freeze at its capture.
         out = model(input_ids=tokens.view(1, -1), position_ids=(positions if rope is None else rope).view(1, -1),
-                    attention_mask=mask, cache_position=positions, past_key_values=self.cache, use_cache=True,
+                    attention_mask=mask[None, None], cache_position=positions, past_key_values=self.cache, use_cache=True,
                     logits_to_keep=keep)
         return out.logits[0, :, : self.vocab_size].float()                 # (keep, V)
 
 
 class BundlePool:
-    """Free bundles per (model, (capacity, vocabulary)), most recently released last, at most
+    """Free bundles per (model, (capacity, vocabulary, lean step)), most recently released last, at most
     MAX_POOLED in all and PER_SHAPE per key. A new cache is made only where it takes at most
     `room(device)` (on CUDA, MEMORY_SHARE of what the device has free; unbounded off CUDA), free ones
     dropped first to make room: so the caches lent and free stay bounded by the device's memory.
@@ -397,15 +419,23 @@ class GraphCachedModel:
     """ModelWithCache over a pooled static cache; decode steps replayed as captured graphs.
     `shapes`: the (tokens, kept logits) feeds this run will make, captured together at its first feed
     (a shape outside them is captured when first fed). `capturer` (default: CUDA graphs on CUDA, the
-    eager stand-in elsewhere) applies to a new cache only: a pooled one keeps its own."""
+    eager stand-in elsewhere) applies to a new cache only: a pooled one keeps its own. `lean`: step
+    through lean_step.py instead of transformers' forward (None: SPECVIZ_GPU_STEP decides, lean on
+    CUDA by default; a model outside its family always takes transformers' forward)."""
 
-    def __init__(self, model, vocab_size: int, positions: int, capturer: Capturer | None = None, shapes=()):
+    def __init__(self, model, vocab_size: int, positions: int, capturer: Capturer | None = None, shapes=(),
+                 lean: bool | None = None):
         self.model, self.vocab_size = model, vocab_size
         self.device = model.get_input_embeddings().weight.device
         self.capacity = capacity_for(positions)
         self.shapes = tuple(s for s in dict.fromkeys(shapes) if shape_tokens(s) <= MAX_GRAPH_TOKENS)
-        self.bundle = POOL.acquire(model, (self.capacity, vocab_size),
-                                   lambda: _Bundle(model, vocab_size, self.capacity, capturer or capturer_for(self.device)),
+        self.lean_step = (lean_wanted(self.device) if lean is None else lean) and lean_unsupported(model) is None
+        if self.lean_step:
+            lean_step_weights(model)        # re-points the model's weights before the pool reads their addresses
+        self._key = (self.capacity, vocab_size, self.lean_step)
+        self.bundle = POOL.acquire(model, self._key,
+                                   lambda: _Bundle(model, vocab_size, self.capacity, capturer or capturer_for(self.device),
+                                                   lean=self.lean_step),
                                    plan=self.shapes, nbytes=cache_bytes(model, self.capacity), device=self.device)
         self.graphs = self.bundle.graphs
         self._captures0, self._capture_s0 = self.graphs.captures, self.graphs.capture_s
@@ -504,7 +534,8 @@ class GraphCachedModel:
         its ancestors among the cached nodes; a prefill; more than MAX_GRAPH_TOKENS) runs eagerly."""
         n, start, tokens = self._begin(tokens)
         bundle = self.bundle
-        rope = positions.view(-1).to(self.device)
+        rope = to_device(positions.view(-1), self.device)
+        visible = to_device(visible, self.device)
         if start == 0 or n > MAX_GRAPH_TOKENS or self.graphs.eager_reason is not None or not whole_context:
             slots = torch.arange(start, start + n, device=self.device)
             logits = bundle.step(bundle.history[start: start + n], slots, keep, span=start + n, rope=rope,
@@ -562,7 +593,7 @@ class GraphCachedModel:
         """Keep the entries (and their tokens in the history) at base + s at base, base + 1, ..."""
         pairs = [t for layer in self.bundle.cache.layers for t in (layer.keys, layer.values)]
         move_kv(pairs, base, slots)
-        source = torch.tensor([base + s for s in slots], device=self.device)
+        source = to_device(torch.tensor([base + s for s in slots]), self.device)
         self.bundle.history[base: base + len(slots)] = self.bundle.history.index_select(0, source)
 
     def crop(self, length: int) -> None:
@@ -572,5 +603,5 @@ class GraphCachedModel:
     def release(self) -> None:
         """Lend the cache, with its graphs, to the next run."""
         if self.bundle is not None:
-            POOL.release(self.model, (self.capacity, self.vocab_size), self.bundle)
+            POOL.release(self.model, self._key, self.bundle)
             self.bundle = None

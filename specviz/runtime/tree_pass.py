@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import torch
 
+from .transfer import to_device
+
 
 def ancestry(parents: list[int]) -> torch.Tensor:
     """(n, n) bool: row i marks node i and its ancestors. Parents come before children (-1: the root)."""
@@ -77,5 +79,5 @@ def move_kv(pairs, base: int, slots: list[int]) -> None:
     source = None
     for held in pairs:
         if source is None:
-            source = torch.tensor([base + s for s in slots], device=held.device)
+            source = to_device(torch.tensor([base + s for s in slots]), held.device)
         held[..., base: base + len(slots), :] = held.index_select(-2, source)

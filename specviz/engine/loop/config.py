@@ -21,6 +21,7 @@ K_RANGE = (1, 32)
 SEED_MAX = 2**32 - 1
 MAX_NEW_TOKENS_RANGE = (1, 8192)
 MIN_TEMPERATURE = 1e-3            # smallest non-zero temperature (and draft_temperature); 0 = greedy
+TEMPERATURE_MAX = 5.0             # highest temperature (and draft_temperature) a run takes
 TREE_WIDTH_MAX = 8                # candidates per node at one depth of a token tree
 TREE_NODES_MAX = 256              # nodes of a token tree at most (one target pass checks them all)
 CONFIDENCE_STOP_MAX = 0.95        # highest confidence_stop (the page's slider and the presets use it too)
@@ -170,7 +171,7 @@ def _check_float(name: str, value, lo: float, hi: float, low: str | None = None)
 
 
 def _check_temperature(name: str, value) -> None:
-    _check_float(name, value, 0.0, 5.0)
+    _check_float(name, value, 0.0, TEMPERATURE_MAX)
     if 0 < value < MIN_TEMPERATURE:
         raise ConfigError(f"{name} must be 0 (greedy) or at least {MIN_TEMPERATURE:g}, not {value:g}", field=name)
 

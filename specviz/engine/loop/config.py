@@ -194,6 +194,8 @@ def parse_tree(text: str) -> tuple[int, ...]:
 
 
 def planned_nodes(cfg: SpecConfig) -> int:
-    """Nodes a full tree round drafts: the static shape's, or at most the budget."""
-    full = tree_nodes(cfg.tree)
+    """Nodes a full tree round drafts: the static shape's (a drafter of branches only, prompt lookup:
+    the first width's chains, each as deep as the tree), or at most the budget."""
+    shape = cfg.tree
+    full = shape[0] * len(shape) if DRAFTERS[cfg.drafter].branches_only else tree_nodes(shape)
     return min(full, cfg.tree_budget) if cfg.tree_budget else full

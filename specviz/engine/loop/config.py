@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field, fields
 
 from ...errors import ConfigError
+from ...runtime.tree_pass import tree_nodes     # the one count of a tree's nodes (config users import it here)
 from .drafters import DEFAULT_DRAFTER, DRAFTERS
 from .rules import get_rule
 
@@ -174,15 +175,6 @@ def _check_temperature(name: str, value) -> None:
     _check_float(name, value, 0.0, TEMPERATURE_MAX)
     if 0 < value < MIN_TEMPERATURE:
         raise ConfigError(f"{name} must be 0 (greedy) or at least {MIN_TEMPERATURE:g}, not {value:g}", field=name)
-
-
-def tree_nodes(widths) -> int:
-    """Nodes of a static tree with `widths` candidates per depth: w1 + w1 w2 + w1 w2 w3 + ..."""
-    total, level = 0, 1
-    for w in widths:
-        level *= w
-        total += level
-    return total
 
 
 def parse_tree(text: str) -> tuple[int, ...]:

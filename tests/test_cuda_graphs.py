@@ -245,6 +245,7 @@ def test_gpu_check_cuts_a_hanging_part_at_its_limit_and_goes_on_in_a_fresh_proce
     assert parts["F"]["ok"]
 
 
+@pytest.mark.slow    # two subprocesses of scripts/gpu_check.py, each importing torch and transformers
 def test_gpu_check_lists_its_parts_and_refuses_unknown_ones():
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     script = str(ROOT / "scripts" / "gpu_check.py")
@@ -256,6 +257,7 @@ def test_gpu_check_lists_its_parts_and_refuses_unknown_ones():
     assert refused.returncode == 2 and "unknown parts Z" in refused.stdout
 
 
+@pytest.mark.slow    # a subprocess of scripts/gpu_check.py importing torch and transformers
 def test_gpu_check_refuses_another_transformers(tmp_path):
     """One line saying how to carry the pinned wheel, before any work."""
     shim = tmp_path / "transformers_shim"

@@ -14,7 +14,7 @@ measured; the page loads its chart script as that race's charts are drawn), then
 - long tasks: the share of the race the main thread spent in tasks over 50 ms (the Long Tasks API);
 - KB received: bytes the page received meanwhile (CDP Network.dataReceived, decoded);
 - node swaps: pane nodes removed while the race streamed (0: updates were appended).
-It prints one markdown table (benchmarks/README.md keeps it).
+It prints one markdown table (benchmarks/history/live-race.md keeps the rows; benchmarks/README.md the latest figures).
 """
 import argparse
 import json

@@ -30,6 +30,7 @@ def test_loads_with_plain_transformers_offline():
         assert model(ids).logits.shape[-1] >= len(tok)
 
 
+@pytest.mark.slow    # loads the bundled pair and decodes 2 x 48 tokens in both lanes
 def test_greedy_speculative_equals_plain_on_bundled_pair():
     pair = load_pair()          # the default: the bundled pair
     assert pair.draft is not None and pair.device.type in ("cpu", "cuda", "mps")

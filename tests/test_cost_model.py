@@ -137,6 +137,7 @@ def test_repeat_reports_the_median_and_the_range():
     assert repeated([None, None]) is None
 
 
+@pytest.mark.slow    # two CLI subprocesses, each loading torch and a pair
 def test_cli_repeat_reports_the_median_and_range_of_its_races(tiny_dirs):
     import json
     from .helpers import cli
@@ -191,6 +192,7 @@ def test_one_stray_timing_among_many_does_not_make_a_figure_noise():
     assert model({3: [0.004, 0.22, 0.0041]}, {}).c(3).noise          # with three samples, all of them count
 
 
+@pytest.mark.slow    # three workshop races on the tiny pair
 def test_the_workshop_race_repeated_three_times_answers_with_the_median_and_range(tiny_dirs, monkeypatch):
     """The workshop's "race 3x": three races, the answer their median, the range said, one race's passes shown."""
     import statistics

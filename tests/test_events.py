@@ -172,3 +172,59 @@ def test_events_are_keyword_only_and_check_themselves():
         Drafted(round=1, token_ids=[1], pieces=["a"], q=[1.2])
     with pytest.raises(ValueError):
         TargetToken(index=0, token_id=-3, piece="a", p=0.5)
+
+
+def _stats():
+    from specviz.engine.metrics.measures import LaneStats
+    return LaneStats.from_dict({})
+
+
+INCONSISTENT = [
+    # A tree whose second child of the root claims to be the draft's first choice (its parents say second).
+    ("Drafted", dict(round=1, token_ids=[1, 2, 3], pieces=["a", "b", "c"], q=[0.5, 0.3, 0.4], parents=[-1, -1, 0],
+                     depths=[1, 1, 2], choices=[0, 0, 0]), "choice 0 of parent -1"),
+    ("Drafted", dict(round=1, token_ids=[1, 2], pieces=["a", "b"], q=[0.5, 0.3], parents=[-1, 0], depths=[1, 2],
+                     choices=[0, 1]), "choice 1 of parent 0"),
+    # A draw that would have rejected what the record says was kept, and the other way round.
+    ("Accepted", dict(round=1, position=0, token_id=5, piece="a", p=0.3, q=0.5, accept_prob=0.6, u=0.7,
+                      rule="ratio", index=0), "would have rejected"),
+    ("Rejected", dict(round=1, position=0, token_id=5, piece="a", p=0.3, q=0.5, accept_prob=0.6, u=0.2,
+                      rule="ratio", discarded=0), "would have kept"),
+    ("Accepted", dict(round=1, position=0, token_id=5, piece="a", p=0.3, q=0.5, accept_prob=0.6, u=0.2,
+                      rule="ratio", index=0, node=1), "node and its choice"),
+    # A round with more accepted than drafted, more emitted than one past the accepted, totals below it.
+    ("RoundEnd", dict(round=1, drafted=2, accepted=3, emitted=4, draft_s=0, verify_s=0, bookkeeping_s=0,
+                      total_tokens=4, total_drafted=2, total_accepted=3, text="", k_next=4, full=True), "accepted"),
+    ("RoundEnd", dict(round=1, drafted=4, accepted=2, emitted=4, draft_s=0, verify_s=0, bookkeeping_s=0,
+                      total_tokens=4, total_drafted=4, total_accepted=2, text="", k_next=4, full=True), "emitted"),
+    ("RoundEnd", dict(round=2, drafted=4, accepted=2, emitted=3, draft_s=0, verify_s=0, bookkeeping_s=0,
+                      total_tokens=3, total_drafted=3, total_accepted=2, text="", k_next=4, full=True), "totals"),
+    ("RoundEnd", dict(round=1, drafted=4, accepted=2, emitted=3, draft_s=0, verify_s=0, bookkeeping_s=0,
+                      total_tokens=3, total_drafted=4, total_accepted=2, text="", k_next=4, full=False,
+                      unjudged=3), "unjudged"),
+    # A made-up stop reason.
+    ("Done", dict(text="", token_ids=[], stop_reason="bored", stats=None), "stop_reason"),
+]
+
+
+@pytest.mark.parametrize("kind, fields, words", INCONSISTENT, ids=[f"{k}-{w}" for k, _, w in INCONSISTENT])
+def test_an_inconsistent_record_is_refused_where_it_is_built(kind, fields, words):
+    from specviz.engine.loop import events
+    if kind == "Done":
+        fields = {**fields, "stats": _stats()}
+    with pytest.raises(ValueError, match=words):
+        getattr(events, kind)(**fields)
+
+
+def test_the_consistent_neighbours_of_those_records_are_built():
+    from specviz.engine.loop.events import Accepted, Done, Drafted, Rejected, RoundEnd
+    Drafted(round=1, token_ids=[1, 2, 3], pieces=["a", "b", "c"], q=[0.5, 0.3, 0.4], parents=[-1, -1, 0],
+            depths=[1, 1, 2], choices=[0, 1, 0])
+    verdict = dict(round=1, position=0, token_id=5, piece="a", p=0.3, q=0.5, accept_prob=0.6, rule="ratio")
+    Accepted(**verdict, u=0.2, index=0, node=1, choice=0)
+    Accepted(**verdict, u=None, index=0)                     # greedy: no draw
+    Rejected(**verdict, u=0.6, discarded=2)                  # u = accept_prob rejects (kept iff u < it)
+    RoundEnd(round=1, drafted=4, accepted=4, emitted=5, draft_s=0, verify_s=0, bookkeeping_s=0, total_tokens=5,
+             total_drafted=4, total_accepted=4, text="", k_next=4, full=True)
+    for reason in ("max_tokens", "eos", "stop_string", "cancelled", "length_limit"):
+        Done(text="", token_ids=[], stop_reason=reason, stats=_stats())

@@ -366,6 +366,7 @@ def _join_and_read(url, fn_index, data, session):
     return {}
 
 
+@pytest.mark.slow    # four bad values in every input of every page event, each a raw join to a served page
 def test_a_value_no_check_foresaw_is_one_line_and_no_traceback(tiny_dirs, capfd):
     """Raw joins to the page's own events with values of the wrong kind in every place: each is refused
     at the join, or answered in one line; none prints a traceback."""

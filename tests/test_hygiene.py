@@ -33,7 +33,7 @@ def _race(client, **changes):
     (dict(k=-1), "k must be between 1 and 12, not -1"),
     (dict(k=100), "k must be between 1 and 12, not 100"),
     (dict(max_new_tokens=99999), "max new tokens must be between 1 and 256, not 99999"),
-    (dict(top_p=0), "top_p"),
+    (dict(top_p=0), "top-p"),
     (dict(seed="seven"), "seed must be a whole number"),
     (dict(preset="nope"), "unknown model pair 'nope'"),
 ])

@@ -114,12 +114,13 @@ def hand_made_events():
     """Round 1 drafts ' the', ' 4', '(': the first two accepted, '(' rejected; round 2 drafts ' 7', ')':
     ' 7' rejected, ')' discarded. Then a plain-lane event, which the fold ignores."""
     v = dict(lane="spec", t=0.1, p=0.5, q=0.4, accept_prob=1.0, u=0.3, rule="ratio")
+    no = {**v, "p": 0.1, "accept_prob": 0.25, "u": 0.7}           # a rejection's draw is above its probability
     return [Drafted(round=1, token_ids=[1, 2, 3], pieces=[" the", " 4", "("], q=[0.4, 0.4, 0.4]),
             Accepted(round=1, position=0, token_id=1, piece=" the", index=0, **v),
             Accepted(round=1, position=1, token_id=2, piece=" 4", index=1, **v),
-            Rejected(round=1, position=2, token_id=3, piece="(", discarded=0, **v),
+            Rejected(round=1, position=2, token_id=3, piece="(", discarded=0, **no),
             Drafted(round=2, token_ids=[4, 5], pieces=[" 7", ")"], q=[0.5, 0.5]),
-            Rejected(round=2, position=0, token_id=4, piece=" 7", discarded=1, **v),
+            Rejected(round=2, position=0, token_id=4, piece=" 7", discarded=1, **no),
             Drafted(round=1, token_ids=[6], pieces=[" x"], q=[0.5], lane="base")]
 
 

@@ -110,7 +110,7 @@ def test_a_bad_optional_value_is_named_and_a_chat_switch_needs_a_chat_pair(tiny_
                           "max_new_tokens": "9999"})
     assert (got.chat, got.drafter, got.top_p, got.adaptive_k, got.max_new_tokens) == (None,) * 5
     text = " | ".join(got.problems)
-    for word in ("no chat template", "drafter must be one of", "top_p must be between", "adaptive_k must be 1 or 0",
+    for word in ("no chat template", "drafter must be one of", "top_p must be greater than 0", "adaptive_k must be 1 or 0",
                  "max_new_tokens must be between"):
         assert word in text
     assert "&lt;b&gt;x" in opened(app, {"drafter": "<b>x"})["note"]          # escaped where it becomes HTML

@@ -153,3 +153,21 @@ def test_allot_gives_the_surest_nodes_their_children_first():
     assert allot([0.1, 0.6], 2, 0) == [0, 0]
     with pytest.raises(ConfigError):
         SpecConfig(tree_budget=4)                  # a budget needs a tree
+
+
+def test_a_prompt_lookup_tree_has_full_rounds_and_a_tokens_per_round(pair):
+    """Prompt lookup drafts a tree as branches only (the first width's chains, each as deep as the tree),
+    never every node of the shape: a round that found them all is full, so its tokens per round exist."""
+    from specviz.engine.loop.config import planned_nodes
+    cfg = SpecConfig(tree=(2, 2, 1), drafter="prompt_lookup", max_new_tokens=N)
+    assert planned_nodes(cfg) == 2 * 3 and planned_nodes(SpecConfig(tree=(2, 2, 1))) == tree_nodes((2, 2, 1))
+    assert planned_nodes(SpecConfig(tree=(2, 2, 1), tree_budget=4, drafter="prompt_lookup")) == 4
+    prompt = "for i in range(10):\n    print(i)\nfor j in range(3):\n    print(j)\nfor i in"   # two pasts to look up
+    events = list(speculate(pair, prompt, cfg))
+    ends = [e for e in events if e.kind == "round_end"]
+    drafted = {e.round: len(e.token_ids) for e in events if e.kind == "drafted"}
+    assert any(drafted[e.round] == 6 for e in ends), "no round found both branches: the prompt no longer tests it"
+    full = [e for e in ends if e.full]
+    assert full and all(drafted[e.round] == 6 and e.emitted == e.accepted + 1 for e in full)
+    assert last(events).stats.tokens_per_round == sum(e.emitted for e in full) / len(full)
+    assert last(events).token_ids == reference(pair, prompt)

@@ -56,6 +56,7 @@ def test_unmeasured_and_second_choice_rate():
                                {"depth": 2, "choice": 1, "judged": 4, "accepted": 1}]) == 0.25
 
 
+@pytest.mark.slow    # a CLI subprocess
 def test_run_takes_a_tree(tiny_dirs):
     pair = ["--target", tiny_dirs["target"], "--draft", tiny_dirs["cut"]]
     r = cli("run", "--prompt", "def add(a, b):", *pair, "--tree", "2,2,1", "--max-new-tokens", "20", "--json")

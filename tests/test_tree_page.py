@@ -236,10 +236,10 @@ def test_step_mode_draws_each_tree_round():
     assert 'class="tree-node fate-resampled on-path"' in explain or 'class="tree-node fate-bonus on-path"' in explain
 
 
-def _end(d: Drafted) -> RoundEnd:
-    return RoundEnd(round=d.round, drafted=len(d.token_ids), accepted=2, emitted=3, draft_s=0.0, verify_s=0.0,
-                    bookkeeping_s=0.0, total_tokens=3, total_drafted=5, total_accepted=2, text="BEZ", k_next=2,
-                    full=True)
+def _end(d: Drafted, accepted: int = 2) -> RoundEnd:
+    return RoundEnd(round=d.round, drafted=len(d.token_ids), accepted=accepted, emitted=accepted + 1, draft_s=0.0,
+                    verify_s=0.0, bookkeeping_s=0.0, total_tokens=accepted + 1, total_drafted=5,
+                    total_accepted=accepted, text="BEZ", k_next=2, full=True)
 
 
 def test_the_race_view_notes_a_tree_round_and_not_a_chain_round():
@@ -249,7 +249,7 @@ def test_the_race_view_notes_a_tree_round_and_not_a_chain_round():
         tree.add(e)
     assert tree.pane("spec").endswith("</span>") and tree.pane("spec").count('class="tree-note') == 1
     flat = Drafted(round=1, token_ids=[10], pieces=["A"], q=[0.5])
-    for e in (flat, replace(_verdict("accepted", 0, d), node=None, choice=None), _end(flat)):
+    for e in (flat, replace(_verdict("accepted", 0, d), node=None, choice=None), _end(flat, 1)):
         chain.add(e)
     assert "tree-note" not in chain.pane("spec")
 

@@ -1,6 +1,7 @@
 """The form's settings as one object, and the one function that turns them into a run.
 
-`FORM_FIELDS` is the order in which the page lists the form's components (view/form.py); every
+`RunRequest` is made from the settings table (app/form_table.py): one field per row, in the table's
+order (`FORM_FIELDS`), the order in which the page lists the form's components (view/form.py); every
 handler receives those values and builds a `RunRequest` from them once (by name, never by
 position elsewhere); its fields carry SpecConfig's names. `settle` checks what needs no model
 (the prompt, the settings, the pair's name) and `load` loads the pair and tokenizes, each once
@@ -9,46 +10,33 @@ per click; `prepare` is both. The race, step mode, the lossless check, the rules
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, make_dataclass, replace
 
 from ..engine.loop.config import SpecConfig
-from ..engine.loop.drafters import DEFAULT_DRAFTER
 from ..errors import ConfigError
 from ..runtime.pair import ModelPair
 from ..models.presets import Preset
 from .state import AppState
+from .form_table import FORM_FIELDS, SETTINGS, request_default
 from .settings import check_prompt, make_config, prompt_ids
 
 
-@dataclass(frozen=True)
-class RunRequest:
-    """What a visitor asked for, as the page (or an API client) sent it: values are checked by `prepare`."""
-    prompt: object = ""
-    preset: object = None
-    custom_target: object = ""
-    custom_draft: object = ""
-    drafter: object = DEFAULT_DRAFTER
-    k: object = 4
-    adaptive_k: object = False
-    temperature: object = 0.0
-    top_k: object = 0
-    top_p: object = 1.0
-    max_new_tokens: object = 64
-    seed: object = 0
-    stop_strings: object = ""      # one per line, as the page's box holds them
-    chat: object = None          # None: the preset's default (on for instruct models)
-    confidence_stop: object = None   # None: the preset's (SpecConfig.confidence_stop; 0 = off)
-    tree: object = ""            # the draft's shape: "" or "chain" = a chain of k; "2,2,1,1" = a token tree
-
-    @classmethod
-    def from_form(cls, *values, **named) -> "RunRequest":
-        """Positional values in FORM_FIELDS order (as Gradio passes them), or the same names as keywords."""
-        if len(values) > len(FORM_FIELDS):
-            raise TypeError(f"the form has {len(FORM_FIELDS)} fields, got {len(values)} values")
-        return cls(**dict(zip(FORM_FIELDS, values)), **named)
+def _from_form(cls, *values, **named) -> "RunRequest":
+    """Positional values in FORM_FIELDS order (as Gradio passes them), or the same names as keywords."""
+    if len(values) > len(FORM_FIELDS):
+        raise TypeError(f"the form has {len(FORM_FIELDS)} fields, got {len(values)} values")
+    return cls(**dict(zip(FORM_FIELDS, values)), **named)
 
 
-FORM_FIELDS = tuple(f.name for f in fields(RunRequest))
+# What a visitor asked for, as the page (or an API client) sent it: one field per row of the settings
+# table (app/form_table.py), in its order, with its `request` default (None: the pair's own); values are
+# checked by `prepare`.
+RunRequest = make_dataclass(
+    "RunRequest", [(s.name, object, field(default=request_default(s))) for s in SETTINGS], frozen=True,
+    namespace={"from_form": classmethod(_from_form),
+               "__doc__": "What a visitor asked for, as the page (or an API client) sent it: values are "
+                          "checked by `prepare`; one field per row of app/form_table.py's SETTINGS.",
+               "__module__": __name__})
 
 
 @dataclass(frozen=True)
@@ -84,9 +72,9 @@ def settle(app: AppState, req: RunRequest, max_new_tokens=None) -> Settled:
     (max_new_tokens, when given, replaces the request's)."""
     prompt = check_prompt(req.prompt, app.max_prompt_chars)
     stop = _pair_stop(app, req) if req.confidence_stop is None else req.confidence_stop
-    cfg = make_config(req.drafter, req.k, req.adaptive_k, req.temperature, req.top_k, req.top_p,
-                      req.max_new_tokens if max_new_tokens is None else max_new_tokens, req.seed, app.limits,
-                      req.stop_strings, stop, req.tree)
+    values = {name: getattr(req, name) for name in FORM_FIELDS}
+    values.update(confidence_stop=stop, max_new_tokens=req.max_new_tokens if max_new_tokens is None else max_new_tokens)
+    cfg = make_config(values, app.limits)
     # The pair after the settings: a bad setting is refused before a custom pair is registered.
     preset = app.pairs.choose(req.preset, req.custom_target, req.custom_draft)
     chat = preset.chat if req.chat is None else req.chat

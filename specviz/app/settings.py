@@ -16,15 +16,14 @@ from ..engine.loop.output import EMPTY_PROMPT, encode_prompt
 from ..errors import ConfigError
 from .profile import Limits
 from ..models.chat import chat_ids
+from .form_table import BY_NAME, CHAIN, FORM_FIELDS, HOST, PAGE_WORDS, span
 
 MAX_STOP_STRINGS, MAX_STOP_LEN = 4, 64
 MIN_SAMPLES, MAX_SAMPLES, SAMPLES_STEP = 50, 2000, 50    # the lossless check's samples: its range and step
 PAGE_TREE_NODES = 64      # a token tree's nodes at most from the page (step mode draws every one)
-CHAIN = "chain"           # the draft shape box's default: a chain of k
 MAX_SEED = SEED_MAX       # SpecConfig's (share links read it)
-# SpecConfig's fields in the page's words: a refusal names the control the visitor sees.
-PAGE_WORDS = {"adaptive_k": "adaptive k", "max_new_tokens": "max new tokens", "confidence_stop": "draft confidence stop",
-              "tree": "draft shape", "stop_strings": "stop strings"}
+# The form's fields SpecConfig takes under the same name (chat, the pair and the prompt are the request's).
+ENGINE_FIELDS = tuple(name for name in FORM_FIELDS if name in SpecConfig.__dataclass_fields__)
 
 
 # A number sent as text: ASCII digits only (Python's int() and float() also read "２", "٣" and "1_0").
@@ -130,28 +129,53 @@ def draft_shape(text) -> tuple[int, ...] | None:
     return shape
 
 
-def in_page_words(err: ConfigError) -> ConfigError:
-    """SpecConfig's refusal with the field named as the page names it (the same error otherwise)."""
-    words = PAGE_WORDS.get(err.field)
+def in_page_words(err: ConfigError, words: str | None = None) -> ConfigError:
+    """SpecConfig's refusal with the field named as the page names it, or as `words` (the same error otherwise)."""
+    words = words or PAGE_WORDS.get(err.field)
     return ConfigError(str(err).replace(err.field, words, 1), field=err.field) if words else err
 
 
-def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens, seed,
-                limits: Limits = Limits(), stops=None, confidence_stop=0.0, tree=None) -> SpecConfig:
-    """The form's values as one SpecConfig, built once: coerced here, within the hosting profile's k and
-    max new tokens, every other bound SpecConfig's own."""
-    max_new = as_int("max new tokens", max_new_tokens)
-    if not 1 <= max_new <= limits.max_new_tokens:
-        raise ConfigError(f"max new tokens must be between 1 and {limits.max_new_tokens}, not {max_new}")
-    k = as_int("k", k)
-    if not limits.k_range[0] <= k <= limits.k_range[1]:
-        raise ConfigError(f"k must be between {limits.k_range[0]} and {limits.k_range[1]}, not {k}")
-    values = dict(k=k, temperature=as_float("temperature", temperature), top_k=as_int("top-k", top_k),
-                  top_p=as_float("top-p", top_p), max_new_tokens=max_new, seed=as_int("seed", seed), drafter=drafter,
-                  adaptive_k=adaptive, k_min=limits.k_range[0], k_max=limits.k_range[1],
-                  stop_strings=stop_strings(stops), confidence_stop=as_float("draft confidence stop", confidence_stop),
-                  tree=draft_shape(tree))
+def check(name: str, value, limits: Limits = Limits(), words: str | None = None):
+    """One form field's value as SpecConfig takes it: coerced by its kind (form_table.SETTINGS), within the
+    hosting profile's limit where its slider's top is the host's (k, max new tokens). A refusal names the
+    field as `words` (default: the page's words). SpecConfig's own bounds are checked by `make_config`, or
+    for this field alone by `check_alone`."""
+    setting = BY_NAME[name]
+    words = words or setting.words
+    if setting.kind == "shape":
+        return draft_shape(value)
+    if setting.kind == "stops":
+        return stop_strings(value)
+    if setting.kind == "int":
+        value = as_int(words, value)
+    elif setting.kind == "float":
+        value = as_float(words, value)
+    bounds = span(setting, limits) if setting.span is not None and setting.span[1] == HOST else None
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        raise ConfigError(f"{words} must be between {bounds[0]} and {bounds[1]}, not {value}", field=name)
+    return value
+
+
+def check_alone(name: str, value, limits: Limits = Limits(), words: str | None = None):
+    """`check`, then SpecConfig's own check of this one field (the others at their defaults): what a share
+    link reads, so that a link accepts exactly the values Run accepts."""
+    value = check(name, value, limits, words)
+    if name not in ENGINE_FIELDS:          # chat: the request's own (a switch, checked as read)
+        return value
     try:
-        return SpecConfig(**values)
+        SpecConfig(**{name: value})
+    except ConfigError as err:
+        raise in_page_words(err, words) from None
+    return value
+
+
+def make_config(values: dict, limits: Limits = Limits()) -> SpecConfig:
+    """The form's values (RunRequest's names; the confidence stop already resolved) as one SpecConfig,
+    built once: each coerced by `check`, k and max new tokens within the hosting profile's, every
+    other bound SpecConfig's own."""
+    checked = {name: check(name, values[name], limits) for name in ENGINE_FIELDS}
+    checked.update(k_min=limits.k_range[0], k_max=limits.k_range[1])
+    try:
+        return SpecConfig(**checked)
     except ConfigError as err:
         raise in_page_words(err) from None

@@ -19,7 +19,7 @@ import torch
 from ..errors import ConfigError
 from .kv_buffer import buffered_cache
 from .transfer import to_device
-from .tree_pass import additive_mask, move_kv
+from .tree_pass import additive_mask, depth_totals, move_kv, tree_nodes
 
 
 class ModelWithCache(Protocol):
@@ -116,12 +116,8 @@ def positions_needed(out, cfg) -> int:
     tree = getattr(cfg, "tree", None)
     if tree is None:
         extra = cfg.k_max if cfg.adaptive_k else cfg.k
-    else:                                   # a tree's nodes: w1 + w1 w2 + ..., or at most its budget
-        extra, level = 0, 1
-        for width in tree:
-            level *= width
-            extra += level
-        extra = min(extra, cfg.tree_budget) if cfg.tree_budget else extra
+    else:                                   # a tree's nodes, or at most its budget
+        extra = min(tree_nodes(tree), cfg.tree_budget) if cfg.tree_budget else tree_nodes(tree)
     return out.prompt_len + cfg.max_new_tokens + extra + 1
 
 
@@ -185,11 +181,7 @@ def step_shapes(cfg, role: str) -> tuple:
     if tree is None or (max(tree) == 1 and not cfg.tree_budget):          # a chain (of k, or the tree's depth)
         k = len(tree) if tree is not None else cfg.k_max if cfg.adaptive_k else cfg.k
         return tuple((m + 1, m + 1) for m in range(k + 1))
-    sizes, level, total = set(), 1, 0
-    for width in tree:
-        level *= width
-        total += level
-        sizes.add(min(total, cfg.tree_budget) if cfg.tree_budget else total)
+    sizes = {min(total, cfg.tree_budget) if cfg.tree_budget else total for total in depth_totals(tree)}
     if cfg.tree_budget:
         sizes |= set(range(1, cfg.tree_budget + 1))
     return ((1, 1),) + tuple(("tree", n + 1, n + 1) for n in sorted(sizes))

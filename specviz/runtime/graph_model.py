@@ -450,6 +450,9 @@ class GraphCachedModel:
 
     @property
     def decode_path(self) -> str:
+        """The path this model's graph-eligible feeds take ("CUDA graphs", "eager replay", or "eager (why)"
+        once it closed). Prefills, feeds of more than MAX_GRAPH_TOKENS and a draft's tree feeds past its
+        first branch (`feed_masked` without the whole context) run eagerly under either name."""
         return self.graphs.path
 
     @property

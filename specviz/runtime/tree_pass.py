@@ -20,6 +20,23 @@ import torch
 from .transfer import to_device
 
 
+def depth_totals(widths) -> list[int]:
+    """Nodes of a static tree with `widths` candidates per depth, cut after each depth: w1, w1 + w1 w2,
+    w1 + w1 w2 + w1 w2 w3, ... (the last is the whole tree's count: `tree_nodes`)."""
+    totals, level, total = [], 1, 0
+    for w in widths:
+        level *= w                 # nodes at this depth: every node above has w children
+        total += level
+        totals.append(total)
+    return totals
+
+
+def tree_nodes(widths) -> int:
+    """Nodes of a static tree with `widths` candidates per depth: w1 + w1 w2 + w1 w2 w3 + ..."""
+    totals = depth_totals(widths)
+    return totals[-1] if totals else 0
+
+
 def ancestry(parents: list[int]) -> torch.Tensor:
     """(n, n) bool: row i marks node i and its ancestors. Parents come before children (-1: the root)."""
     n = len(parents)

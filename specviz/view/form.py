@@ -19,15 +19,14 @@ from functools import partial
 
 import gradio as gr
 
-from ..app.request import FORM_FIELDS
+from ..app.form_table import BY_NAME, FORM_FIELDS, form_default, span
 from ..app.pairs import CUSTOM
 from ..app.state import AppState
-from ..engine.loop.config import CONFIDENCE_STOP_MAX
 from ..engine.loop.drafters import DRAFTERS
 from . import lenient    # the form's inputs: the app checks their values
 from .render import clean, figures_line
 from .form_fill import FILLED, opened
-from .share import MAX_PROMPTS, TOP_K_MAX, TOP_P_MIN, form_defaults, link_query
+from .share import MAX_PROMPTS, form_defaults, link_query
 
 PAIRED_MIN_WIDTH = 190     # two settings share a row only from 2 x 190 px + the gap
 K_WATCH_S = 2.0            # how often a page asks whether its pair's k has been measured, while it is under way
@@ -61,10 +60,13 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
     """The controls: prompt and Run/Stop first (on screen at 1366x768), the settings below them in a
     section that folds away on a phone (assets/page.js), so the race comes next."""
     first = app.pairs.default_preset()
-    start = form_defaults(app, first)         # the same defaults a share link leaves out
+    # Each field's value, label, element id and range from the settings table (app/form_table.py): the
+    # same defaults a share link leaves out.
+    start = {name: form_default(BY_NAME[name], app.limits, first) for name in FORM_FIELDS}
+    made = partial(widget, app, start)
     with gr.Column(scale=1, min_width=280, elem_id="controls"):
-        prompt = gr.Textbox(label="Prompt", value=first.examples[0] if first.examples else "",
-                            lines=4, max_lines=14, elem_id="prompt", placeholder=prompt_placeholder(first.chat))
+        prompt = made("prompt", value=first.examples[0] if first.examples else "", lines=4, max_lines=14,
+                      placeholder=prompt_placeholder(first.chat))
         with gr.Row(elem_id="run-row"):
             run = gr.Button("Run the race", variant="primary", elem_id="run", min_width=104)
             # The median of three races (view/repeat_races.py); in the row, so a phone's first screen
@@ -89,49 +91,39 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
             choices = [(app.pairs.menu_label(p), p.key) for p in app.pairs.presets.values()]
             if app.pairs.allow_custom_models:
                 choices.append(("your own hub models (type their ids below)", CUSTOM))
-            preset = lenient.Dropdown(choices, value=first.key, label="Model pair", elem_id="preset")
+            preset = lenient.Dropdown(choices, value=first.key, label=BY_NAME["preset"].label, elem_id="preset")
             fetch_line = gr.HTML(_fetch_html(app), elem_id="fetch-status")
             with gr.Row(visible=app.pairs.allow_custom_models):
-                custom_target = gr.Textbox(label="target hub id", placeholder="owner/name", elem_id="custom-target")
-                custom_draft = gr.Textbox(label="draft hub id", placeholder="owner/name", elem_id="custom-draft")
-            chat = gr.Checkbox(start["chat"], label="chat template (wrap the prompt as a user message)",
-                               interactive=first.chat, elem_id="chat")
+                custom_target = made("custom_target", placeholder="owner/name")
+                custom_draft = made("custom_draft", placeholder="owner/name")
+            chat = made("chat", interactive=first.chat)
             drafter = lenient.Radio([(d.label, d.name) for d in DRAFTERS.values()], value=start["drafter"],
-                                    label="Drafter", elem_id="drafter")
+                                    label=BY_NAME["drafter"].label, elem_id="drafter")
             with gr.Row():
-                k = lenient.Slider(app.limits.k_range[0], app.limits.k_range[1], value=first.k, step=1,
-                                   label="k (drafts per round)", elem_id="k")
-                adaptive = gr.Checkbox(start["adaptive_k"], label="adaptive k", elem_id="adaptive")
-            tree = gr.Textbox(start["tree"], label="Draft shape: chain, or a token tree's candidates per depth (2,2,1,1)",
-                              max_lines=1, elem_id="tree",
-                              info="a tree drafts several guesses a depth and the target checks every branch "
-                                   "in one pass; k is then unused")
+                k = made("k")
+                adaptive = made("adaptive_k")
+            tree = made("tree", max_lines=1)
             k_note = gr.HTML(_k_note_html(app, first), elem_id="k-note")     # the measured k, as a suggestion
             use_k = gr.Button("use the measured k", visible=False, size="sm", elem_id="use-k")
             k_watch = gr.Timer(K_WATCH_S, active=False)     # ticks while the pair's k is being measured
-            confidence_stop = lenient.Slider(
-                0, CONFIDENCE_STOP_MAX, value=start["confidence_stop"], step=0.05, elem_id="confidence-stop",
-                label="draft stops below p (0 = off)",
-                info="a round drafts no more after a token the draft gave less than p")
-            temperature = lenient.Slider(0, 2, value=0, step=0.05, label="temperature (0 = greedy)",
-                                         elem_id="temperature")
+            confidence_stop = made("confidence_stop")
+            temperature = made("temperature")
             # Two to a row only where both fit with their labels on one line: a phone stacks them.
             with gr.Row():
-                top_k = lenient.Slider(0, TOP_K_MAX, value=start["top_k"], step=1, label="top-k (0 = off)", elem_id="top-k",
-                                       min_width=PAIRED_MIN_WIDTH)
-                top_p = lenient.Slider(TOP_P_MIN, 1, value=start["top_p"], step=0.01, label="top-p", elem_id="top-p",
-                                       min_width=PAIRED_MIN_WIDTH)
+                top_k = made("top_k", min_width=PAIRED_MIN_WIDTH)
+                top_p = made("top_p", min_width=PAIRED_MIN_WIDTH)
             with gr.Row():
-                max_new = lenient.Slider(1, app.limits.max_new_tokens, value=start["max_new_tokens"], step=1,
-                                         label="max new tokens", elem_id="max-new", min_width=PAIRED_MIN_WIDTH)
-                seed = lenient.Number(0, precision=0, label="seed", elem_id="seed", min_width=PAIRED_MIN_WIDTH)
-            stops = gr.Textbox(start["stop_strings"], label="stop strings (one per line, optional)", lines=1, max_lines=4,
-                               elem_id="stop-strings")
+                max_new = made("max_new_tokens", min_width=PAIRED_MIN_WIDTH)
+                seed = made("seed", min_width=PAIRED_MIN_WIDTH)
+            stops = made("stop_strings", lines=1, max_lines=4)
+            fields = {"prompt": prompt, "preset": preset, "custom_target": custom_target,
+                      "custom_draft": custom_draft, "drafter": drafter, "k": k, "adaptive_k": adaptive,
+                      "temperature": temperature, "top_k": top_k, "top_p": top_p, "max_new_tokens": max_new,
+                      "seed": seed, "stop_strings": stops, "chat": chat, "confidence_stop": confidence_stop,
+                      "tree": tree}
+            # A table row the layout above does not place yet: its widget at the end of the settings.
+            fields.update({name: made(name) for name in FORM_FIELDS if name not in fields})
         link = gr.State({"pinned": False, "prompts": []})
-    fields = {"prompt": prompt, "preset": preset, "custom_target": custom_target, "custom_draft": custom_draft,
-              "drafter": drafter, "k": k, "adaptive_k": adaptive, "temperature": temperature, "top_k": top_k,
-              "top_p": top_p, "max_new_tokens": max_new, "seed": seed, "stop_strings": stops, "chat": chat,
-              "confidence_stop": confidence_stop, "tree": tree}
     form = Form(fields, run, stop, k_note, k_watch, app, use_k, link, run3)
 
     if app.pairs.fetches:      # a background fetch: its progress in the page until it ends
@@ -149,10 +141,8 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
     measured = partial(_k_measured, app)
     k_outputs = [k_note, use_k, k_watch]
 
-    filled = {"preset": preset, "prompt": prompt, "k": k, "temperature": temperature, "seed": seed,
-              "examples": examples.dataset, "chat": chat, "confidence_stop": confidence_stop, "tree": tree,
-              "drafter": drafter, "adaptive_k": adaptive, "top_k": top_k, "top_p": top_p, "max_new_tokens": max_new,
-              "stop_strings": stops, "note": link_note, "link": link, "lock": lock, "use_examples": use_examples}
+    filled = {**fields, "examples": examples.dataset, "note": link_note, "link": link, "lock": lock,
+              "use_examples": use_examples}
     form.filled = [filled[name] for name in FILLED]         # a loaded trace fills the same (view/replay.py)
 
     def opening(request: gr.Request):
@@ -173,6 +163,26 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
                 show_progress="hidden").then(None, [share], [share], api_name=False, js=COPY_JS)
     close_share.click(lambda: gr.Column(visible=False), None, [share_panel], api_name=False, show_progress="hidden")
     return form
+
+
+def widget(app: AppState, start: dict, name: str, **more):
+    """The widget of the settings table's row `name` (app/form_table.py): its label, element id, help line,
+    slider range and starting value from the table, `more` (layout, a placeholder) on top. A menu's
+    choices are the layout's own: the pair menu and the drafter are made there."""
+    setting = BY_NAME[name]
+    shown = dict(label=setting.label, elem_id=setting.elem_id, **({"info": setting.info} if setting.info else {}))
+    shown.update(more)
+    value = shown.pop("value", start[name])
+    if setting.span is not None:
+        low, high, step = span(setting, app.limits)
+        return lenient.Slider(low, high, value=value, step=step, **shown)
+    if setting.kind == "switch":
+        return gr.Checkbox(bool(value), **shown)
+    if setting.kind in ("int", "float"):
+        return lenient.Number(value, precision=0 if setting.kind == "int" else None, **shown)
+    if setting.kind == "menu":
+        raise ValueError(f"{name} is a menu: the layout makes it with its choices")
+    return gr.Textbox(value, **shown)
 
 
 # The link to the clipboard where the browser allows it, and the share panel says which happened for a

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import gradio as gr
 
-from ..app.settings import CHAIN
+from ..app.form_table import BY_NAME, CHAIN, span
 from ..app.state import AppState
 from .render import clean
-from .share import Opening, read_link
+from .share import VALUES, Opening, read_link
 
-# What a fill may set, by name: the form's fields (RunRequest's names), the example prompts, the note
-# under Run, the link's class setup (gr.State) and the share options' two boxes.
-FILLED = ("preset", "prompt", "k", "temperature", "seed", "examples", "chat", "confidence_stop", "tree", "drafter",
-          "adaptive_k", "top_k", "top_p", "max_new_tokens", "stop_strings", "note", "link", "lock", "use_examples")
-PLAIN = ("temperature", "seed", "tree", "drafter", "adaptive_k", "top_k", "top_p", "max_new_tokens", "stop_strings")
+# What a fill may set, by name: the form's fields a link carries (RunRequest's names, from the settings
+# table), the example prompts, the note under Run, the link's class setup (gr.State) and the share
+# options' two boxes.
+FILLED = ("preset", "prompt", *VALUES, "examples", "note", "link", "lock", "use_examples")
+# The fields a fill sets as named; k, chat and the confidence stop default to the pair's own instead.
+PLAIN = tuple(name for name in VALUES if not BY_NAME[name].on_pair)
 
 
 def opened(app: AppState, params) -> dict:
@@ -49,7 +50,7 @@ def opened(app: AppState, params) -> dict:
         out["k"] = gr.update(value=k, interactive=not got.pinned)
     if got.prompts or repaired:
         out["examples"] = gr.Dataset(samples=[[e] for e in examples])
-    _fields(out, got, preset, repaired)
+    _fields(app, out, got, preset, repaired)
     out.update(note="".join(lines), link={"pinned": got.pinned, "prompts": list(got.prompts)},
                lock=got.pinned, use_examples=bool(got.prompts))
     return out
@@ -59,11 +60,8 @@ def from_trace(app: AppState, recorded, link=None) -> dict:
     """A replayed trace's settings and prompt in the form, so Run races them again. A class link's pinned
     pair and k stay; a pair this server does not have is named and the form's own kept."""
     cfg, pinned = recorded.config, bool((link or {}).get("pinned"))
-    params = {"prompt": recorded.prompt, "k": cfg.k, "temperature": cfg.temperature, "seed": cfg.seed,
-              "tree": ",".join(map(str, cfg.tree)) if cfg.tree else CHAIN, "drafter": cfg.drafter,
-              "adaptive_k": "1" if cfg.adaptive_k else "0", "top_k": cfg.top_k, "top_p": cfg.top_p,
-              "max_new_tokens": cfg.max_new_tokens, "stop_strings": "\n".join(cfg.stop_strings),
-              "confidence_stop": cfg.confidence_stop}
+    params = {"prompt": recorded.prompt, **{name: _as_linked(getattr(cfg, name)) for name in VALUES
+                                             if hasattr(cfg, name)}}
     if recorded.key:
         params["pair"] = recorded.key
     if recorded.chat is not None:
@@ -81,7 +79,7 @@ def from_trace(app: AppState, recorded, link=None) -> dict:
             out["examples"] = gr.Dataset(samples=[[e] for e in preset.examples])
     if got.k is not None:
         out["k"] = got.k
-    _fields(out, got, preset, False)
+    _fields(app, out, got, preset, False)
     kept = " (the pair and k stay as the class link set them)" if pinned else ""
     lines = [f'<div class="status link-class" id="trace-form">The form now holds the trace\'s settings and prompt'
              f'{kept}: Run races it again.</div>']
@@ -90,12 +88,26 @@ def from_trace(app: AppState, recorded, link=None) -> dict:
     return out
 
 
-def _fields(out: dict, got: Opening, preset, repaired: bool) -> None:
-    """The fields every fill sets alike: each PLAIN one the link or trace names, then chat and the
-    confidence stop, whose default is the pair's own (taken when the pair changed and they are unnamed)."""
+def _as_linked(value):
+    """A trace's SpecConfig value as a link writes it: a chain or a tree's widths as the draft shape box's
+    text, stop strings one per line, a switch as 1 or 0."""
+    if value is None:
+        return CHAIN
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, tuple):
+        return ",".join(map(str, value)) if all(isinstance(v, int) for v in value) else "\n".join(value)
+    return value
+
+
+def _fields(app: AppState, out: dict, got: Opening, preset, repaired: bool) -> None:
+    """The fields every fill sets alike: each PLAIN one the link or trace names (a slider stretched to show
+    a value the app accepts beyond its span), then chat and the confidence stop, whose default is the
+    pair's own (taken when the pair changed and they are unnamed)."""
     for name in PLAIN:
-        if getattr(got, name) is not None:
-            out[name] = getattr(got, name)
+        value = getattr(got, name)
+        if value is not None:
+            out[name] = _shown(app, name, value)
     if got.chat is not None or (repaired and preset is not None):
         chat = got.chat if got.chat is not None else preset.chat
         out["chat"] = gr.Checkbox(value=chat, interactive=preset.chat) if preset is not None else chat
@@ -103,3 +115,12 @@ def _fields(out: dict, got: Opening, preset, repaired: bool) -> None:
         out["confidence_stop"] = got.confidence_stop
     elif repaired and preset is not None:
         out["confidence_stop"] = preset.confidence_stop
+
+
+def _shown(app: AppState, name: str, value):
+    """A value for its widget: as it is, or, for a slider whose span does not reach it (a link's
+    temperature 3 where the slider stops at 2), an update that stretches the slider to it."""
+    spanned = span(BY_NAME[name], app.limits)
+    if spanned is None or spanned[0] <= value <= spanned[1]:
+        return value
+    return gr.update(value=value, minimum=min(spanned[0], value), maximum=max(spanned[1], value))

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field, fields
 
 from ...errors import ConfigError
+from ...runtime.tree_pass import tree_nodes     # the one count of a tree's nodes (config users import it here)
 from .drafters import DEFAULT_DRAFTER, DRAFTERS
 from .rules import get_rule
 
@@ -21,6 +22,7 @@ K_RANGE = (1, 32)
 SEED_MAX = 2**32 - 1
 MAX_NEW_TOKENS_RANGE = (1, 8192)
 MIN_TEMPERATURE = 1e-3            # smallest non-zero temperature (and draft_temperature); 0 = greedy
+TEMPERATURE_MAX = 5.0             # highest temperature (and draft_temperature) a run takes
 TREE_WIDTH_MAX = 8                # candidates per node at one depth of a token tree
 TREE_NODES_MAX = 256              # nodes of a token tree at most (one target pass checks them all)
 CONFIDENCE_STOP_MAX = 0.95        # highest confidence_stop (the page's slider and the presets use it too)
@@ -170,18 +172,9 @@ def _check_float(name: str, value, lo: float, hi: float, low: str | None = None)
 
 
 def _check_temperature(name: str, value) -> None:
-    _check_float(name, value, 0.0, 5.0)
+    _check_float(name, value, 0.0, TEMPERATURE_MAX)
     if 0 < value < MIN_TEMPERATURE:
         raise ConfigError(f"{name} must be 0 (greedy) or at least {MIN_TEMPERATURE:g}, not {value:g}", field=name)
-
-
-def tree_nodes(widths) -> int:
-    """Nodes of a static tree with `widths` candidates per depth: w1 + w1 w2 + w1 w2 w3 + ..."""
-    total, level = 0, 1
-    for w in widths:
-        level *= w
-        total += level
-    return total
 
 
 def parse_tree(text: str) -> tuple[int, ...]:
@@ -193,6 +186,8 @@ def parse_tree(text: str) -> tuple[int, ...]:
 
 
 def planned_nodes(cfg: SpecConfig) -> int:
-    """Nodes a full tree round drafts: the static shape's, or at most the budget."""
-    full = tree_nodes(cfg.tree)
+    """Nodes a full tree round drafts: the static shape's (a drafter of branches only, prompt lookup:
+    the first width's chains, each as deep as the tree), or at most the budget."""
+    shape = cfg.tree
+    full = shape[0] * len(shape) if DRAFTERS[cfg.drafter].branches_only else tree_nodes(shape)
     return min(full, cfg.tree_budget) if cfg.tree_budget else full

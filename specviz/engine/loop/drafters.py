@@ -56,11 +56,14 @@ def _lookup_drafter(pair, cfg, gen: torch.Generator, positions: int) -> Drafter:
 @dataclass(frozen=True)
 class DrafterKind:
     """One registered drafter: the name a config gives, the words the page and a run's text use,
-    whether it needs the pair's draft model, and how a run builds it: build(pair, cfg, gen, positions)."""
+    whether it needs the pair's draft model, how a run builds it: build(pair, cfg, gen, positions), and
+    whether its tree is branches only: up to the first width of chains under the root, each as deep as
+    the tree (prompt lookup), rather than every node of the shape."""
     name: str
     label: str
     uses_draft_model: bool
     build: Callable[..., Drafter]
+    branches_only: bool = False
 
 
 MODEL, PROMPT_LOOKUP = "model", "prompt_lookup"
@@ -68,7 +71,7 @@ MODEL, PROMPT_LOOKUP = "model", "prompt_lookup"
 # and the bench all read it. The first is the default.
 DRAFTERS = {kind.name: kind for kind in (
     DrafterKind(MODEL, "draft model", True, _model_drafter),
-    DrafterKind(PROMPT_LOOKUP, "prompt lookup", False, _lookup_drafter),
+    DrafterKind(PROMPT_LOOKUP, "prompt lookup", False, _lookup_drafter, branches_only=True),
 )}
 DEFAULT_DRAFTER = MODEL
 

@@ -6,7 +6,10 @@ that lane's own compute clock in seconds when the event was made. Token events c
 text `piece` they add to the output (incrementally decoded, so the pieces concatenate to
 the final text). Probabilities follow the convention in acceptance.py: p = target, q = draft.
 `to_dict` gives a plain JSON-able dict; everything a view shows can be rebuilt from these.
-Events are keyword-only and check their invariants when made (`_SelfChecking`), as h11's do.
+Events are keyword-only and check their invariants when made (`_SelfChecking`), as h11's do: each
+field on its own, then the fields against each other (a tree's choices against its parents, a verdict's
+draw against its probability, a round's counts against each other, a stop reason from the list), in
+a few comparisons, since events are built per token.
 """
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ PROBABILITIES = ("p", "q", "accept_prob", "u", "prob", "overlap")     # each in 
 COUNTS = ("round", "position", "index", "token_id", "discarded", "drafted", "accepted", "emitted",
           "total_tokens", "total_drafted", "total_accepted", "k_next", "unjudged")   # each a whole number >= 0
 PROB_SLACK = 1e-3     # half-precision softmax may round a probability a hair past 1
+DRAW_SLACK = 1e-6     # u and accept_prob are compared on the device, then read back as Python floats
+STOP_REASONS = ("max_tokens", "eos", "stop_string", "cancelled", "length_limit")
 
 
 def _is_probability(x) -> bool:
@@ -85,10 +90,32 @@ class Drafted(_SelfChecking):
                 if not -1 <= parent < i or depth != (1 if parent < 0 else self.depths[parent] + 1):
                     raise ValueError(f"Drafted: node {i} has parent {parent} and depth {depth}: not a tree in "
                                      f"feeding order")
+            # A node's choice is its rank among its siblings: how many of them were drawn before it.
+            seen: dict[int, int] = {}
+            for i, (parent, choice) in enumerate(zip(self.parents, self.choices)):
+                if choice != seen.get(parent, 0):
+                    raise ValueError(f"Drafted: node {i} is choice {choice} of parent {parent}, whose earlier "
+                                     f"children number {seen.get(parent, 0)}")
+                seen[parent] = choice + 1
+
+
+class _Verdict(_SelfChecking):
+    """A judged draft (Accepted, Rejected): the draw u decided it against accept_prob (kept iff u <
+    accept_prob, acceptance.py), and a tree's node and choice come together."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        kept = isinstance(self, Accepted)
+        if self.u is not None and (self.u >= self.accept_prob + DRAW_SLACK if kept
+                                   else self.u < self.accept_prob - DRAW_SLACK):
+            raise ValueError(f"{type(self).__name__}: u = {self.u!r} against accept_prob = {self.accept_prob!r} "
+                             f"would have {'rejected' if kept else 'kept'} it")
+        if (self.node is None) != (self.choice is None):
+            raise ValueError(f"{type(self).__name__}: a tree's verdict names its node and its choice, or neither")
 
 
 @dataclass(frozen=True, kw_only=True)
-class Accepted(_SelfChecking):
+class Accepted(_Verdict):
     """Emitted when a drafted token passes verification and becomes output."""
     round: int
     position: int                  # its depth in the round's tree, 0-based (a chain's: its index among the drafts)
@@ -116,7 +143,7 @@ class Accepted(_SelfChecking):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Rejected(_SelfChecking):
+class Rejected(_Verdict):
     """Emitted for each drafted token that fails verification: a chain's first failing draft (the
     drafts after it are discarded), or in a tree each sibling rejected in turn before one is kept or
     the correction is drawn (the nodes under a rejected one are discarded)."""
@@ -214,17 +241,36 @@ class RoundEnd(_SelfChecking):
     t: float = 0.0
     kind: Literal["round_end"] = "round_end"
 
+    def __post_init__(self):
+        super().__post_init__()
+        # Accepted and unjudged drafts are among the drafted; a round emits its accepted tokens and at
+        # most one of the target's (a correction or a bonus; fewer when a stop cut it); totals include it.
+        if self.accepted + self.unjudged > self.drafted:
+            raise ValueError(f"RoundEnd: {self.accepted} accepted and {self.unjudged} unjudged of {self.drafted} "
+                             f"drafted")
+        if self.emitted > self.accepted + 1:
+            raise ValueError(f"RoundEnd: {self.emitted} emitted from {self.accepted} accepted drafts (at most one more)")
+        if not (self.drafted <= self.total_drafted and self.accepted <= self.total_accepted <= self.total_drafted
+                and self.emitted <= self.total_tokens):
+            raise ValueError(f"RoundEnd: running totals ({self.total_tokens} tokens, {self.total_accepted} of "
+                             f"{self.total_drafted} drafts accepted) below this round's")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Done(_SelfChecking):
     """Emitted last, once: the full output, why it stopped and the run's summary."""
     text: str                      # the streamed pieces joined (a character left unfinished at the very end is dropped)
     token_ids: list[int]
-    stop_reason: Literal["max_tokens", "eos", "stop_string", "cancelled", "length_limit"]
+    stop_reason: Literal["max_tokens", "eos", "stop_string", "cancelled", "length_limit"]   # STOP_REASONS
     stats: LaneStats               # the lane's tally and figures (measures.py); a dict in to_dict's record
     lane: str = "spec"
     t: float = 0.0
     kind: Literal["done"] = "done"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.stop_reason not in STOP_REASONS:
+            raise ValueError(f"Done: stop_reason must be one of {', '.join(STOP_REASONS)}, not {self.stop_reason!r}")
 
 
 Event = Union[Drafted, Accepted, Rejected, Resampled, Bonus, TargetToken, RoundEnd, Done]

@@ -221,7 +221,9 @@ class LaneStats:
     tokens_per_s: float | None = None             # rate on the lane's own clock
     target_forwards: int = 0                      # target forward passes (one a round; one a plain token)
     draft_forwards: int = 0                       # draft model forward passes (0 for prompt lookup)
-    decode_path: str = "eager"                    # "eager", "CUDA graphs", "torch.compile" or "eager replay"
+    # "eager", "CUDA graphs", "torch.compile" or "eager replay": the path the target's graph-eligible passes
+    # take (a tree's verify pass over more than MAX_GRAPH_TOKENS runs eagerly under "CUDA graphs" too)
+    decode_path: str = "eager"
     capture_s: float = 0.0                        # seconds this run spent capturing CUDA graphs
     graph_check_delta: float | None = None        # largest |replay - eager step| this run's graph checks found
     draft_path: str = ""                          # how the draft model stepped ("" without one): "eager" (transformers'

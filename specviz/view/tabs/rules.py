@@ -19,6 +19,7 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from ...app import gpu_calls
+from ...app.form_table import BY_NAME
 from ...app.request import RunRequest, prepare
 from ...app.rules_check import (ALPHA, DRAWS, FirstPosition, RuleRow, check_first_position, race_rule,
                                 rule_rows)
@@ -34,7 +35,8 @@ from ..visitor import visitor_gone
 from . import Shared
 
 RULE_TOKENS = 48               # new tokens per rule's race (fewer when the server allows fewer)
-T_MIN, T_MAX = 0.05, 2.0       # the tab's temperature (the page's slider range, without greedy)
+# The tab's temperature: the page's temperature slider without greedy (its first step up to its top).
+_, T_MAX, T_MIN = BY_NAME["temperature"].span
 LOSSY = "LOSSY: output is not the target's distribution"
 
 

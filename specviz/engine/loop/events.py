@@ -259,7 +259,7 @@ def from_dict(record: dict) -> Event:
     cls = _BY_KIND[record["kind"]]
     fields = {k: v for k, v in record.items() if k != "kind"}
     for name in ("top_residual", "picture", "block"):
-        if name in fields:
+        if fields.get(name) is not None:
             fields[name] = [tuple(t) for t in fields[name]]
     if cls is Done:
         fields["stats"] = LaneStats.from_dict(fields.get("stats") or {})

@@ -39,6 +39,7 @@ class RunRequest:
     chat: object = None          # None: the preset's default (on for instruct models)
     confidence_stop: object = None   # None: the preset's (SpecConfig.confidence_stop; 0 = off)
     tree: object = ""            # the draft's shape: "" or "chain" = a chain of k; "2,2,1,1" = a token tree
+    rule: object = "exact"       # the acceptance rule: "exact" (token by token) or "block" (engine/loop/rules.py)
 
     @classmethod
     def from_form(cls, *values, **named) -> "RunRequest":
@@ -86,7 +87,7 @@ def settle(app: AppState, req: RunRequest, max_new_tokens=None) -> Settled:
     stop = _pair_stop(app, req) if req.confidence_stop is None else req.confidence_stop
     cfg = make_config(req.drafter, req.k, req.adaptive_k, req.temperature, req.top_k, req.top_p,
                       req.max_new_tokens if max_new_tokens is None else max_new_tokens, req.seed, app.limits,
-                      req.stop_strings, stop, req.tree)
+                      req.stop_strings, stop, req.tree, req.rule)
     # The pair after the settings: a bad setting is refused before a custom pair is registered.
     preset = app.pairs.choose(req.preset, req.custom_target, req.custom_draft)
     chat = preset.chat if req.chat is None else req.chat

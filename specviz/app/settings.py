@@ -24,7 +24,7 @@ CHAIN = "chain"           # the draft shape box's default: a chain of k
 MAX_SEED = SEED_MAX       # SpecConfig's (share links read it)
 # SpecConfig's fields in the page's words: a refusal names the control the visitor sees.
 PAGE_WORDS = {"adaptive_k": "adaptive k", "max_new_tokens": "max new tokens", "confidence_stop": "draft confidence stop",
-              "tree": "draft shape", "stop_strings": "stop strings"}
+              "tree": "draft shape", "stop_strings": "stop strings", "rule": "acceptance rule"}
 
 
 # A number sent as text: ASCII digits only (Python's int() and float() also read "２", "٣" and "1_0").
@@ -137,7 +137,7 @@ def in_page_words(err: ConfigError) -> ConfigError:
 
 
 def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens, seed,
-                limits: Limits = Limits(), stops=None, confidence_stop=0.0, tree=None) -> SpecConfig:
+                limits: Limits = Limits(), stops=None, confidence_stop=0.0, tree=None, rule=None) -> SpecConfig:
     """The form's values as one SpecConfig, built once: coerced here, within the hosting profile's k and
     max new tokens, every other bound SpecConfig's own."""
     max_new = as_int("max new tokens", max_new_tokens)
@@ -150,7 +150,7 @@ def make_config(drafter, k, adaptive, temperature, top_k, top_p, max_new_tokens,
                   top_p=as_float("top-p", top_p), max_new_tokens=max_new, seed=as_int("seed", seed), drafter=drafter,
                   adaptive_k=adaptive, k_min=limits.k_range[0], k_max=limits.k_range[1],
                   stop_strings=stop_strings(stops), confidence_stop=as_float("draft confidence stop", confidence_stop),
-                  tree=draft_shape(tree))
+                  tree=draft_shape(tree), rule="exact" if rule in (None, "") else rule)
     try:
         return SpecConfig(**values)
     except ConfigError as err:

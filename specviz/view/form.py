@@ -30,6 +30,8 @@ from .form_fill import FILLED, opened
 from .share import MAX_PROMPTS, TOP_K_MAX, TOP_P_MIN, form_defaults, link_query
 
 PAIRED_MIN_WIDTH = 190     # two settings share a row only from 2 x 190 px + the gap
+# The rules a race can run from the form: the lossless ones a learner compares (the Rules tab races all).
+RULE_CHOICES = [("exact: token by token", "exact"), ("block: the drafted block judged jointly", "block")]
 K_WATCH_S = 2.0            # how often a page asks whether its pair's k has been measured, while it is under way
 
 
@@ -106,6 +108,11 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
                               max_lines=1, elem_id="tree",
                               info="a tree drafts several guesses a depth and the target checks every branch "
                                    "in one pass; k is then unused")
+            # The two lossless rules a race can run (engine/loop/rules.py); the Rules tab compares them all.
+            rule = lenient.Radio(RULE_CHOICES, value="exact", label="Acceptance rule", elem_id="rule",
+                                 info="block keeps at least as many drafts a round, with the same output distribution; "
+                                      "at temperature 0 both are the argmax match, and a prompt-lookup draft "
+                                      "(one token, q = 1) gains nothing")
             k_note = gr.HTML(_k_note_html(app, first), elem_id="k-note")     # the measured k, as a suggestion
             use_k = gr.Button("use the measured k", visible=False, size="sm", elem_id="use-k")
             k_watch = gr.Timer(K_WATCH_S, active=False)     # ticks while the pair's k is being measured
@@ -131,7 +138,7 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
     fields = {"prompt": prompt, "preset": preset, "custom_target": custom_target, "custom_draft": custom_draft,
               "drafter": drafter, "k": k, "adaptive_k": adaptive, "temperature": temperature, "top_k": top_k,
               "top_p": top_p, "max_new_tokens": max_new, "seed": seed, "stop_strings": stops, "chat": chat,
-              "confidence_stop": confidence_stop, "tree": tree}
+              "confidence_stop": confidence_stop, "tree": tree, "rule": rule}
     form = Form(fields, run, stop, k_note, k_watch, app, use_k, link, run3)
 
     if app.pairs.fetches:      # a background fetch: its progress in the page until it ends

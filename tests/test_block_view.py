@@ -68,3 +68,18 @@ def test_greedy_block_is_the_argmax_match_and_the_form_offers_it(pair):
     greedy = block_events(pair, temperature=0.0)
     assert all(e.rule == "argmax" for e in greedy if e.kind in ("accepted", "rejected"))
     assert FORM_FIELDS[-1] == "rule" and RunRequest().rule == "exact"
+
+
+def test_the_workshop_exercise_measures_both_temperatures(tiny_dirs):
+    """Exercise 12 runs both rules at temperature 0 (identical counts: both are the argmax match) and 1
+    (the same seeds), and answers from those counts."""
+    from specviz.app.workshop import BLOCK_ANSWERS, BY_KEY
+    from .helpers import tiny_app
+    outcome = BY_KEY["block"].run(tiny_app(tiny_dirs))
+    assert outcome.value in BLOCK_ANSWERS and outcome.value not in ("at T = 0 only", "at both")
+    cold = re.search(r"at T = 0: ([\d.]+) token-wise, ([\d.]+) block", outcome.shown)
+    assert cold and cold.group(1) == cold.group(2)
+    hot = re.search(r"at T = 1: ([\d.]+) token-wise, ([\d.]+) block", outcome.shown)
+    exact, block = float(hot.group(1)), float(hot.group(2))      # shown to 2 decimals
+    assert block >= exact if outcome.value == "at T = 1 only" else block <= exact
+    assert "exact then block" in outcome.ran

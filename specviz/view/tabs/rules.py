@@ -117,6 +117,12 @@ def _mc_cell(row: RuleRow) -> str:
     return f"{verdict} (p-value {shown})"
 
 
+def _breakable(name: str) -> str:
+    """A rule's name, escaped, that may wrap after each comma of its parameters: the widest unbreakable
+    word of the table otherwise ("typical(epsilon=0.09,delta=0.3)"), which a laptop's width must hold."""
+    return clean(name).replace(",", ",<wbr>")
+
+
 def rules_html(rows: list[RuleRow], note: str, status: str) -> str:
     """The per-rule table; every text escaped, classes from a fixed set."""
     # Whether a rule keeps p goes under its name, not in a column of its own, so the table fits a
@@ -130,7 +136,7 @@ def rules_html(rows: list[RuleRow], note: str, status: str) -> str:
         body.append(
             f'<tr class="{"rule-lossless" if r.lossless else "rule-lossy"}" data-rule="{clean(r.name)}" '
             f'data-lossless="{str(r.lossless).lower()}" data-mc="{mc}">'
-            f'<td><b>{clean(r.name)}</b><br><span class="rule-law {"rule-law-keeps" if r.lossless else "rule-law-lossy"}">'
+            f'<td><b>{_breakable(r.name)}</b><br><span class="rule-law {"rule-law-keeps" if r.lossless else "rule-law-lossy"}">'
             f'{clean(label)}</span><br><small>{clean(r.description)}</small></td>'
             f"<td>{_fmt(r.a)}</td><td>{_fmt(r.a_d)}</td><td>{_fmt(r.tau)}</td><td>{_fmt(r.kept)}</td>"
             f"<td>{_fmt(r.speedup, '.2f', '×')}</td>"

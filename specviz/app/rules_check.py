@@ -2,11 +2,12 @@
 
 For the first position of a prompt it takes the target's p and the draft's q, keeps the tokens that
 carry nearly all their mass (renormalized there), and gives each rule's exact output law
-(rules.output_distribution; the block rule, joint over a chain, is the exact rule at one position) with its total variation to p, its expected acceptance in closed form,
-and a Monte-Carlo check (rules.simulate, chi-square p-value from engine/analysis/lossless.py): exact
-and sample_match pass, lossy rules fail when their distance is larger than the draws' noise. Each
-rule is then raced against plain decoding through the app's decoding slots (a, a_d, tau, speedup
-from engine/metrics/measures.py). The view (view/tabs/rules.py) draws the rows; this computes them.
+(rules.output_distribution) with its total variation to p, its expected acceptance in closed form,
+and a Monte-Carlo check (rules.simulate, chi-square p-value from engine/analysis/lossless.py): exact,
+block and sample_match pass, lossy rules fail when their distance is larger than the draws' noise (at
+one position the block rule is the exact rule; it differs over a chain's block). Each rule is then
+raced against plain decoding through the app's decoding slots (a, a_d, tau, drafts kept per round,
+speedup from engine/metrics/measures.py). The view (view/tabs/rules.py) draws the rows; this computes them.
 """
 from __future__ import annotations
 

@@ -28,8 +28,10 @@ candidate per row (the correction or bonus that row would emit).
 
 A rule whose test is joint (the block rule, block.py) judges a chain as a whole instead: one uniform
 per draft, the longest prefix whose joint test passes is kept, and each row's candidate comes from the
-block's residual there; its verdict reports each draft's joint test h_i as accept_prob and its weight. The host reads the result once per
-round (the packed `.tolist()`), the only device-to-host sync of a round, and then walks the tree.
+block's residual there; its verdict reports each draft's joint test h_i as accept_prob, and its weight.
+
+The host reads the result once per round (the packed `.tolist()`), the only device-to-host sync of a
+round, and then walks the tree.
 """
 from __future__ import annotations
 
@@ -114,8 +116,8 @@ def judge(proposal: Proposal, logits: torch.Tensor, cfg: SpecConfig, gen: torch.
         (weights.double() if weights is not None else p_x.new_zeros(0, dtype=torch.float64)),
         pack_pictures(p, q, p_at, rows, candidates),
     ])
-    return _walk(proposal, packed.tolist(), greedy=u is None, n_top=top_ids.size(-1),
-                 vocab=p.size(-1), block=weights is not None)                                 # the round's one device-to-host read
+    return _walk(proposal, packed.tolist(), greedy=u is None, n_top=top_ids.size(-1),      # the round's one
+                 vocab=p.size(-1), block=weights is not None)                             # device-to-host read
 
 
 def sibling_residuals(rule, p: torch.Tensor, q: torch.Tensor, x: torch.Tensor, proposal: Proposal,
@@ -176,7 +178,8 @@ def _walk(proposal: Proposal, values: list[float], greedy: bool, n_top: int, voc
     top = [(int(i), pr) for i, pr in zip(top_ids[row * n_top:(row + 1) * n_top], top_probs[row * n_top:(row + 1) * n_top])]
     return Verdict(path=path, judged=judged, parent=node, corrected=corrected, next_token=cand[row],
                    next_prob=cand_prob[row], next_p=cand_p[row], top=top, tokens=tokens, ok=ok, p=p_x, q=q_x,
-                   accept_prob=acc, u=u, weights=weights, pictures=Pictures(values, at, proposal, min(TOP_PICTURE, vocab), cand))
+                   accept_prob=acc, u=u, weights=weights,
+                   pictures=Pictures(values, at, proposal, min(TOP_PICTURE, vocab), cand))
 
 
 def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Tensor,

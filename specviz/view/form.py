@@ -108,11 +108,6 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
                               max_lines=1, elem_id="tree",
                               info="a tree drafts several guesses a depth and the target checks every branch "
                                    "in one pass; k is then unused")
-            # The two lossless rules a race can run (engine/loop/rules.py); the Rules tab compares them all.
-            rule = lenient.Radio(RULE_CHOICES, value="exact", label="Acceptance rule", elem_id="rule",
-                                 info="block keeps at least as many drafts a round, with the same output distribution; "
-                                      "at temperature 0 both are the argmax match, and a prompt-lookup draft "
-                                      "(one token, q = 1) gains nothing")
             k_note = gr.HTML(_k_note_html(app, first), elem_id="k-note")     # the measured k, as a suggestion
             use_k = gr.Button("use the measured k", visible=False, size="sm", elem_id="use-k")
             k_watch = gr.Timer(K_WATCH_S, active=False)     # ticks while the pair's k is being measured
@@ -120,6 +115,11 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
                 0, CONFIDENCE_STOP_MAX, value=start["confidence_stop"], step=0.05, elem_id="confidence-stop",
                 label="draft stops below p (0 = off)",
                 info="a round drafts no more after a token the draft gave less than p")
+            # The two lossless rules a race can run (engine/loop/rules.py); the Rules tab compares them all.
+            rule = lenient.Radio(RULE_CHOICES, value="exact", label="Acceptance rule", elem_id="rule",
+                                 info="block keeps at least as many drafts a round, with the same output distribution; "
+                                      "at temperature 0 both are the argmax match, and a prompt-lookup draft "
+                                      "(one token, q = 1) gains nothing")
             temperature = lenient.Slider(0, 2, value=0, step=0.05, label="temperature (0 = greedy)",
                                          elem_id="temperature")
             # Two to a row only where both fit with their labels on one line: a phone stacks them.

@@ -84,7 +84,7 @@ def test_expected_acceptance_is_the_q_weighted_accept_prob(name):
 N = 200_000
 
 
-@pytest.mark.parametrize("name", ["exact", "sample_match"])
+@pytest.mark.parametrize("name", ["exact", "block", "sample_match"])
 def test_lossless_rules_reproduce_p(name):
     rule = get_rule(name)
     tokens, kept = simulate(rule, P, Q, N, torch.Generator().manual_seed(7))
@@ -107,10 +107,10 @@ def test_lossy_rules_do_not(name):
 
 
 def test_names_parse_and_fail_clearly():
-    assert set(FAMILIES) == {"exact", "sample_match", "greedy_match", "typical", "ensemble"}
+    assert set(FAMILIES) == {"exact", "block", "sample_match", "greedy_match", "typical", "ensemble"}
     assert get_rule("ensemble").name == "ensemble(w=0.5)"
     assert get_rule(" ensemble( w = 0.25 ) ").name == "ensemble(w=0.25)"
-    assert get_rule("exact").lossless and get_rule("sample_match").lossless
+    assert get_rule("exact").lossless and get_rule("sample_match").lossless and get_rule("block").lossless
     assert not any(get_rule(n).lossless for n in ("greedy_match", "typical", "ensemble"))
     for bad in ["", "ratio", "exact(w=1)", "ensemble(w=1)", "ensemble(w=0)", "ensemble(w=x)", "typical(alpha=0.3)",
                 "typical(epsilon=nan)", None, 3]:

@@ -41,10 +41,11 @@ def rows_of(html: str) -> dict[str, tuple[str, str]]:
 def test_the_tab_races_every_rule_and_the_lossy_ones_fail(app):
     updates = list(run_rules(app, 1.0, **FORM))
     html, figure, cancel = updates[-1]
-    assert cancel is None and "5 rules raced, 48 new tokens each, temperature 1" in html
+    assert cancel is None and "6 rules raced, 48 new tokens each, temperature 1" in html
     rows = rows_of(html)
-    assert list(rows) == ["exact", "sample_match", "greedy_match", "typical(epsilon=0.09,delta=0.3)", "ensemble(w=0.5)"]
+    assert list(rows) == ["exact", "block", "sample_match", "greedy_match", "typical(epsilon=0.09,delta=0.3)", "ensemble(w=0.5)"]
     assert rows["exact"] == ("true", "pass") and rows["sample_match"] == ("true", "pass")
+    assert rows["block"] == ("true", "pass")
     for name in ("greedy_match", "typical(epsilon=0.09,delta=0.3)", "ensemble(w=0.5)"):
         assert rows[name] == ("false", "fail"), name
     assert html.count(clean(LOSSY)) == 3
@@ -68,6 +69,10 @@ def test_each_rule_row_is_measured_and_named_by_the_run(app, monkeypatch):
     assert [r.recorded for r in seen] == [r.name for r in seen]        # Done.stats names the rule raced
     for r in seen:
         assert 0 <= r.a <= 1 and 0 <= r.a_d <= r.a and 1 <= r.tau <= 4 and r.tokens == 48 and r.speedup > 0
+        assert 0 <= r.kept <= 3
+    # token-wise against block, same prompt, seed and pair: the block row is its own run, with the rule named
+    exact, block = (next(r for r in seen if r.name == name) for name in ("exact", "block"))
+    assert block.recorded == "block" and exact.recorded == "exact"
 
 
 def test_refusals_are_one_line(app):
@@ -83,7 +88,7 @@ def test_stop_ends_it_with_a_line(app):
     assert "Stopped." in html and cancel is None
     run = run_rules(app, 1.0, **FORM)
     _, _, cancel = next(run)                  # the page's Stop sets the flag the first update hands over
-    assert "Racing rule 1 of 5" in next(run)[0]
+    assert "Racing rule 1 of 6" in next(run)[0]
     cancel.set()
     rest = list(run)
     assert len(rest) == 1 and "Stopped." in rest[0][0] and rest[0][2] is None

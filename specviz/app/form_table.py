@@ -82,6 +82,9 @@ SETTINGS = (
     Setting("tree", "shape", "draft shape", "Draft shape: chain, or a token tree's candidates per depth (2,2,1,1)",
             "tree", CHAIN, "", info="a tree drafts several guesses a depth and the target checks every branch "
                                     "in one pass; k is then unused"),
+    Setting("rule", "menu", "acceptance rule", "Acceptance rule", "rule", "exact", "exact", api=12,
+            info="block keeps at least as many drafts a round, with the same output distribution; at temperature "
+                 "0 both are the argmax match, and a prompt-lookup draft (one token, q = 1) gains nothing"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 FORM_FIELDS = tuple(s.name for s in SETTINGS)

@@ -3,10 +3,11 @@
 For the first position of a prompt it takes the target's p and the draft's q, keeps the tokens that
 carry nearly all their mass (renormalized there), and gives each rule's exact output law
 (rules.output_distribution) with its total variation to p, its expected acceptance in closed form,
-and a Monte-Carlo check (rules.simulate, chi-square p-value from engine/analysis/lossless.py): exact
-and sample_match pass, lossy rules fail when their distance is larger than the draws' noise. Each
-rule is then raced against plain decoding through the app's decoding slots (a, a_d, tau, speedup
-from engine/metrics/measures.py). The view (view/tabs/rules.py) draws the rows; this computes them.
+and a Monte-Carlo check (rules.simulate, chi-square p-value from engine/analysis/lossless.py): exact,
+block and sample_match pass, lossy rules fail when their distance is larger than the draws' noise (at
+one position the block rule is the exact rule; it differs over a chain's block). Each rule is then
+raced against plain decoding through the app's decoding slots (a, a_d, tau, drafts kept per round,
+speedup from engine/metrics/measures.py). The view (view/tabs/rules.py) draws the rows; this computes them.
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ class RuleRow:
     a: float | None = None
     a_d: float | None = None
     tau: float | None = None
+    kept: float | None = None      # drafts kept per round (accepted / rounds)
     speedup: float | None = None
     tokens: int = 0
     recorded: str | None = None    # the rule the run's Done.stats names
@@ -90,6 +92,7 @@ def race_rule(app: AppState, run, row: RuleRow, stop) -> None:
     t = stats.tallies["spec"]
     row.a, row.a_d, row.tau = (measures.acceptance_rate(t), measures.draft_acceptance_rate(t),
                                measures.mean_acceptance_length(t))
+    row.kept = measures.kept_per_round(t)
     row.speedup, row.tokens = stats.measured_speedup(), t.tokens
     row.recorded = getattr(stats.done.get("spec"), "rule", None)
 

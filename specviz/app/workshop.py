@@ -313,6 +313,43 @@ def tree_or_chain(app: AppState) -> Outcome:
                    ("race", tree), ran=ran_line)
 
 
+BLOCK_SEEDS = 4    # the block exercise's sampled runs per rule (same seeds for both), pooled
+BLOCK_ANSWERS = ("at T = 1 only", "at T = 0 only", "at both", "at neither")
+
+
+def _kept(app: AppState, key: str, rules: tuple[str, ...], seeds, **settings) -> dict[str, measures.LaneTally]:
+    """Each rule's speculative tally, pooled over the same seeds (counts only: no plain lane, no timing)."""
+    ids, tallies = _ids(app, key), {}
+    for rule in rules:
+        tally = tallies[rule] = measures.LaneTally()
+        for seed in seeds:
+            cfg = config(app, key, rule=rule, seed=seed, **settings)
+            for record in app.decoders.sliced(gpu_calls.run_stream(gpu_calls.handle(app), key, ids, cfg.to_dict())):
+                tally.add(from_dict(record))
+    return tallies
+
+
+def block_rule(app: AppState) -> Outcome:
+    """Token-wise against block verification (engine/loop/block.py), drafts kept per round, at temperature
+    0 (one greedy run each) and 1 (BLOCK_SEEDS runs each, same seeds), on the same prompt and pair."""
+    key = pick(app, "fast")
+    rules = ("exact", "block")
+    cold = _kept(app, key, rules, [0], max_new_tokens=64)
+    hot = _kept(app, key, rules, range(BLOCK_SEEDS), max_new_tokens=64, temperature=1.0)
+    kept = {(t, r): measures.kept_per_round(tallies[r]) or 0.0 for t, tallies in ((0, cold), (1, hot)) for r in rules}
+    helps = {t: kept[(t, "block")] > kept[(t, "exact")] + 1e-9 for t in (0, 1)}
+    answer = BLOCK_ANSWERS[0 if helps[1] and not helps[0] else 1 if helps[0] and not helps[1] else 2 if helps[0] else 3]
+    each = lambda t: f"{kept[(t, 'exact')]:.2f} token-wise, {kept[(t, 'block')]:.2f} block"      # noqa: E731
+    return Outcome(answer, f"drafts kept per round at T = 0: {each(0)}; at T = 1: {each(1)}",
+                   f"At temperature 0 both rules keep exactly the drafts that match the target's most likely token "
+                   f"(block verification's weights are then 1 or 0), so they kept {each(0)} per round. At temperature "
+                   f"1 the block rule keeps a prefix whenever the target's leftover mass over the whole block allows, "
+                   f"not only when every draft passes its own test: {each(1)} over {hot['block'].rounds} and "
+                   f"{hot['exact'].rounds} rounds, and both outputs follow the target's distribution.",
+                   ran=ran(app, key, settings=f"k = {config(app, key).k}, exact then block, greedy (64 new tokens "
+                                              f"at most); then temperature 1, seeds 0 to {BLOCK_SEEDS - 1} each"))
+
+
 MIN_JUDGED = 5     # a kind counts for the kinds exercise once the target judged this many of its drafts
 
 
@@ -374,5 +411,8 @@ EXERCISES = (
              "each of the first two tokens, 14 nodes, checked in one pass) instead of a chain of k = 4. On this "
              "machine, which will be faster against plain decoding?", ("the tree", "the chain", "about the same"),
              tree_or_chain),
+    Exercise("block", "Block verification", "Block verification judges the k drafts of a round together instead of "
+             "one by one, with the same output distribution. Will it keep more drafts per round than token-by-token "
+             "checking at temperature 0? At temperature 1?", BLOCK_ANSWERS, block_rule),
 )
 BY_KEY = {e.key: e for e in EXERCISES}

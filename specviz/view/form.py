@@ -29,6 +29,8 @@ from .form_fill import FILLED, opened
 from .share import MAX_PROMPTS, form_defaults, link_query
 
 PAIRED_MIN_WIDTH = 190     # two settings share a row only from 2 x 190 px + the gap
+# The rules a race can run from the form: the lossless ones a learner compares (the Rules tab races all).
+RULE_CHOICES = [("exact: token by token", "exact"), ("block: the drafted block judged jointly", "block")]
 K_WATCH_S = 2.0            # how often a page asks whether its pair's k has been measured, while it is under way
 
 
@@ -107,6 +109,9 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
             use_k = gr.Button("use the measured k", visible=False, size="sm", elem_id="use-k")
             k_watch = gr.Timer(K_WATCH_S, active=False)     # ticks while the pair's k is being measured
             confidence_stop = made("confidence_stop")
+            # The two lossless rules a race can run (engine/loop/rules.py); the Rules tab compares them all.
+            rule = lenient.Radio(RULE_CHOICES, value=start["rule"], label=BY_NAME["rule"].label, elem_id="rule",
+                                 info=BY_NAME["rule"].info)
             temperature = made("temperature")
             # Two to a row only where both fit with their labels on one line: a phone stacks them.
             with gr.Row():
@@ -120,7 +125,7 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
                       "custom_draft": custom_draft, "drafter": drafter, "k": k, "adaptive_k": adaptive,
                       "temperature": temperature, "top_k": top_k, "top_p": top_p, "max_new_tokens": max_new,
                       "seed": seed, "stop_strings": stops, "chat": chat, "confidence_stop": confidence_stop,
-                      "tree": tree}
+                      "tree": tree, "rule": rule}
             # A table row the layout above does not place yet: its widget at the end of the settings.
             fields.update({name: made(name) for name in FORM_FIELDS if name not in fields})
         link = gr.State({"pinned": False, "prompts": []})

@@ -2,7 +2,8 @@
 (view/render.py), step mode (view/tabs/step.py) and the terminal (cli/terminal.py) all show.
 
 Each reads only the event's own fields (p, q, min(1, p/q), the draw u, the residual), so a saved
-trace explains itself the same way. Conventions as in engine/loop/acceptance.py: p = target probability,
+trace explains itself the same way. Under the block rule (engine/loop/block.py) a verdict's numbers are
+the joint test of the prefix ending at that draft (weight w, test h, draw u) and the prefix kept. Conventions as in engine/loop/acceptance.py: p = target probability,
 q = draft probability, accept with min(1, p/q), resample from norm(max(0, p - q)).
 """
 from __future__ import annotations
@@ -58,6 +59,9 @@ def tooltip(event) -> str:
         if event.rule == "argmax":
             why = ("the target's most likely token: accepted" if kind == "accepted"
                    else "not the target's most likely token: rejected")
+        elif getattr(event, "weight", None) is not None:
+            why = (f"block weight w = {_num(event.weight)}   joint test h = {_num(event.accept_prob)}   "
+                   f"u = {_num(event.u)}\n{block_reason(event)}")
         else:
             op = "<" if kind == "accepted" else "≥"
             why = (f"min(1, p/q) = {_num(event.accept_prob)}   u = {_num(event.u)} {op} {_num(event.accept_prob)}\n"
@@ -67,6 +71,10 @@ def tooltip(event) -> str:
         return f"{kind} · {head}\n{nums}\n{why}{tail}"
     if kind == "resampled":
         top = ", ".join(f"{shown(piece)} {prob:.2f}" for _, piece, prob in event.top_residual)
+        if getattr(event, "weight", None) is not None:
+            return (f"resampled · {head}\nthe block's correction, drawn from norm(max(0, w·p − q)), "
+                    f"w = {_num(event.weight)}\nresidual probability = {_num(event.prob)}   p (target) = "
+                    f"{_num(event.p)}\nresidual top: {top}")
         if _target_top_choice(event):       # greedy: the correction is p's argmax, its list is p's top
             return (f"resampled · {head}\nthe target's correction: its own most likely token\n"
                     f"p (target) = {_num(event.p)}\ntarget's top: {top}")
@@ -93,6 +101,21 @@ def reason(event) -> str:
     return f"{chance}; a uniform random draw u landed at or above it, so the draft was thrown away"
 
 
+def block_reason(event) -> str:
+    """Why the block rule kept or dropped this draft: the longest prefix whose joint test passed
+    (u < h), read from the end of the block backwards, is kept whole."""
+    passed = event.u < event.accept_prob
+    keeps = (f"the block keeps its first {plural(event.kept, 'draft')}" if event.kept
+             else "the block keeps none of its drafts")
+    if event.kind == "rejected":
+        return f"u is not below h, nor did any longer prefix pass its test: {keeps}"
+    if passed and event.kept == event.position + 1:
+        return f"u is below h and no longer prefix passed: {keeps}, up to this one"
+    if passed:
+        return f"u is below h, and a longer prefix passed too: {keeps}"
+    return f"u is not below h, but a longer prefix passed its test: {keeps}, this one with them"
+
+
 def sentence(event, quote=shown) -> str:
     """One sentence on why this verdict happened, with the real numbers; `quote` shows a token
     (step mode passes one that escapes it as HTML code, the terminal one that hides control characters)."""
@@ -104,6 +127,13 @@ def sentence(event, quote=shown) -> str:
                 return f"{who} is also the target's most likely next token (p = {event.p:.3f}): accepted."
             return (f"{who} is not the target's most likely next token (it gives it p = {event.p:.3f}): rejected, "
                     f"and {_after(event.discarded, getattr(event, 'node', None) is not None)}.")
+        if getattr(event, "weight", None) is not None:
+            return (f"{who}: the target gives it p = {event.p:.3f}, the draft gave q = {event.q:.3f}, so the target "
+                    f"mass its prefix keeps over the draft's is w = {_num(event.weight)}; the block rule passes the "
+                    f"prefix ending here with probability h = {_num(event.accept_prob)}, and its draw is "
+                    f"u = {_num(event.u)}: {block_reason(event)}"
+                    + ("." if event.kind == "accepted" else
+                       f", and {_after(event.discarded)}."))
         if event.rule not in ("ratio", "forced"):
             base = (f"{who}: the target gives it p = {event.p:.3f}, the draft gave q = {event.q:.3f}, and the "
                     f"{event.rule} rule keeps it with probability {event.accept_prob:.3f}; a uniform random draw "
@@ -114,6 +144,11 @@ def sentence(event, quote=shown) -> str:
         if k == "accepted":
             return base + "below that: accepted."
         return base + f"not below that: rejected, and {_after(event.discarded, getattr(event, 'node', None) is not None)}."
+    if k == "resampled" and getattr(event, "weight", None) is not None:
+        return (f"The target draws the next token {quote(event.piece)} from the block's residual "
+                f"norm(max(0, w·p − q)) with the kept prefix's weight w = {_num(event.weight)}, where it has "
+                f"probability {event.prob:.3f}: kept prefixes plus these corrections add up to exactly the target's "
+                f"distribution.")
     if k == "resampled":
         if _target_top_choice(event):
             return f"The target puts its own top choice {quote(event.piece)} (p = {event.p:.3f}) in its place."

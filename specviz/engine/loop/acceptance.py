@@ -24,8 +24,14 @@ mass (top-k or top-p left fewer tokens than the width) is never judged and chang
 
 All of it runs on the models' device with no data-dependent branch: the residual after each rank of
 siblings is computed for every node at once (one pass per rank), one uniform per node is drawn, one
-candidate per row (the correction or bonus that row would emit). The host reads the result once per
-round (the packed `.tolist()`), the only device-to-host sync of a round, and then walks the tree.
+candidate per row (the correction or bonus that row would emit).
+
+A rule whose test is joint (the block rule, block.py) judges a chain as a whole instead: one uniform
+per draft, the longest prefix whose joint test passes is kept, and each row's candidate comes from the
+block's residual there; its verdict reports each draft's joint test h_i as accept_prob, and its weight.
+
+The host reads the result once per round (the packed `.tolist()`), the only device-to-host sync of a
+round, and then walks the tree.
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .block import block_test, kept_prefix
 from .config import SpecConfig
 from .picture import Pictures, TOP_PICTURE, pack_pictures
 from .proposal import Proposal
@@ -59,6 +66,9 @@ class Verdict:
     q: list[float]                 # q_j(x): x under the distribution it was drawn from
     accept_prob: list[float]       # min(1, r(x) / q_j(x)) with r the residual so far; greedy: 1 or 0
     u: list[float] | None          # the uniform draws; None when greedy
+    # The block rule (block.py): each draft's weight w_i; accept_prob is then the joint test h_i of the
+    # prefix ending there, and the path the longest prefix with u_i < h_i. None under other rules.
+    weights: list[float] | None = None
     pictures: Pictures = field(default=None, repr=False)   # the p-and-q picture of every node and row
 
     @property
@@ -77,6 +87,7 @@ def judge(proposal: Proposal, logits: torch.Tensor, cfg: SpecConfig, gen: torch.
     p_at = p[:n] if chain else p.index_select(0, rows)            # (n, V)
     p_x = p_at.gather(1, x.view(-1, 1)).view(-1)                  # p(x) at its parent
     q_x = q.gather(1, x.view(-1, 1)).view(-1)                     # q_j(x)
+    weights = None
     if cfg.forced_acceptance is not None:
         # Benchmarking only (not lossless): accept with a fixed probability; corrections come from p.
         accept_prob = torch.full((n,), cfg.forced_acceptance, device=device)
@@ -85,6 +96,12 @@ def judge(proposal: Proposal, logits: torch.Tensor, cfg: SpecConfig, gen: torch.
     elif cfg.greedy:
         ok = (logits[:n] if chain else logits.index_select(0, rows)).argmax(-1) == x   # the argmax match
         accept_prob, u, next_dist = ok.float(), None, p          # correction or bonus: the argmax of p
+    elif chain and get_rule(cfg.rule).joint:
+        # Block verification: every prefix's joint test h_i, the block's residuals, tau = max{i: u_i < h_i};
+        # a chain's walk keeps nodes 0..tau-1 and draws the next token from row tau.
+        accept_prob, next_dist, weights = block_test(p, q, x)
+        u = torch.rand(n, generator=gen, device=device)
+        ok = torch.arange(n, device=device) < kept_prefix(accept_prob, u)
     else:
         accept_prob, next_dist = sibling_residuals(get_rule(cfg.rule), p, q, x, proposal, rows)
         u = torch.rand(n, generator=gen, device=device)
@@ -96,10 +113,11 @@ def judge(proposal: Proposal, logits: torch.Tensor, cfg: SpecConfig, gen: torch.
         (u.double() if u is not None else p_x.new_zeros(0, dtype=torch.float64)),
         candidates.double(), next_dist.gather(1, candidates.view(-1, 1)).view(-1).double(),
         p.gather(1, candidates.view(-1, 1)).view(-1).double(), top_ids.double().view(-1), top_probs.double().view(-1),
+        (weights.double() if weights is not None else p_x.new_zeros(0, dtype=torch.float64)),
         pack_pictures(p, q, p_at, rows, candidates),
     ])
-    return _walk(proposal, packed.tolist(), greedy=u is None, n_top=top_ids.size(-1),
-                 vocab=p.size(-1))                                 # the round's one device-to-host read
+    return _walk(proposal, packed.tolist(), greedy=u is None, n_top=top_ids.size(-1),      # the round's one
+                 vocab=p.size(-1), block=weights is not None)                             # device-to-host read
 
 
 def sibling_residuals(rule, p: torch.Tensor, q: torch.Tensor, x: torch.Tensor, proposal: Proposal,
@@ -123,7 +141,8 @@ def sibling_residuals(rule, p: torch.Tensor, q: torch.Tensor, x: torch.Tensor, p
     return accept_prob, r
 
 
-def _walk(proposal: Proposal, values: list[float], greedy: bool, n_top: int, vocab: int) -> Verdict:
+def _walk(proposal: Proposal, values: list[float], greedy: bool, n_top: int, vocab: int,
+          block: bool = False) -> Verdict:
     """The read values -> the Verdict: from the root, judge each node's children in rank order; the
     first kept becomes the node judged next; when none is kept (or there are none) the row's
     candidate is the correction (or the bonus)."""
@@ -139,6 +158,7 @@ def _walk(proposal: Proposal, values: list[float], greedy: bool, n_top: int, voc
     u = None if greedy else take(n)
     cand, cand_prob, cand_p = [int(t) for t in take(rows)], take(rows), take(rows)
     top_ids, top_probs = take(rows * n_top), take(rows * n_top)
+    weights = take(n) if block else None
     path, judged, node, corrected = [], [], -1, False
     while True:
         kept, corrected = None, False
@@ -158,7 +178,8 @@ def _walk(proposal: Proposal, values: list[float], greedy: bool, n_top: int, voc
     top = [(int(i), pr) for i, pr in zip(top_ids[row * n_top:(row + 1) * n_top], top_probs[row * n_top:(row + 1) * n_top])]
     return Verdict(path=path, judged=judged, parent=node, corrected=corrected, next_token=cand[row],
                    next_prob=cand_prob[row], next_p=cand_p[row], top=top, tokens=tokens, ok=ok, p=p_x, q=q_x,
-                   accept_prob=acc, u=u, pictures=Pictures(values, at, proposal, min(TOP_PICTURE, vocab), cand))
+                   accept_prob=acc, u=u, weights=weights,
+                   pictures=Pictures(values, at, proposal, min(TOP_PICTURE, vocab), cand))
 
 
 def verify(drafts: torch.Tensor, q_probs: torch.Tensor, target_logits: torch.Tensor,

@@ -64,9 +64,11 @@ class SpecConfig:
     # Never offered in the app. None = the exact rule.
     forced_acceptance: float | None = None
     # The acceptance rule (engine/loop/rules.py): "exact" = min(1, p/q) with the residual, the only
-    # default. Others ("sample_match", "greedy_match", "typical(...)", "ensemble(w=...)") exist to
-    # show what they trade; most are lossy, and each is named in every verdict and in Done.stats.
-    # Stored in canonical form with its parameters; other rules need temperature > 0.
+    # default. "block" = block verification (block.py): a chain's drafts judged jointly, lossless,
+    # keeps at least as many; chains only, and the argmax match at temperature 0. Others
+    # ("sample_match", "greedy_match", "typical(...)", "ensemble(w=...)") exist to show what they trade;
+    # most are lossy, and each is named in every verdict and in Done.stats.
+    # Stored in canonical form with its parameters; rules other than exact and block need temperature > 0.
     rule: str = "exact"
     # Execution, not sampling: a static KV cache with compiled decode steps (CUDA graphs on
     # CUDA), for both lanes alike. Compiles on first use of each shape. See static_model.py.
@@ -126,7 +128,12 @@ class SpecConfig:
     def _check_rule(self) -> None:
         rule = get_rule(self.rule)
         object.__setattr__(self, "rule", rule.name)
-        if rule.name != "exact" and self.greedy:
+        if rule.joint and self.tree is not None:
+            raise ConfigError("the block rule judges a chain's drafts jointly; a token tree has no block form "
+                              "(its weights follow one path; over siblings' residuals the test is not derived)",
+                              field="rule")
+        # At temperature 0 the block rule's test is the argmax match (block.py), as the exact rule's is.
+        if rule.name != "exact" and not rule.joint and self.greedy:
             raise ConfigError(f"the {rule.name} rule compares sampled distributions: it needs temperature > 0 "
                               f"(at temperature 0 the exact rule already is the argmax match)")
         if rule.name != "exact" and self.forced_acceptance is not None:

@@ -131,6 +131,11 @@ class Accepted(_Verdict):
     rule: str
     index: int                     # index of the token in the generated output
     node: int | None = None        # tree rounds: the judged node (an index into Drafted's nodes); None for a chain
+    # The block rule (engine/loop/block.py): accept_prob and u are the joint test h_i and its draw of the
+    # prefix ending here, weight its w_i, and kept the prefix length the round keeps (the longest with
+    # u < h, so a draft may be kept though its own test failed). None under other rules.
+    weight: float | None = None
+    kept: int | None = None
     choice: int | None = None      # tree rounds: its rank among its siblings (0 = the draft's first choice)
     # The picture of this position: the most likely tokens of p and of q as (id, piece, p, q), most likely
     # under p first (q is None on a bonus, which no draft competed for), and overlap = sum over the whole
@@ -158,6 +163,8 @@ class Rejected(_Verdict):
     rule: str                      # as in Accepted
     discarded: int                 # drafts after this one in the round (a tree: the nodes under it), thrown away unverified
     node: int | None = None        # as in Accepted
+    weight: float | None = None    # as in Accepted (block rule)
+    kept: int | None = None
     choice: int | None = None
     picture: list[tuple[int, str, float, float | None]] = field(default_factory=list)   # as in Accepted
     overlap: float | None = None
@@ -178,6 +185,8 @@ class Resampled(_SelfChecking):
     top_residual: list[tuple[int, str, float]] = field(default_factory=list)  # (id, piece, prob), most likely first
     index: int = 0
     parent: int | None = None      # tree rounds: the node whose children it replaces (-1: the round's root)
+    # The block rule: the weight w of the kept prefix; prob is then under norm(max(0, w p - q)). None otherwise.
+    weight: float | None = None
     picture: list[tuple[int, str, float, float | None]] = field(default_factory=list)   # as in Accepted
     overlap: float | None = None
     lane: str = "spec"
@@ -237,6 +246,9 @@ class RoundEnd(_SelfChecking):
     # Tree rounds: nodes neither judged nor under a rejected node (siblings after the kept one, their
     # subtrees, the rest once a stop rule fired), so drafted = accepted + rejected + discarded + unjudged.
     unjudged: int = 0
+    # The block rule's joint test (engine/loop/block.py), one (w_i, h_i, u_i) per draft: the weight, the
+    # test of the prefix ending there and its draw; the round kept the longest prefix with u_i < h_i.
+    block: list[tuple[float, float, float]] | None = None
     lane: str = "spec"
     t: float = 0.0
     kind: Literal["round_end"] = "round_end"
@@ -292,8 +304,8 @@ def from_dict(record: dict) -> Event:
     """The event a `to_dict` record came from (for events that crossed a process boundary)."""
     cls = _BY_KIND[record["kind"]]
     fields = {k: v for k, v in record.items() if k != "kind"}
-    for name in ("top_residual", "picture"):
-        if name in fields:
+    for name in ("top_residual", "picture", "block"):
+        if fields.get(name) is not None:
             fields[name] = [tuple(t) for t in fields[name]]
     if cls is Done:
         fields["stats"] = LaneStats.from_dict(fields.get("stats") or {})

@@ -26,8 +26,13 @@ The bonus token after k accepted drafts is the target's own sample from p under 
                   DIVERSED): the exact rule judged against the mix m = w p + (1 - w) q instead of p, so the
                   output follows m, not p. Lossy for w < 1.   E = sum_x min(m(x), q(x)).
                   As in transformers, w weighs the TARGET (w = 1 is the exact rule).
+    block         block verification (Sun et al., ICLR 2025): a chain's drafts judged jointly, the
+                  longest prefix whose joint test passes is kept (formulas in block.py). Lossless,
+                  and keeps at least as many drafts as exact in expectation. At one position it IS
+                  the exact rule (the methods below, which the rules tab's first-position law reads);
+                  `joint` tells the judge to run the block form on a chain. Chains only.
 
-A rule is named by a string: "exact", "sample_match", "greedy_match", "typical", "ensemble",
+A rule is named by a string: "exact", "block", "sample_match", "greedy_match", "typical", "ensemble",
 or with parameters "typical(epsilon=0.05,delta=0.2)", "ensemble(w=0.3)". `get_rule(name)`
 parses it; `Rule.name` is the canonical form that configs, events and Done.stats record.
 """
@@ -68,6 +73,7 @@ def _at(dist: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 class Exact:
     family = "exact"
     lossless = True
+    joint = False         # True: the judge tests a chain's drafts together (block.py), not one by one
     description = "keep x with probability min(1, p/q); on rejection draw from norm(max(0, p - q))"
 
     @property
@@ -82,6 +88,15 @@ class Exact:
 
     def expected_acceptance(self, p, q):
         return torch.minimum(p, q).sum(-1)
+
+
+@dataclass(frozen=True)
+class Block(Exact):
+    family = "block"
+    lossless = True
+    joint = True
+    description = ("judge the drafted block jointly: keep the longest prefix whose joint test passes, "
+                   "resample from the block's residual (Sun et al. 2025)")
 
 
 @dataclass(frozen=True)
@@ -174,8 +189,8 @@ Rule = Exact   # every rule has Exact's interface
 @dataclass(frozen=True)
 class RuleEntry:
     """One registered rule: its class, the instance the rules tab compares, and how its bars are drawn.
-    The two lossless rules share the greens (the page's colour for "keeps p"); sample_match's bars
-    are hatched, as its green alone sits too close to exact's to tell the bars apart."""
+    The lossless rules share the greens (the page's colour for "keeps p"); sample_match's and block's
+    bars are hatched, as their greens alone sit too close to exact's to tell the bars apart."""
     cls: type
     shown: str             # the name (with parameters) the rules tab races
     colour: str            # its bars' colour (CSS hex)
@@ -185,6 +200,7 @@ class RuleEntry:
 # The one list of rules: config validation, the rules tab and its chart all read it.
 REGISTRY = {entry.cls.family: entry for entry in (
     RuleEntry(Exact, "exact", "#1b7f5b"),
+    RuleEntry(Block, "block", "#4caf7d", "x"),
     RuleEntry(SampleMatch, "sample_match", "#2f9e77", "/"),
     RuleEntry(GreedyMatch, "greedy_match", "#c0392b"),
     RuleEntry(Typical, "typical", "#d9822b"),

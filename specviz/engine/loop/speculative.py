@@ -148,6 +148,7 @@ class Rounds:
                        # Full: drafted the whole shape planned for it, and no stop rule cut it short.
                        full=n == (self.full_nodes if self.tree else k_used) and emitted == accepted + 1,
                        unjudged=n - accepted - len(rejected) - sum(e.discarded for e in rejected),
+                       block=list(zip(v.weights, v.accept_prob, v.u)) if v.weights is not None else None,
                        lane=self.lane, t=clock.read())
         self.tally.add(end)
         events.append(end)
@@ -171,6 +172,7 @@ def commit_round(out: Output, proposal: Proposal, v: Verdict, r: int, rule: str,
             return events
         common = dict(round=r, position=proposal.depths[node] - 1, token_id=ids[node], p=v.p[node], q=v.q[node],
                       accept_prob=v.accept_prob[node], u=v.u[node] if v.u else None, rule=rule, lane=lane, t=at,
+                      **(dict(weight=v.weights[node], kept=len(v.path)) if v.weights is not None else {}),
                       picture=_named(tok, pictures.node(node, ids[node], v.p[node], v.q[node], node == last)),
                       overlap=pictures.overlap[node],
                       **(dict(node=node, choice=proposal.choices[node]) if tree else {}))
@@ -186,6 +188,7 @@ def commit_round(out: Output, proposal: Proposal, v: Verdict, r: int, rule: str,
     if v.corrected:
         events.append(Resampled(round=r, position=position, token_id=v.next_token, piece=piece, prob=v.next_prob,
                                 p=v.next_p, top_residual=[(i, tok.piece_of(i), pr) for i, pr in v.top],
+                                weight=([1.0] + v.weights)[len(v.path)] if v.weights is not None else None,   # w_tau, w_0 = 1
                                 index=out.n_generated - 1, lane=lane, t=at, overlap=pictures.overlap[last],
                                 picture=_named(tok, pictures.node(last, ids[last], v.p[last], v.q[last], True)),
                                 **after))

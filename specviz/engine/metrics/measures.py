@@ -112,6 +112,12 @@ def drafts_per_round(t: LaneTally) -> float | None:
     return t.drafted / t.rounds if t.rounds else None
 
 
+def kept_per_round(t: LaneTally) -> float | None:
+    """Drafts kept per round (accepted / rounds, between 0 and k): what a better exact rule, such as
+    block verification, raises for the same draft and target."""
+    return t.accepted / t.rounds if t.rounds else None
+
+
 def mean_acceptance_length(t: LaneTally) -> float | None:
     """tau = tokens emitted / target passes (one pass a round), between 1 and k + 1."""
     return t.tokens / t.rounds if t.rounds else None

@@ -5,8 +5,8 @@ differ only when sampling), app/rules_check.py judges each rule of engine/loop/r
 on the first position (exact output law against the target's p, Monte-Carlo check) and races it
 against plain decoding, RULE_TOKENS new tokens each, through the app's decoding slots (Stop or a
 departed visitor ends it after the current item). This module lays the tab out, wires its button,
-and draws the rows: per rule a = accepted / judged, a_d = accepted / drafted, tau, the measured
-speedup, and the first position's figures, lossy rules labelled LOSSY wherever they appear, each
+and draws the rows: per rule a = accepted / judged, a_d = accepted / drafted, tau, kept / round,
+the measured speedup, and the first position's figures, lossy rules labelled LOSSY wherever they appear, each
 rule's bars in its registered colour and pattern. Every model text is escaped.
 """
 from __future__ import annotations
@@ -45,8 +45,9 @@ def build(shared: Shared) -> gr.Tab:
     with gr.Tab("Rules", id="rules") as tab:
         gr.Markdown(f"The same prompt judged by {len(REGISTRY)} acceptance rules, each raced against plain decoding "
                     f"({RULE_TOKENS} new tokens each), with the prompt, pair and settings on the left at this tab's "
-                    "temperature. Only **exact** and **sample_match** keep the target's distribution; the others "
-                    "trade it for acceptance.")
+                    "temperature. Only **exact**, **block** and **sample_match** keep the target's distribution; the "
+                    "others trade it for acceptance. **block** judges the drafted block jointly (block verification): "
+                    "at one position it is exact, over a block it keeps at least as many drafts a round.")
         with gr.Row():
             # lenient: a value of the wrong kind ("x", None) reaches run_rules' one-line refusal
             temperature = lenient.Slider(T_MIN, T_MAX, value=1.0, step=0.05, label="temperature (rules differ only when "
@@ -118,11 +119,17 @@ def _mc_cell(row: RuleRow) -> str:
     return f"{verdict} (p-value {shown})"
 
 
+def _breakable(name: str) -> str:
+    """A rule's name, escaped, that may wrap after each comma of its parameters: the widest unbreakable
+    word of the table otherwise ("typical(epsilon=0.09,delta=0.3)"), which a laptop's width must hold."""
+    return clean(name).replace(",", ",<wbr>")
+
+
 def rules_html(rows: list[RuleRow], note: str, status: str) -> str:
     """The per-rule table; every text escaped, classes from a fixed set."""
     # Whether a rule keeps p goes under its name, not in a column of its own, so the table fits a
     # laptop's width without cutting the Monte-Carlo verdict.
-    head = ("<tr><th>rule</th><th>a</th><th>a_d</th><th>tau</th><th>measured speedup</th>"
+    head = ("<tr><th>rule</th><th>a</th><th>a_d</th><th>tau</th><th>kept / round</th><th>measured speedup</th>"
             "<th>first position: E[accept]</th><th>distance to p (exact law)</th><th>Monte-Carlo check</th></tr>")
     body = []
     for r in rows:
@@ -131,14 +138,16 @@ def rules_html(rows: list[RuleRow], note: str, status: str) -> str:
         body.append(
             f'<tr class="{"rule-lossless" if r.lossless else "rule-lossy"}" data-rule="{clean(r.name)}" '
             f'data-lossless="{str(r.lossless).lower()}" data-mc="{mc}">'
-            f'<td><b>{clean(r.name)}</b><br><span class="rule-law {"rule-law-keeps" if r.lossless else "rule-law-lossy"}">'
+            f'<td><b>{_breakable(r.name)}</b><br><span class="rule-law {"rule-law-keeps" if r.lossless else "rule-law-lossy"}">'
             f'{clean(label)}</span><br><small>{clean(r.description)}</small></td>'
-            f"<td>{_fmt(r.a)}</td><td>{_fmt(r.a_d)}</td><td>{_fmt(r.tau)}</td><td>{_fmt(r.speedup, '.2f', '×')}</td>"
+            f"<td>{_fmt(r.a)}</td><td>{_fmt(r.a_d)}</td><td>{_fmt(r.tau)}</td><td>{_fmt(r.kept)}</td>"
+            f"<td>{_fmt(r.speedup, '.2f', '×')}</td>"
             f"<td>{_fmt(r.expected)}</td><td>{_fmt(r.tv, '.4f')}</td><td>{clean(_mc_cell(r))}</td></tr>")
     return (f'<div class="rules-result"><p class="explain">{clean(status)}</p>'
             f'<div class="rules-scroll"><table class="rules-table">{head}{"".join(body)}</table></div>'
             f'<p class="explain">{clean(note)} a = accepted / judged, a_d = accepted / drafted, tau = tokens per '
-            f"target pass (docs/metrics.md); speedup = speculative over plain tokens/s, each on its own clock.</p></div>")
+            f"target pass, kept / round = drafts accepted per round (docs/metrics.md); speedup = speculative over "
+            f"plain tokens/s, each on its own clock.</p></div>")
 
 
 def first_figure(fp: FirstPosition, rows: list[RuleRow], laws: list, tokenizer, top: int = 10):

@@ -21,6 +21,7 @@ from ...engine.loop.drafters import PROMPT_LOOKUP
 from ...engine.loop.events import from_dict
 from ...errors import SpecvizError
 from ..render import STEP_LEGEND, clean, draft_chips, fragment, hint, status_html
+from ..block_view import block_html, block_sentence
 from ..tree_view import TREE_LEGEND, tree_html, tree_sentence
 from ..live_html import live_html
 from ..timeline import Timeline
@@ -213,6 +214,7 @@ def _reveal_round(state: dict):
     chips, verdicts, pane_new = "", [], ""
     rejected = None          # the round's rejected draft, for its correction's tie note
     tree, judged = None, []  # a token tree round: its Drafted event and its verdicts, drawn at its end
+    pieces = []              # the round's drafts, for the block rule's joint test drawn at its end
     while i < len(records):
         event = from_dict(records[i])
         i += 1
@@ -227,6 +229,7 @@ def _reveal_round(state: dict):
                      f'{plural(len(event.token_ids), "node")}{f" (shape {clean(shape)})" if shape else ""}, and the '
                      f"target checks every branch in one forward pass, then walks down it from the text so far:</p>")
         elif event.kind == "drafted":
+            pieces = event.pieces
             chips = (f'<p class="explain">Round {event.round}: the draft proposes {plural(len(event.token_ids), "token")} '
                      f'{draft_chips(event)}{_short_round(state, len(event.token_ids))} and the target checks them '
                      f'all in one forward pass:</p>')
@@ -241,6 +244,9 @@ def _reveal_round(state: dict):
                     f"{event.drafted} {what}, {plural(event.emitted, 'token')} added for one target pass. "
                     f"Tap or click “Next round” (on a keyboard: the right arrow).</p>")
             pane_new += fragment(event)
+            if event.block:
+                chips += (f'<div class="block-draw">{block_html(pieces, event.block)}</div><p class="explain '
+                          f'block-sum">{clean(block_sentence(event.block))}</p>')
             if tree is not None:
                 chips += (f'{tree_html(tree, judged)}<p class="explain tree-sum">'
                           f'{clean(tree_sentence(tree, judged))}</p>')

@@ -36,7 +36,7 @@ def chart_figure(chart):
     return None if chart is None else CHARTS[chart[0]](chart[1])
 
 REPEAT = 3              # races of a repeated exercise
-NUMBER_WORDS = {10: "Ten", 11: "Eleven", 12: "Twelve"}
+NUMBER_WORDS = {10: "Ten", 11: "Eleven", 12: "Twelve", 13: "Thirteen"}
 CLOSE_ENOUGH = 0.2      # a numeric prediction within 20% of the measured value counts as close
 PROGRESS_KEY = "specviz-workshop"       # the browser's storage key of the learner's progress
 SHOWN = ("shown", "why", "verdict")     # an entry's texts the page shows

@@ -192,6 +192,14 @@ INCONSISTENT = [
                       rule="ratio", discarded=0), "would have kept"),
     ("Accepted", dict(round=1, position=0, token_id=5, piece="a", p=0.3, q=0.5, accept_prob=0.6, u=0.2,
                       rule="ratio", index=0, node=1), "node and its choice"),
+    # The block rule: a kept draft past the kept prefix; a rejected one that is not the first past it; the
+    # last kept draft's own draw failing its joint test.
+    ("Accepted", dict(round=1, position=2, token_id=5, piece="a", p=0.3, q=0.5, accept_prob=0.6, u=0.2,
+                      rule="block", index=0, kept=2, weight=0.5), "kept prefix of 2"),
+    ("Rejected", dict(round=1, position=3, token_id=5, piece="a", p=0.3, q=0.5, accept_prob=0.6, u=0.7,
+                      rule="block", discarded=0, kept=2, weight=0.5), "kept prefix of 2"),
+    ("Accepted", dict(round=1, position=1, token_id=5, piece="a", p=0.3, q=0.5, accept_prob=0.6, u=0.7,
+                      rule="block", index=0, kept=2, weight=0.5), "would have rejected"),
     # A round with more accepted than drafted, more emitted than one past the accepted, totals below it.
     ("RoundEnd", dict(round=1, drafted=2, accepted=3, emitted=4, draft_s=0, verify_s=0, bookkeeping_s=0,
                       total_tokens=4, total_drafted=2, total_accepted=3, text="", k_next=4, full=True), "accepted"),
@@ -224,6 +232,11 @@ def test_the_consistent_neighbours_of_those_records_are_built():
     Accepted(**verdict, u=0.2, index=0, node=1, choice=0)
     Accepted(**verdict, u=None, index=0)                     # greedy: no draw
     Rejected(**verdict, u=0.6, discarded=2)                  # u = accept_prob rejects (kept iff u < it)
+    # block: a draft inside the kept prefix is kept though its own draw missed; the last kept one's passed
+    block = dict(verdict, rule="block", weight=0.5, kept=2)
+    Accepted(**{**block, "position": 0}, u=0.9, index=0)
+    Accepted(**{**block, "position": 1}, u=0.2, index=1)
+    Rejected(**{**block, "position": 2}, u=0.7, discarded=1)
     RoundEnd(round=1, drafted=4, accepted=4, emitted=5, draft_s=0, verify_s=0, bookkeeping_s=0, total_tokens=5,
              total_drafted=4, total_accepted=4, text="", k_next=4, full=True)
     for reason in ("max_tokens", "eos", "stop_string", "cancelled", "length_limit"):

@@ -66,7 +66,7 @@ def test_request_form_fill_link_and_api_are_made_from_the_table():
     assert tuple(SIGNATURE.parameters) == API_FIELDS
     # /generate's clients send values by position: its order stays as it was published.
     assert API_FIELDS == ("prompt", "preset", "k", "temperature", "top_k", "top_p", "max_new_tokens", "seed",
-                          "drafter", "chat", "confidence_stop")
+                          "drafter", "chat", "confidence_stop", "rule")
     params = SIGNATURE.parameters
     assert params["prompt"].default is inspect.Parameter.empty and params["preset"].default is inspect.Parameter.empty
     assert params["chat"].default is None and params["confidence_stop"].default is None

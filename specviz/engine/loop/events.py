@@ -101,13 +101,22 @@ class Drafted(_SelfChecking):
 
 class _Verdict(_SelfChecking):
     """A judged draft (Accepted, Rejected): the draw u decided it against accept_prob (kept iff u <
-    accept_prob, acceptance.py), and a tree's node and choice come together."""
+    accept_prob, acceptance.py; under the block rule, see below), and a tree's node and choice come together."""
 
     def __post_init__(self):
         super().__post_init__()
         kept = isinstance(self, Accepted)
-        if self.u is not None and (self.u >= self.accept_prob + DRAW_SLACK if kept
-                                   else self.u < self.accept_prob - DRAW_SLACK):
+        decided = True
+        if getattr(self, "kept", None) is not None:
+            # The block rule (block.py) keeps the longest prefix whose joint test passed: a draft is kept when
+            # it lies inside that prefix, whatever its own draw, and the first draft past it is the rejected one.
+            # Only the last kept draft's draw (and the rejected one's) decided the round.
+            if (self.position >= self.kept) if kept else (self.position != self.kept):
+                raise ValueError(f"{type(self).__name__}: position {self.position} against a kept prefix of "
+                                 f"{self.kept}")
+            decided = not kept or self.position == self.kept - 1
+        if decided and self.u is not None and (self.u >= self.accept_prob + DRAW_SLACK if kept
+                                               else self.u < self.accept_prob - DRAW_SLACK):
             raise ValueError(f"{type(self).__name__}: u = {self.u!r} against accept_prob = {self.accept_prob!r} "
                              f"would have {'rejected' if kept else 'kept'} it")
         if (self.node is None) != (self.choice is None):

@@ -267,7 +267,7 @@ def test_wrong_kinds_and_counts_of_values_are_refused_in_one_line(tiny_dirs):
         r = join_from(url, race, "s", form_values(stop_strings=[".", "\n"]), "x")
         assert r.status_code >= 400 and "must be text" in r.json()["detail"] and "\n" not in r.json()["detail"]
         r = join_from(url, generate_fn(demo), "s", LONG_GENERATE + [0.5] * 9, "x")
-        assert r.status_code >= 400 and "takes 11 values, not 19" in r.json()["detail"]
+        assert r.status_code >= 400 and "takes 12 values, not 19" in r.json()["detail"]
         r = join_from(url, race, "s", form_values() + ["extra"], "x")
         assert r.status_code >= 400 and "values, not" in r.json()["detail"]
     finally:

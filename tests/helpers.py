@@ -107,7 +107,7 @@ def bench(*args) -> dict:
 
 # The race form by name, as the page sends it (RunRequest's fields but chat, confidence_stop and tree).
 FORM = dict(prompt="import os\n", preset="tiny", custom_target="", custom_draft="", drafter="model", k=4,
-            adaptive_k=False, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=64, seed=0, stop_strings="", rule="exact")
+            adaptive_k=False, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=64, seed=0, stop_strings="")
 ADD = "def add(a, b):\n    return"        # the prompt most form tests race
 
 

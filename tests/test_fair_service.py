@@ -381,7 +381,7 @@ def test_a_slot_handed_over_is_not_sharing_and_an_anonymous_holder_counts():
     assert job.shared and not wide.busy()
 
 
-def test_a_race_that_shared_the_device_with_another_says_so(tiny_dirs):
+def test_a_race_that_shared_the_device_with_another_says_so(tiny_dirs, quiet_machine):
     from specviz.view.handlers import run_race
     from tests.helpers import app_with, form, tiny_presets
     app = app_with(tiny_presets(tiny_dirs), concurrency_per_device=2)

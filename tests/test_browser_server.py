@@ -5,7 +5,7 @@ import pytest
 
 from specviz.remote.servers import Server
 from specviz.view.serve import serve
-from tests.browser_support import ARGS, CHROMIUM, sync_api
+from tests.browser_support import browser  # noqa: F401 - the shared Chromium fixture
 from tests.helpers import app_with, tiny_preset
 
 from .vllm_replay import recorded_routes, serving
@@ -22,14 +22,6 @@ def urls(tiny_dirs):
         yield url, plain_url
         demo.close()
         plain.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def test_the_server_tab_shows_a_real_servers_rounds(browser, urls):

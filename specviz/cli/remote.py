@@ -120,16 +120,13 @@ def race_line(seen, args) -> str:
 
 
 def local_check(seen, args) -> str:
-    from ..engine.loop.config import SpecConfig
     from ..models.presets import load_preset
-    from ..remote.exactness import check, local_pass
+    from ..remote.exactness import has_ids, verdict_of
 
-    c = seen.completion
-    if c.prompt_ids is None or any(t is None for t in c.token_ids):
+    if not has_ids(seen.completion):
         return "exactness: the server returned no token ids (vLLM's return_token_ids), so no local check"
     pair = load_preset(args.check_local, device="cpu", dtype="float32")
-    cfg = SpecConfig(temperature=args.temperature)
-    verdict = check(c.logprobs, local_pass(pair.target, c.prompt_ids, list(c.token_ids), cfg), cfg.greedy)
+    verdict = verdict_of(seen.completion, args.temperature, pair.target)
     gap = f" (server and local logprobs differ by at most {verdict.max_logprob_gap:.3f})" \
         if verdict.max_logprob_gap is not None else ""
     return "exactness: " + verdict.sentence() + gap

@@ -113,3 +113,19 @@ def check(logprobs: list[float | None], local: tuple[list[float], float, list[in
         return Verdict(len(logprobs), low, 0.0, None, tuple(mismatches), gap, lossless=not mismatches)
     tail = poisson_tail(len(low), expected)
     return Verdict(len(logprobs), low, expected, tail, (), gap, lossless=tail >= VERDICT_P)
+
+
+def has_ids(completion) -> bool:
+    """Whether the server returned the prompt's and every output token's ids (what the local pass reads)."""
+    return bool(completion.prompt_ids) and None not in completion.token_ids
+
+
+def verdict_of(completion, temperature: float, target=None) -> Verdict:
+    """The check of one completion (remote/client.Completion) at its temperature: the logprob count, with the
+    local pass of `target` (the same weights here) when one is given and the server returned token ids."""
+    from ..engine.loop.config import SpecConfig
+    cfg = SpecConfig(temperature=temperature)
+    local = None
+    if target is not None and has_ids(completion):
+        local = local_pass(target, completion.prompt_ids, list(completion.token_ids), cfg)
+    return check(completion.logprobs, local, cfg.greedy)

@@ -86,14 +86,10 @@ def ask_server(app, label, prompt, temperature, max_tokens):
 
 def local_verdict(app, server, seen, temperature):
     """The exactness check: the logprob count, with the local pass when the host named a preset to check with."""
-    from ...engine.loop.config import SpecConfig
-    cfg = SpecConfig(temperature=temperature)
-    local = None
-    c = seen.completion
-    if server.check and c.prompt_ids and None not in c.token_ids:
-        pair = app.pairs.pair(app.pairs.known(server.check))
-        local = exactness.local_pass(pair.target, c.prompt_ids, list(c.token_ids), cfg)
-    return exactness.check(c.logprobs, local, cfg.greedy)
+    target = None
+    if server.check and exactness.has_ids(seen.completion):
+        target = app.pairs.pair(app.pairs.known(server.check)).target
+    return exactness.verdict_of(seen.completion, temperature, target)
 
 
 def _status(text: str, error: bool = False) -> str:

@@ -235,6 +235,8 @@ def test_the_replay_is_its_own_limited_group_counted_in_the_caps(tiny_dirs):
               and f.fn.func.__name__ == "replay_in_turn"]
     assert len(replay) == 1 and replay[0].concurrency_id == "replay" in WORK_GROUPS
     assert replay[0].concurrency_limit == 1
+    from specviz.bench.hostile_kinds import replay_values
+    assert len(replay_values("trace")) == len(replay[0].inputs)     # the load test's replays are not refused
 
 
 def test_a_replay_waits_for_its_turn_of_the_device(tiny_dirs):

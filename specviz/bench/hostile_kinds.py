@@ -84,6 +84,11 @@ def _loop(threads: int, body, done: threading.Event, most: int, within_s: float,
     return out
 
 
+def replay_values(trace_text: str) -> list:
+    """What the page sends with a trace replay: the trace's text and the share link (none here)."""
+    return [trace_text, None]
+
+
 def start(kind: str, url: str, fns: dict[str, int], prompt: str, done: threading.Event, trace_text: str = "",
           within_s: float = 600) -> tuple[list[threading.Thread], dict]:
     """Start one hostile kind. `fns`: the served page's fn indices by name ("generate", "stop", "race",
@@ -92,7 +97,7 @@ def start(kind: str, url: str, fns: dict[str, int], prompt: str, done: threading
 
     def replay(http):                 # a real trace replayed, results read, again and again
         session = _session()
-        if _join(http, url, fns["replay"], [trace_text], session, tally) and _read(http, url, session) == "completed":
+        if _join(http, url, fns["replay"], replay_values(trace_text), session, tally) and _read(http, url, session) == "completed":
             tally["completed"] += 1
 
     def churn(http):                  # Stop from a new session id each time, never read: ~40 a second

@@ -123,7 +123,8 @@ def main() -> int:
     serve.add_argument("--draft", default=None, help="an exported draft folder (python -m specviz export-draft)")
     serve.add_argument("--plain", action="store_true", help="no speculation (the baseline endpoint)")
     serve.add_argument("--k", type=int, default=3)
-    serve.add_argument("--eager", action="store_true", help="--enforce-eager: starts in seconds, runs slower")
+    serve.add_argument("--eager", action="store_true",
+                       help="--enforce-eager: no compile, so it starts minutes sooner and runs slower")
     serve.add_argument("--memory", type=float, default=0.15)
     args = parser.parse_args()
     if args.what == "install":

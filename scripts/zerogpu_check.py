@@ -63,7 +63,7 @@ def main() -> int:
           pair.device.type == "cuda")
     build_demo(app)
     check("the page builds", True)
-    run = prepare(app, RunRequest(prompt="def f(x):", preset="bundled", max_new=16))
+    run = prepare(app, RunRequest(prompt="def f(x):", preset="bundled", max_new_tokens=16))
     check(f"a request is prepared in the main process ({len(run.ids)} prompt tokens)", len(run.ids) > 0)
     wrapped = [name for name in ("race_records", "run_records", "lossless_results")
                if getattr(work, name).__module__.startswith("spaces")

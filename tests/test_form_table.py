@@ -127,3 +127,18 @@ def test_the_temperature_top_is_written_once_per_meaning():
     from specviz.view.tabs.rules import T_MAX
     assert T_MAX == BY_NAME["temperature"].span[1] <= TEMPERATURE_MAX
     assert _accepted("temperature", TEMPERATURE_MAX) and not _accepted("temperature", TEMPERATURE_MAX + 0.1)
+
+
+def test_the_scripts_build_requests_by_the_tables_names():
+    """A script outside the test suite (scripts/zerogpu_check.py needs its own environment) that builds a
+    RunRequest by keyword uses the table's names: a renamed field would otherwise fail only there."""
+    import ast
+    from pathlib import Path
+
+    named = []
+    for script in sorted((Path(__file__).resolve().parent.parent / "scripts").glob("*.py")):
+        for node in ast.walk(ast.parse(script.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "RunRequest":
+                named += [(script.name, k.arg) for k in node.keywords if k.arg is not None]
+    assert ("zerogpu_check.py", "max_new_tokens") in named
+    assert [(name, arg) for name, arg in named if arg not in FORM_FIELDS] == []

@@ -311,3 +311,12 @@ def test_an_unexpected_race_failure_shows_no_server_path(tiny_dirs, monkeypatch)
     monkeypatch.setattr(handlers, "_save_trace", broken)
     last = list(handlers.run_race(tiny_app(tiny_dirs), **{**FORM, "max_new_tokens": 8}))[-1]
     assert "The race failed: OSError" in last.status and "/srv/specviz" not in last.status
+
+
+def test_train_models_refuses_a_bad_option_in_one_line_with_status_2(capsys):
+    """As every subcommand does (cli/__init__.py): a user's mistake is one line and exit status 2."""
+    from specviz.cli import main
+    for argv in (["--argmax-weight", "2"], ["--stage", "features", "--also-work-dir", "elsewhere"]):
+        assert main(["train-models", "--pair", "smollm2", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: --") and "\n" not in err and "Traceback" not in err

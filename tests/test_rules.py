@@ -168,8 +168,10 @@ def test_config_checks_the_rule():
     assert SpecConfig(temperature=1.0, rule="ensemble").rule == "ensemble(w=0.5)"
     for bad in [dict(temperature=1.0, rule="nope"), dict(temperature=0.0, rule="typical"),
                 dict(temperature=1.0, rule="typical", forced_acceptance=0.5), dict(temperature=1.0, rule=None)]:
-        with pytest.raises(ConfigError):
+        with pytest.raises(ConfigError) as refused:
             SpecConfig(**bad)
+        # the rule's own refusals name the field, so the page and a share link say it in their words
+        assert refused.value.field == (None if "forced_acceptance" in bad else "rule")
 
 
 def test_every_registered_rule_has_its_colour_pattern_and_shown_instance():

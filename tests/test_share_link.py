@@ -104,6 +104,17 @@ def test_every_field_changed_from_its_default_travels_and_reads_back(tiny_dirs):
     assert set(parse_qs(plain)) == {"pair", "prompt", "k", "temperature", "seed"}
 
 
+def test_the_acceptance_rule_travels_where_it_is_not_exact_and_a_bad_one_is_named(tiny_dirs):
+    app = _app(tiny_dirs)
+    query = parse_qs(_query("code", "def f():", 4, 0.8, 1, app=app, rule="block"))
+    assert query["rule"] == ["block"]
+    got = read_link(app, query)
+    assert got.problems == [] and got.rule == "block" and opened(app, query)["rule"] == "block"
+    assert "rule" not in parse_qs(_query("code", "def f():", 4, 0.8, 1, app=app, rule="exact"))
+    bad = read_link(app, {"pair": "code", "rule": "<b>lossy"})
+    assert bad.rule is None and len(bad.problems) == 1 and "rule" in bad.problems[0]
+
+
 def test_a_bad_optional_value_is_named_and_a_chat_switch_needs_a_chat_pair(tiny_dirs):
     app = _app(tiny_dirs)
     got = read_link(app, {"pair": "code", "chat": "1", "drafter": "<b>x", "top_p": "0", "adaptive_k": "maybe",

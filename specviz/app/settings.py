@@ -132,7 +132,9 @@ def draft_shape(text) -> tuple[int, ...] | None:
 def in_page_words(err: ConfigError, words: str | None = None) -> ConfigError:
     """SpecConfig's refusal with the field named as the page names it, or as `words` (the same error otherwise)."""
     words = words or PAGE_WORDS.get(err.field)
-    return ConfigError(str(err).replace(err.field, words, 1), field=err.field) if words else err
+    if not words or not err.field:         # a refusal that names no field is shown as it is
+        return err
+    return ConfigError(str(err).replace(err.field, words, 1), field=err.field)
 
 
 def check(name: str, value, limits: Limits = Limits(), words: str | None = None):

@@ -1,7 +1,8 @@
 """What the app's handlers share, split by role: `pairs` (the menu, custom pairs, loaded pairs and
 their fetches: app/pairs.py), `decoders` (the device's decoding slots: app/decoders.py) and `advisor`
-(the cost models and the k advice: app/advisor.py), with the host's `limits`. A tab is handed the
-roles it uses; the app layer's request functions (app/request.py) take the whole state.
+(the cost models and the k advice: app/advisor.py), with the host's `limits`. A tab reads the roles
+it uses and hands the whole state to its handlers, which pass it to the app layer's request functions
+(app/request.py); the Explain tab is handed the advisor and the presets alone.
 
 Per-user data never lives here: each run keeps its own state in locals and gr.State.
 """

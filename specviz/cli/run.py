@@ -43,7 +43,7 @@ def add_parser(sub) -> None:
 
 def add_model_args(p) -> None:
     p.add_argument("--preset", default=None, help="a preset key from spaces.yaml, any tier: bundled, smollm2, ... "
-                   "(sets --target, --draft, --k and --chat unless given)")
+                   "(sets --target, --draft, --k, --confidence-stop and --chat unless given)")
     p.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
                    help="wrap the prompt in the target's chat template (default: on for instruct presets)")
     p.add_argument("--target", default=None, help="hub id or folder (default: the bundled target)")

@@ -75,6 +75,7 @@ def run(args) -> int:
 def run_smollm2(args, device: str, log) -> int:
     from pathlib import Path
 
+    from ..errors import ConfigError          # a user's mistake: one line and status 2, as every subcommand
     from ..training.smollm2_draft import DraftRecipe, extract_features, prepare_data, train, train_features
 
     recipe = DraftRecipe(layers=[int(x) for x in args.layers.split(",")], head_size=args.head_size,
@@ -85,9 +86,10 @@ def run_smollm2(args, device: str, log) -> int:
                          feature_minutes=args.feature_minutes, draft_steps=args.draft_steps,
                          argmax_weight=args.argmax_weight)
     if not 0 <= recipe.argmax_weight <= 1:
-        raise SystemExit(f"--argmax-weight must be between 0 and 1, not {recipe.argmax_weight:g}")
+        raise ConfigError(f"--argmax-weight must be between 0 and 1, not {recipe.argmax_weight:g}")
     if args.also_work_dir and args.stage in ("features", "train-features"):
-        raise SystemExit("--also-work-dir joins folders for the data and train stages; the feature draft reads one folder")
+        raise ConfigError("--also-work-dir joins folders for the data and train stages; the feature draft reads "
+                          "one folder")
     work, others = Path(args.work_dir or ".specviz-train/smollm2"), [Path(d) for d in args.also_work_dir]
     work.mkdir(parents=True, exist_ok=True)
     if args.stage in ("all", "data"):

@@ -9,10 +9,10 @@ endpoint made by `gr.api` (its inputs are `gr.Api` components, one per parameter
 defaults of the parameters left out, or returns the one-line refusal naming the first one that has none.
 
 `refuse` then checks what Gradio lets through: more values than the endpoint has inputs (a
-`/generate` sent 20 values ran with the first 11), and a value of the wrong kind for a text box or a
-checkbox (gr.Textbox turns a number or a list into its text, so stop strings sent as `[".", "\\n"]`
-ran as the text "['.', '\\n']"). The form's other fields reach the app's own checks as sent
-(view/lenient.py, app/settings.py).
+`/generate` sent 20 values ran with as many as it has parameters and dropped the rest), and a value
+of the wrong kind for a text box or a checkbox (gr.Textbox turns a number or a list into its text,
+so stop strings sent as `[".", "\\n"]` ran as the text "['.', '\\n']"). The form's other
+fields reach the app's own checks as sent (view/lenient.py, app/settings.py).
 """
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 
 The app's decoding slots (app/slots.py) serve waiting jobs round robin, by address and inside an
 address by tab, and a job waiting for its first slot learns its place (`InLine`) each time it
-changes. `line_status` turns one into the line the page shows ("3rd in line, about 20 s: 2 runs
-ahead of yours"), so a visitor in a busy room sees where it stands, never a silent wait.
+changes. `line_status` turns one into the line the page shows ("3rd in line, about 20 s: 3 runs
+ahead of yours", the runs on the device counted among them), so a visitor in a busy room sees where
+it stands, never a silent wait.
 """
 from __future__ import annotations
 

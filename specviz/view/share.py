@@ -3,8 +3,8 @@
 `?pair=KEY&prompt=TEXT&k=N&temperature=T&seed=S` opens the page with that pair (its key, not its label),
 prompt, k, temperature and seed in the form; every other field of the form travels only where it differs
 from its default (`form_defaults`), under SpecConfig's name: `tree=2,2,1,1` (left out: a chain),
-`drafter`, `adaptive_k`, `top_k`, `top_p`, `max_new_tokens`, `stop_strings` (one per line), `chat` and
-`confidence_stop` (their defaults are the pair's own). `&class=1` pins the pair and k for everyone who
+`drafter`, `adaptive_k`, `top_k`, `top_p`, `max_new_tokens`, `stop_strings` (one per line), `chat`,
+`confidence_stop` (those two default to the pair's own) and `rule` (left out: exact). `&class=1` pins the pair and k for everyone who
 opens the link (the pair menu and k slider are locked, the measured-k suggestion hidden), and each
 `&prompts=TEXT` (repeatable) replaces the pair's example prompts. `read_link` checks every value with
 the app's own check (app/settings.py `check_alone`, SpecConfig's ranges): a link accepts exactly what Run

@@ -2,11 +2,11 @@
 
 The page: the settings form in a left column (view/form.py: prompt, Run/Stop, pair, drafter and
 sampling settings) beside the tabs, one module each in view/tabs/ (race, step mode, the lossless
-check, the workshop, the explanation with its what-if calculator, the acceptance rules), each of
-which lays itself out and wires its own listeners. build_demo() only assembles them, with what
-several tabs share (view/tabs/__init__.py's Shared), plus the `/generate` API, the projector
-switch (in the title line, for every tab) and the page-level switch that hides the settings column
-in the workshop. It does not launch: app.py does.
+check, the workshop, the explanation with its what-if calculator, the acceptance rules, and a vLLM
+server's view, shown when the host listed one), each of which lays itself out and wires its own
+listeners. build_demo() only assembles them, with what several tabs share (view/tabs/__init__.py's
+Shared), plus the `/generate` API, the projector switch (in the title line, for every tab) and the
+page-level switch that hides the settings column in the workshop. It does not launch: app.py does.
 """
 from __future__ import annotations
 

@@ -28,7 +28,8 @@ TREE_NODES_MAX = 256              # nodes of a token tree at most (one target pa
 CONFIDENCE_STOP_MAX = 0.95        # highest confidence_stop (the page's slider and the presets use it too)
 # The settings a token tree refuses, each with its one reason (every other setting has a tree form: the
 # rules judge a node against its siblings' residual, prompt lookup proposes branches, the confidence
-# stop leaves an unsure node childless, CUDA graphs capture the verify pass by node count).
+# stop leaves an unsure node childless, CUDA graphs capture the verify pass by node count). One value is
+# refused besides: the block rule, whose joint test follows one path (`_check_rule`).
 TREE_REFUSES = {
     "fast": "torch.compile's static-cache steps take no tree mask (cuda_graphs runs trees on a static cache)",
     "adaptive_k": "adaptive k lengthens and shortens a chain; a tree keeps its shape (tree_budget adapts a tree)",
@@ -126,7 +127,10 @@ class SpecConfig:
                 raise ConfigError("stop strings must be non-empty text", field="stop_strings")
 
     def _check_rule(self) -> None:
-        rule = get_rule(self.rule)
+        try:
+            rule = get_rule(self.rule)
+        except ConfigError as err:          # named as the field, so a front end can say it in its own words
+            raise ConfigError(str(err), field="rule") from None
         object.__setattr__(self, "rule", rule.name)
         if rule.joint and self.tree is not None:
             raise ConfigError("the block rule judges a chain's drafts jointly; a token tree has no block form "
@@ -135,7 +139,7 @@ class SpecConfig:
         # At temperature 0 the block rule's test is the argmax match (block.py), as the exact rule's is.
         if rule.name != "exact" and not rule.joint and self.greedy:
             raise ConfigError(f"the {rule.name} rule compares sampled distributions: it needs temperature > 0 "
-                              f"(at temperature 0 the exact rule already is the argmax match)")
+                              f"(at temperature 0 the exact rule already is the argmax match)", field="rule")
         if rule.name != "exact" and self.forced_acceptance is not None:
             raise ConfigError("forced_acceptance replaces the acceptance rule: leave rule at exact")
 

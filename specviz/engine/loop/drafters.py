@@ -6,7 +6,8 @@ depth the round asks for, a chain of k being k ones, and `path` the accepted nod
 first n). Every drafter says whether it reads the target's hidden states (`reads_target_features`):
 the round then keeps them on its verify pass and hands them to `update`.
 
-- model           the draft LM (model_drafter.py): any tree shape, on every decode path.
+- model           the draft LM (model_drafter.py): a chain on every decode path, any tree shape on
+                  every one but torch.compile's (config.py TREE_REFUSES).
 - prompt_lookup   n-gram matches in the prompt and output (lookup_drafter.py): a chain, or as many
                   branches as the tree's first width.
 A draft that reads the target's features (feature_drafter.py) runs in the model drafter's place when

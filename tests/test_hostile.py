@@ -161,12 +161,35 @@ def test_a_served_app_turns_away_a_churn_of_stops_from_one_address(tiny_dirs, mo
         refused = [r for r in codes if r.status_code != 200]
         assert len(refused) == 12 - 3         # a burst of 3 seconds' worth, then none till the clock moves
         assert all(r.status_code == 400 for r in refused)     # the app's words in the page, not Gradio's "busy"
-        assert "Too many requests" in refused[0].json()["detail"]
+        assert "Too many new sessions" in refused[0].json()["detail"]
         now[0] += 1.0
         assert join_from(url, stop, "churn-later", [None], "203.0.113.5").status_code == 200   # a second's worth
+        # a session seen before is held only by the joins' own rate
+        now[0] += 1.0
+        assert join_from(url, stop, "churn-0", [None], "203.0.113.5").status_code == 200
+        assert "Too many requests" in join_from(url, stop, "churn-0", [None], "203.0.113.5").json()["detail"]
         held = demo._queue.pending_messages_per_session
         assert not any(f"churn-{i}" in held for i in range(12) if codes[i].status_code != 200)
         assert join_from(url, stop, "someone", [None], "203.0.113.6").status_code == 200
+    finally:
+        demo.close()
+
+
+def test_new_sessions_from_one_client_join_at_an_eighth_of_its_rate_seen_ones_at_the_full(tiny_dirs, monkeypatch):
+    """A script inventing a session per Stop makes Gradio build a state per join: new session ids are held to
+    an eighth of a client's joins, while the sessions that opened the page (or joined before) keep the full
+    rate, so a class behind one address is not slowed by it."""
+    from specviz.view.fair_queue import JOIN_BURST_S
+    from specviz.view.serve import serve
+    monkeypatch.setenv("SPECVIZ_TRUST_FORWARDED", "1")
+    now = [0.0]
+    demo, url = serve(tiny_app(tiny_dirs, joins_per_second=16), clock=lambda: now[0])
+    try:
+        stop = next(i for i, f in demo.fns.items() if f.api_name == "stop")
+        fresh = [join_from(url, stop, f"new-{i}", [None], "203.0.113.7").status_code for i in range(10)]
+        assert fresh.count(200) == int(16 / 8 * JOIN_BURST_S)          # 2 a second, a burst of 6
+        again = [join_from(url, stop, f"new-{i % 6}", [None], "203.0.113.7").status_code for i in range(30)]
+        assert again.count(200) == 30                              # 6 + 30 joins: inside 16 x 3 s
     finally:
         demo.close()
 

@@ -14,7 +14,9 @@ client has gone (Gradio marks them not alive; view/visitor.py sees a departure w
   worth first): a script inventing a session per Stop is turned away before Gradio keeps anything;
   the page's own load events (its starting state, and what follows them) have a bucket of their own,
   LOAD_RATE_FACTOR times larger (LOAD_JOINS_FLOOR a second at least), and no other cap: a room of thirty opening the page at once is
-  never refused;
+  never refused; a session id never seen here (not a tab that opened the page: a script's or an API
+  client's first call) joins at NEW_SESSION_SHARE of that rate, since Gradio's state for a new session
+  costs more than the event;
 - at most `jobs_per_address` events of any kind from one client, whatever session ids it sends (the
   client: its address, view/client_address.py, IPv6 by its /64, or where the server cannot tell one,
   its session). The default holds a class of 30-40 tabs behind one school address: more places buy no
@@ -66,6 +68,13 @@ JOIN_BURST_S = 3.0         # a client may spend this many seconds' worth of join
 LOAD_RATE_FACTOR = 10      # the page's load events: this many times the joins of the rest (never a room's limit),
 LOAD_JOINS_FLOOR = 100     # and at least this many a second (a burst of 300: forty tabs' page loads at once, twice)
 REFUSED = "error"          # Gradio answers 400 with our words; "queue_full" (503) shows Gradio's own "busy"
+# A session id this server has never seen, joining anything but the page's load events, is a script's or an
+# API client's first call (a tab's first events are its page load). Gradio builds a state for each new
+# session, which costs far more than the event itself (a Stop), so new sessions from one client are held
+# to this share of its joins: a script inventing a session per Stop slows the room's races by a little,
+# not by half, while thirty notebooks behind one address still start within a few seconds.
+NEW_SESSION_SHARE = 1 / 8
+SESSIONS_SEEN = 20_000     # session ids remembered as seen; the least recently used forgotten first
 # Sessions whose state Gradio keeps for one client: each holds its last outputs (a race's panes and
 # plots, some MB), so a client inventing a session per request grew the server by gigabytes within the
 # 2000 kept. 32 keeps a classroom of 30 behind one school address whole; a script holds 32 at most.
@@ -132,6 +141,28 @@ class JoinRate:
                 return False
             self._buckets[client] = (left - 1.0, now)
             return True
+
+
+class SeenSessions:
+    """The session ids that have joined or opened the page here, the most recent last, at most `most`."""
+
+    def __init__(self, most: int = SESSIONS_SEEN):
+        self.most = most
+        self._ids: dict[str, None] = {}
+        self._lock = threading.Lock()
+
+    def __contains__(self, session) -> bool:
+        with self._lock:
+            return session in self._ids
+
+    def add(self, session) -> None:
+        if not session:
+            return
+        with self._lock:
+            self._ids.pop(session, None)
+            self._ids[session] = None
+            while len(self._ids) > self.most:
+                self._ids.pop(next(iter(self._ids)))
 
 
 class SessionQuota:
@@ -232,6 +263,8 @@ def _guard(queue, limits: Limits, clock: Callable[[], float] = time.monotonic) -
     push = queue.push
     rate = JoinRate(limits.joins_per_second, clock)
     load_rate = JoinRate(max(LOAD_JOINS_FLOOR, limits.joins_per_second * LOAD_RATE_FACTOR), clock)
+    new_sessions = JoinRate(max(1.0, limits.joins_per_second * NEW_SESSION_SHARE), clock)
+    seen = SeenSessions()
     loads = load_events(queue.blocks)
     quota = SessionQuota()
     old = queue.pending_messages_per_session
@@ -249,6 +282,9 @@ def _guard(queue, limits: Limits, clock: Callable[[], float] = time.monotonic) -
             return False, "This request's session id is too long to be a tab's: reload the page", "error"
         client = client_of(request, body.session_hash)
         opening = body.fn_index in loads
+        if client and not opening and body.session_hash not in seen and not new_sessions.take(client):
+            return False, (f"Too many new sessions from your address (at most {new_sessions.per_s:g} a second): "
+                           "reload the page, or keep one session for your calls, and retry"), REFUSED
         if client and not (load_rate if opening else rate).take(client):
             return False, (f"Too many requests from your address (at most {limits.joins_per_second} a second): "
                            "wait a moment and retry"), REFUSED
@@ -262,6 +298,7 @@ def _guard(queue, limits: Limits, clock: Callable[[], float] = time.monotonic) -
                              unread=lambda event: unread(queue, event, UNREAD_AFTER_S, now))
             if full:
                 return False, full if "{eta}" not in full else full.format(eta=_eta(queue, fn)), REFUSED
+        seen.add(body.session_hash)
         quota.note(client, body.session_hash, queue)     # a client's sessions kept at most SESSIONS_PER_CLIENT
         listen_for(queue, body.session_hash)      # its stream's reads are noted (view/visitor.py)
         return await push(body, request, username)

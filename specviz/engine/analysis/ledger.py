@@ -258,6 +258,20 @@ def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) ->
             f"sampling, detokenizing, cache crops, events, or a machine busy with other work).")
 
 
+def lone_lane_words(tally: m.LaneTally) -> str:
+    """A speculative lane run alone (step mode) in the record's words: its a and tau, this run's own, by
+    the functions the ledger uses. No c or v: they price a step in plain steps, and no plain lane ran beside
+    it to time one (the pair's cost model, a prediction across races, is not this run's and is not shown)."""
+    a, tau = m.acceptance_rate(tally), m.mean_acceptance_length(tally)
+    judged = tally.accepted + tally.rejected
+    kept = ("no draft was judged" if a is None else
+            f"{_kept(a)} (a = {a:.2f}: {tally.accepted} of {judged})")
+    gave = "" if tau is None else (f", and a target pass gave tau = {tau:.2f} tokens on average ({tally.tokens} "
+                                   f"tokens in {tally.rounds} passes)")
+    return (f"This run: {kept}{gave}. Its c and v (a draft step and a verify pass, in plain steps) need a plain "
+            f"lane timed beside it: the Race tab measures them for its race.")
+
+
 def text_lines(led: Ledger) -> list[str]:
     """The ledger as plain lines (the CLI and the benchmark table): the verdict and its cause, then
     where each lane's seconds went and the figures the verdict rests on."""

@@ -1,7 +1,12 @@
-"""A newcomer's walkthrough of the page, in Chromium: both screens, both pairs, chat and code, greedy and T = 0.8.
+"""A newcomer's walkthrough of the page, in Chromium: both screens, both pairs, chat and code, greedy and T = 0.8;
+and with --teacher, the teacher's: races clicked in turn, each finished Race tab checked for one record.
 
     python scripts/walkthrough.py [--out docs/screenshots/walkthrough] [--pairs bundled,smollm2] [--max-new-tokens 64]
                                   [--screens laptop,phone,projector,projector-wide]
+    python scripts/walkthrough.py --teacher --out DIR [--pairs bundled,smollm2] [--races N or NAME,NAME]
+                                  [--max-new-tokens 56] [--busy 2]
+
+The teacher's walk is scripts/walkthrough_teacher.py (its docstring lists the races and the checks).
 
 For each combination it opens the page as a share link would (`?pair=..&prompt=..&temperature=..&seed=1`)
 on a 1366x768 laptop, a 390x844 phone (touch, no hover) or a projector (projector mode at 1280x720 and
@@ -181,11 +186,23 @@ def open_tip(page, screen: str) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default="docs/screenshots/walkthrough")
+    parser.add_argument("--out", default=None, help="a file prefix (default docs/screenshots/walkthrough); with "
+                        "--teacher, the folder for the JSON and the PNGs")
     parser.add_argument("--pairs", default="bundled,smollm2")
-    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--max-new-tokens", type=int, default=None, help="default 64; with --teacher 56")
     parser.add_argument("--screens", default=",".join(SCREENS))
+    parser.add_argument("--teacher", action="store_true", help="the teacher's races, each Race tab checked whole")
+    parser.add_argument("--races", default="", help="with --teacher: the first N of its races, or their names")
+    parser.add_argument("--busy", type=int, default=0, help="with --teacher: N busy processes beside the walk")
     args = parser.parse_args()
+    if args.teacher:
+        if not args.out:
+            parser.error("--teacher needs --out DIR: the folder for walkthrough.json and the screenshots")
+        args.max_new_tokens = args.max_new_tokens or 56
+        from walkthrough_teacher import main as teacher_main
+        return teacher_main(args)
+    args.out = args.out or "docs/screenshots/walkthrough"
+    args.max_new_tokens = args.max_new_tokens or 64
 
     from playwright.sync_api import sync_playwright
 

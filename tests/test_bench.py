@@ -72,6 +72,16 @@ def test_bench_compares_all_methods(tiny_dirs, tmp_path):
     assert len(recorded) == 1
     path = recorded.pop()
     assert result["draft_step"]["path"] == ("transformers' forward" if path == "eager" else path)
+    # One verdict, the page's rule: each prompt's from its own run, the k's over every prompt's interval.
+    from specviz.bench.report import table
+    from specviz.bench.suite import prompts_interval
+    from specviz.engine.analysis.verdict import verdict
+    rows = result["rows"][0]["per_prompt"]
+    assert all(r["verdict"] == verdict(r["ratios"]["speedup"], r["speedup_interval"])[0] for r in rows)
+    interval = prompts_interval(rows)
+    assert summary["speedup_interval"] == list(interval) and summary["ledger"]["verdict"] == summary["verdict"]
+    assert summary["verdict"] == verdict(summary["speedup"], interval)[0]
+    assert f"k=4: {summary['verdict']}, {summary['speedup']:.2f}x" in table(result)
 
 
 def test_draft_step_reports_the_recorded_paths_and_builds_nothing():

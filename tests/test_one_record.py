@@ -4,7 +4,9 @@ Finished races of both pairs (the bundled pair and SmolLM2), a chain and a token
 the way the page renders them (view/handlers.finished: the status with its headline and why, the
 strip, the ledger box, the tree box), beside a cost model whose figures differ from the race's (what
 earlier races on a busy machine left): the race's a, c, v and tau must each read one value wherever
-the tab prints them, tooltips included, and the cost model appear only under its own name.
+the tab prints them, tooltips included, and the cost model appear only under its own name. Step mode,
+a speculative lane run alone, ends with that run's a and tau and no c or v at all (no plain lane ran to
+price them), whatever the cost model holds.
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ import pytest
 from specviz.app.run_records import choice_rows
 from specviz.engine import race
 from specviz.engine.analysis.cost_model import CostModel
+from specviz.engine.loop.events import from_dict
+from specviz.engine.metrics.measures import acceptance_rate, mean_acceptance_length
 from specviz.engine.loop.config import SpecConfig
 from specviz.models.presets import load_preset
 from specviz.view.handlers import finished
@@ -23,8 +27,9 @@ from specviz.view.ledger_view import build as build_ledger, tallies
 from specviz.view.race_status import _summary
 from specviz.view.race_view import RaceView
 from specviz.view.tree_results import tree_box_html
+from specviz.view.tabs.step import step_round
 
-pytestmark = pytest.mark.slow      # real pairs
+from .helpers import FORM, tiny_app
 
 SYMBOLS = ("a", "c", "v", "tau")
 # "break-even a = 0.42" and "pays above a = 0.42" name a threshold of a, not the race's a; a value
@@ -69,6 +74,7 @@ def real(request):
     return load_preset(request.param, device="cpu", dtype="float32")
 
 
+@pytest.mark.slow      # real pairs
 @pytest.mark.parametrize("tree", [None, (2, 2, 1)], ids=["chain", "tree"])
 def test_every_symbol_on_the_race_tab_has_one_value(real, tree):
     cfg = SpecConfig(k=3, max_new_tokens=48, tree=tree)
@@ -84,3 +90,28 @@ def test_every_symbol_on_the_race_tab_has_one_value(real, tree):
     assert not any(abs(x - 2.6) < 0.01 for x in values(text, "v")) or abs(led.v - 2.6) < 0.01
     if not tree:
         assert "Typical here at k = 3, across races" in text          # the model, under its own name
+
+
+@pytest.mark.parametrize("tree", [None, "2,1,1"], ids=["chain", "tree"])
+def test_step_modes_summary_is_the_runs_own_record(tiny_dirs, tree):
+    app = tiny_app(tiny_dirs)
+    preset = app.pairs.known("tiny")
+    model = app.advisor.costs.get(preset.key, app.pairs.pair(preset).device, "eager")
+    for k in range(1, 5):        # c = 0.31, v = 2.6 at every k: far from any run of the tiny pair
+        model.c_samples[k] = [0.30, 0.31, 0.32]
+        model.v_samples[k + 1] = [2.5, 2.6, 2.7]
+    model.plain_samples.append(0.01)
+    state, texts = None, []
+    while not (state or {}).get("finished"):
+        _, explain, state = step_round(app, state, **{**FORM, "temperature": 0.0, "k": 3, "max_new_tokens": 24,
+                                                      **({"tree": tree} if tree else {})})
+        texts.append(html.unescape(re.sub(r"<[^>]+>", " ", explain)))
+        assert len(texts) < 40
+    tally = from_dict(state["records"][-1]).stats.tally
+    a, tau = acceptance_rate(tally), mean_acceptance_length(tally)
+    summary, text = texts[-1], " ".join(texts)
+    assert "Finished. This run:" in summary and f"{tally.accepted} of {tally.accepted + tally.rejected})" in summary
+    assert values(text, "a") == [pytest.approx(a, abs=0.0051)]
+    assert values(text, "tau") == [pytest.approx(tau, abs=0.0051)]
+    assert not values(text, "c") and not values(text, "v")        # nothing priced: no plain lane ran
+    assert "Race tab measures them" in summary

@@ -9,6 +9,20 @@ def _f(x, fmt="{:.2f}", none="—") -> str:
     return none if x is None else fmt.format(x)
 
 
+def verdict_line(row: dict) -> str:
+    """A k's verdict with the interval it judged (bench/suite.py), then each prompt's:
+    "k=4: faster, 1.52x (the prompts' runs 1.31-1.70x); per prompt: code faster 1.61x (1.50-1.70x), ..."."""
+    def spread(interval) -> str:
+        return f" ({interval[0]:.2f}-{interval[1]:.2f}x)" if interval else " (no interval: too few runs and rounds)"
+
+    s = row["summary"]
+    prompts = "; ".join(f"{p['kind']} {p.get('verdict', '-')} {_f(p['ratios'].get('speedup'), '{:.2f}x')}"
+                        f"{spread(p.get('speedup_interval'))}" for p in row["per_prompt"])
+    return (f"k={row['k']}: {s.get('verdict', '-')}, {_f(s['speedup'], '{:.2f}x')}"
+            + (f" (the prompts' runs {s['speedup_interval'][0]:.2f}-{s['speedup_interval'][1]:.2f}x)"
+               if s.get("speedup_interval") else "") + f"; per prompt: {prompts}")
+
+
 def table(result: dict) -> str:
     lines = []
     m = result["machine"]
@@ -65,8 +79,9 @@ def table(result: dict) -> str:
         lines.append(f"\nbest measured k: {result['best_k']}; theory's best k for the measured a and c: "
                      f"{result.get('theory_best_k', '—')}")
     for row in result["rows"]:
+        lines.append("\n" + verdict_line(row))
         if "ledger" in row["summary"]:
-            lines.append(f"\nk={row['k']}, the prompts' median runs pooled (measured {_f(row['summary']['ledger']['speedup'], '{:.2f}x')}):")
+            lines.append("  a, c and v from the prompts' median runs pooled:")
             lines += text_lines(Ledger.from_dict(row["summary"]["ledger"]))
     b = result["breakdown"]
     lines.append(f"\nround breakdown at k={result['best_k']} ({b['rounds']} rounds, {b['seconds_per_round'] * 1e3:.2f} ms "

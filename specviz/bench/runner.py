@@ -3,7 +3,9 @@
 Every method is timed the same way: wall clock around the whole call, the device
 synchronized before each clock read. Methods on one prompt run in a rotating order, after
 a warm-up run each, and the median over repeats is kept (machines are noisy; ratios taken
-within one run are what we report).
+within one run are what we report). Each specviz run also keeps the seconds of its units of work (a
+speculative lane's rounds, a plain lane's steps): with a single rotation, their spread is the interval
+the verdict judges (engine/analysis/race_spread.py), as a single race's on the page.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..engine import SpecConfig, decode_baseline, speculate
+from ..engine.analysis import race_spread
 from ..engine.metrics import measures
 from ..runtime.lean_draft import LeanCachedModel, lean_weights
 from ..engine.metrics.measures import LaneStats
@@ -29,6 +32,7 @@ class Timing:
     tokens: int
     seconds: float
     stats: LaneStats | None = None     # the run's Done.stats (specviz runs; None for transformers')
+    units: list[float] | None = None   # seconds of each round (speculative) or step (plain); None for transformers'
 
     @property
     def rate(self) -> float | None:
@@ -46,8 +50,17 @@ def _timed(pair: ModelPair, fn) -> tuple[float, object]:
 
 def specviz_run(pair: ModelPair, ids: list[int], cfg: SpecConfig, speculative: bool) -> Timing:
     decode = speculate if speculative else decode_baseline
-    seconds, done = _timed(pair, lambda: list(decode(pair, ids, cfg))[-1])
-    return Timing(len(done.token_ids), seconds, done.stats)
+    seconds, events = _timed(pair, lambda: list(decode(pair, ids, cfg)))
+    done = events[-1]
+    return Timing(len(done.token_ids), seconds, done.stats, work_units(events, speculative))
+
+
+def work_units(events: list, speculative: bool) -> list[float]:
+    """The seconds of a run's units of work, as race_spread.py reads a race's: a speculative lane's
+    rounds (draft and verify), a plain lane's steps (the gaps between its tokens on its own clock)."""
+    if speculative:
+        return race_spread.round_seconds([e for e in events if e.kind == "round_end"])
+    return race_spread.steps([0.0] + [e.t for e in events if e.kind in measures.TOKEN_KINDS])
 
 
 def hf_kwargs(cfg: SpecConfig) -> dict:

@@ -8,6 +8,11 @@ the theory predicts from a, c and the measured verify ratio v (and, labelled GPU
 v = 1). A k sweep shows where the best k is and where theory puts it.
 Every ratio (and c) is first taken between runs of the same rotation, then the median over
 rotations, then over prompts: drift of the machine between rotations cancels out.
+The verdict (faster, about even, slower) is the page's (engine/analysis/verdict.py) with an interval
+from the runs themselves (race_spread.spread): per prompt, the range of its rotations' ratios, or with
+one rotation the spread of that run's own rounds and plain steps; over the prompts, the interval
+spanning every prompt's. So "faster" means faster on every prompt beyond its own noise, and "about
+even" appears only where that interval holds 1.0.
 """
 from __future__ import annotations
 
@@ -18,7 +23,8 @@ from dataclasses import asdict, replace
 import torch
 
 from ..engine import SpecConfig
-from ..engine.analysis import ledger
+from ..engine.analysis import ledger, race_spread
+from ..engine.analysis.verdict import verdict
 from ..engine.analysis.cost_model import CostModel
 from ..engine.metrics import measures, theory
 from ..runtime.lean_draft import built_lean_weights
@@ -38,6 +44,7 @@ RATIOS = [("speedup", "specviz speculative", "specviz plain"),
           ("fast_vs_default_speculative", "specviz speculative (fast)", "specviz speculative")]
 
 ALL_METHODS = ["specviz plain", "specviz speculative", "hf generate", "hf assisted"]
+RUNS = "the prompts' runs"      # where the summary's interval comes from, as its why says
 SWEEP_METHODS = ["specviz plain", "specviz speculative"]
 
 
@@ -137,7 +144,24 @@ def _prompt_row(kind: str, prompt_tokens: int, runs: dict, k: int, forced: float
         row["cost_ratio_fast"] = paired_cost_ratio(runs["specviz speculative (fast)"], runs["specviz plain (fast)"])
         row["verify_ratio_fast"] = paired_verify_ratio(runs["specviz speculative (fast)"], runs["specviz plain (fast)"])
     row["ratios"] = {name: paired_ratio(runs[a], runs[b]) for name, a, b in RATIOS if a in runs and b in runs}
+    row["speedup_interval"] = speedup_interval(runs["specviz speculative"], runs["specviz plain"],
+                                               row["ratios"]["speedup"])
+    row["verdict"] = verdict(row["ratios"]["speedup"], row["speedup_interval"])[0]
     return row
+
+
+def speedup_interval(spec_runs: list, plain_runs: list, speedup: float | None) -> tuple[float, float] | None:
+    """One prompt's interval for its verdict (race_spread.spread): the range of its rotations' paired
+    ratios where two or more measured one, else its one rotation's own rounds' and plain steps' spread."""
+    each = [s.rate / p.rate for s, p in zip(spec_runs, plain_runs) if s.rate and p.rate]
+    first = (spec_runs[0].units, plain_runs[0].units) if spec_runs and plain_runs else (None, None)
+    return race_spread.spread(speedup, each, first if None not in first else None)
+
+
+def prompts_interval(rows: list[dict]) -> tuple[float, float] | None:
+    """The interval over prompts: spanning every prompt's own (a prompt without one counts as its speedup)."""
+    return race_spread.spanning(
+        r.get("speedup_interval") or ((s, s) if (s := r["ratios"].get("speedup")) is not None else None) for r in rows)
 
 
 def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
@@ -154,8 +178,9 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
     tokens_per_round = measures.tokens_per_round(pooled)
     c = median([r["cost_ratio"] for r in rows])
     v = median([r["verify_ratio"] for r in rows])
+    speedup, interval = ratio("speedup"), prompts_interval(rows)
     out = {"tokens_per_s": {name: median([rate(r, name) for r in rows]) for name in rows[0]["methods"]},
-           "speedup": ratio("speedup"),
+           "speedup": speedup, "speedup_interval": interval, "verdict": verdict(speedup, interval, "", RUNS)[0],
            "acceptance_rate": a, "tokens_per_round": tokens_per_round, "cost_ratio": c,
            "verify_ratio": v}
     if "hf generate" in rows[0]["methods"]:
@@ -173,12 +198,14 @@ def _summarize(rows: list[dict], k: int, forced: float | None) -> dict:
     if forced is None:
         # Why faster or slower, from the prompts' median runs pooled: phases, break-even a, the cause, with the
         # pooled runs' own c and v; the cost model of those runs rides along as "typical" (its median, range
-        # and count per figure, engine/analysis/cost_model.py), never in place of them.
+        # and count per figure, engine/analysis/cost_model.py), never in place of them. Its speedup and
+        # interval are the table's, so its verdict is the one above.
         model = CostModel(("bench", "", "", ""))
         for r in rows:
             model.add_race(*(measures.LaneTally(**r["tallies"][lane]) for lane in ("spec", "plain")))
         out["ledger"] = ledger.build(*(measures.pool(measures.LaneTally(**r["tallies"][lane]) for r in rows)
-                                       for lane in ("spec", "plain")), model).to_dict()
+                                       for lane in ("spec", "plain")), model, speedup=speedup, interval=interval,
+                                     source=RUNS).to_dict()
     if c is not None and v is not None:
         out["break_even_acceptance"] = theory.break_even_acceptance(k, c, v)
     if a is not None:

@@ -121,12 +121,14 @@ def typical_words(t: dict | None) -> str:
 
 
 def build(spec: m.LaneTally, plain: m.LaneTally, model=None, busy: str = "",
-          speedup: float | None = None, interval: tuple | None = None) -> Ledger:
+          speedup: float | None = None, interval: tuple | None = None,
+          source: str = "this race's own timings") -> Ledger:
     """The ledger of a finished race (or of a benchmark's pooled tallies), from its own two lanes.
     `model`: the pair's cost model, carried only as `typical` (never a figure of this race); `busy`: ""
     or why the machine was not quiet; `speedup`: the race's like-for-like figure where the lanes wrote
     different lengths (measures.compared_speedup), instead of the whole lanes' rate ratio; `interval`:
-    (low, high) of the speedup from this race's own timings (race_spread.py; a repeat's range)."""
+    (low, high) of the speedup from this race's own timings (race_spread.py; a repeat's range), `source`
+    saying which where the why gives it."""
     a, c, v = m.acceptance_rate(spec), m.cost_ratio(spec, plain), m.verify_ratio(spec, plain)
     k = m.drafts_per_round(spec) or 0.0
     speedup = speedup if speedup is not None else m.lane_speedup(spec, plain)
@@ -138,7 +140,7 @@ def build(spec: m.LaneTally, plain: m.LaneTally, model=None, busy: str = "",
     even = break_even_acceptance(k, c, v) if priced else None
     tau = m.mean_acceptance_length(spec)
     spec_l, plain_l = lane_ledger(spec), lane_ledger(plain)
-    verdict, uncertain = _verdict(speedup, interval, busy)
+    verdict, uncertain = _verdict(speedup, interval, busy, source)
     plain_words = _plain(a, tau, k, c, v, speedup, priced)
     if disturbed and a is not None and speedup is not None:
         reason = (f"This race timed a verify pass at v = {v:.2f} plain steps, less than one step, which a pass over "
@@ -256,6 +258,20 @@ def _cause(verdict, speedup, a, k, c, v, tau, even, theory, spec: LaneLedger) ->
             f"sampling, detokenizing, cache crops, events, or a machine busy with other work).")
 
 
+def lone_lane_words(tally: m.LaneTally) -> str:
+    """A speculative lane run alone (step mode) in the record's words: its a and tau, this run's own, by
+    the functions the ledger uses. No c or v: they price a step in plain steps, and no plain lane ran beside
+    it to time one (the pair's cost model, a prediction across races, is not this run's and is not shown)."""
+    a, tau = m.acceptance_rate(tally), m.mean_acceptance_length(tally)
+    judged = tally.accepted + tally.rejected
+    kept = ("no draft was judged" if a is None else
+            f"{_kept(a)} (a = {a:.2f}: {tally.accepted} of {judged})")
+    gave = "" if tau is None else (f", and a target pass gave tau = {tau:.2f} tokens on average ({tally.tokens} "
+                                   f"tokens in {tally.rounds} passes)")
+    return (f"This run: {kept}{gave}. Its c and v (a draft step and a verify pass, in plain steps) need a plain "
+            f"lane timed beside it: the Race tab measures them for its race.")
+
+
 def text_lines(led: Ledger) -> list[str]:
     """The ledger as plain lines (the CLI and the benchmark table): the verdict and its cause, then
     where each lane's seconds went and the figures the verdict rests on."""
@@ -272,7 +288,7 @@ def text_lines(led: Ledger) -> list[str]:
         return "-" if x is None else format(x, spec)
 
     even = ("not priced" if not led.priced else "none at this k" if led.no_a_pays else fmt(led.break_even_a))
-    spread = (f" ({led.interval[0]:.2f}-{led.interval[1]:.2f}x from its own timings)" if led.interval else "")
+    spread = (f" (interval {led.interval[0]:.2f}-{led.interval[1]:.2f}x)" if led.interval else "")
     lines = [f"why: {led.cause}", lane("speculative", led.spec), lane("plain", led.plain),
              f"  this race: a = {fmt(led.a)} (accepted / judged), tau = {fmt(led.tau)} tokens a pass, {k_label(led.k)}, "
              f"c = {fmt(led.c, '.3f')}, v = {fmt(led.v)}; break-even a = {even}; "

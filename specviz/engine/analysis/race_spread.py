@@ -8,6 +8,10 @@ Batch means (the units cut into BLOCKS consecutive blocks, so a stretch of load 
 many independent strays) give each mean's standard error; the relative errors add in quadrature, and
 the interval is the speedup times exp(-/+ Z of them). Too few units for blocks: None (the verdict then
 uses its EVEN_BAND alone).
+
+Where the same race was run several times (the page's Race 3x, the CLI's --repeat, the benchmark's
+rotations), the races' own range is the interval instead: `spread` is the one function every verdict's
+caller asks, the page, the CLI and the benchmark alike.
 """
 from __future__ import annotations
 
@@ -46,9 +50,37 @@ def interval(speedup: float | None, round_s: list[float], plain_step_s: list[flo
     return speedup * math.exp(-Z * r), speedup * math.exp(Z * r)
 
 
+def round_seconds(rounds) -> list[float]:
+    """Each round's draft and verify seconds, of its full rounds (every round where fewer than BLOCKS
+    were full): `rounds` holds RoundEnd events or RoundInfo records (both carry draft_s, verify_s, full)."""
+    full = [r.draft_s + r.verify_s for r in rounds if r.full]
+    return full if len(full) >= BLOCKS * MIN_PER_BLOCK else [r.draft_s + r.verify_s for r in rounds]
+
+
 def of_stats(stats, speedup: float | None) -> tuple[float, float] | None:
-    """The interval of a race folded into an engine/analysis/stats.RunStats: its full rounds' draft and
-    verify seconds (every round where fewer than BLOCKS were full), its plain lane's token gaps."""
-    full = [r.draft_s + r.verify_s for r in stats.rounds if r.full]
-    rounds = full if len(full) >= BLOCKS * MIN_PER_BLOCK else [r.draft_s + r.verify_s for r in stats.rounds]
-    return interval(speedup, rounds, steps(stats.times["base"]))
+    """The interval of a race folded into an engine/analysis/stats.RunStats: its rounds' seconds
+    (round_seconds), its plain lane's token gaps."""
+    return interval(speedup, round_seconds(stats.rounds), steps(stats.times["base"]))
+
+
+def of_repeats(speedups) -> tuple[float, float] | None:
+    """(lowest, highest) of the races that measured a speedup, where two or more did (None otherwise)."""
+    xs = [s for s in speedups if s is not None]
+    return (min(xs), max(xs)) if len(xs) >= 2 else None
+
+
+def spread(speedup: float | None, repeats=(), units: tuple | None = None) -> tuple[float, float] | None:
+    """The interval a verdict judges (verdict.py): the repeats' range where two or more races of the same
+    prompt and settings measured a speedup, else the one race's own spread, `units` being its
+    (rounds' seconds, plain steps' seconds); None where neither is known."""
+    rng = of_repeats(repeats)
+    if rng is not None:
+        return rng
+    return interval(speedup, *units) if units is not None else None
+
+
+def spanning(intervals) -> tuple[float, float] | None:
+    """The smallest interval holding every given one (None entries skipped; None if none is left): the
+    benchmark's verdict over several prompts is "faster" only where every prompt's own interval is."""
+    known = [i for i in intervals if i is not None]
+    return (min(i[0] for i in known), max(i[1] for i in known)) if known else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from .race_spread import spread
 from .verdict import EVEN_BAND, verdict
 
 
@@ -46,4 +47,4 @@ def repeated(speedups) -> Repeated | None:
     if not xs:
         return None
     median = statistics.median(xs)
-    return Repeated(xs, median, min(xs), max(xs), verdict(median, (min(xs), max(xs)))[0])
+    return Repeated(xs, median, min(xs), max(xs), verdict(median, spread(median, xs))[0])

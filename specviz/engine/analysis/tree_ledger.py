@@ -9,7 +9,9 @@ tau tokens (tokens per target pass), so a lane gains about tau / round cost over
 the tree pays when its extra tokens a pass outweigh what the wider pass (and the wider draft steps)
 cost. On a GPU at batch 1 v(n) stays near 1 for small n, so the extra tokens come almost free; on a
 CPU v grows with n and eats them (SpecInfer, Miao et al. 2024; Sequoia, Chen et al. 2024, picks the
-shape for the hardware). The verdict is on the measured speedups; the cause names the bigger side.
+shape for the hardware). The verdict is on the measured speedups, judged as a race's is (verdict.py): the
+tree's speed over the chain's against 1.0, with an interval where the caller has one (the benchmark's runs,
+race_spread.spread), else the even band alone; the cause names the bigger side.
 Where only the tree raced plain decoding (the page), tree_price.py sets it against the chain the
 tree's own first choices and the pair's cost model (cost_model.py) predict.
 """
@@ -19,8 +21,9 @@ from dataclasses import asdict, dataclass
 
 from ..metrics import measures as m
 from ..metrics.theory import priced_v
+from .verdict import EVEN_BAND, verdict
 
-EVEN_BAND = 0.03      # speedups within 3% of each other are "about even" (as ledger.py)
+TREE_WORDS = {"faster": "tree paid", "slower": "chain paid", "about even": "about even"}   # verdict.py's, for a tree
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class TreeVsChain:
     second_choice_rate: float | None   # kept / judged over every later choice (choice > 0), all depths
     verdict: str                       # "tree paid", "about even", "chain paid" or "unmeasured"
     cause: str                         # one sentence
+    interval: tuple | None = None      # (low, high) of the tree's speed over the chain's, where known
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -63,9 +67,10 @@ def second_choice_rate(by_choice: list[dict] | None) -> float | None:
 
 
 def compare(tree: m.LaneTally, chain: m.LaneTally, plain: m.LaneTally, depth: int,
-            by_choice: list[dict] | None = None) -> TreeVsChain:
-    """The tree lane against the chain lane of the same depth (k = depth), both raced against plain."""
-    return compare_sides(side(tree, plain), side(chain, plain), depth, second_choice_rate(by_choice))
+            by_choice: list[dict] | None = None, interval: tuple | None = None) -> TreeVsChain:
+    """The tree lane against the chain lane of the same depth (k = depth), both raced against plain;
+    `interval`: (low, high) of the tree's speed over the chain's from the runs themselves."""
+    return compare_sides(side(tree, plain), side(chain, plain), depth, second_choice_rate(by_choice), interval)
 
 
 def first_choice_rates(by_choice: list[dict] | None, depth: int) -> list[float] | None:
@@ -94,13 +99,15 @@ def estimate_chain(by_choice: list[dict] | None, depth: int, c: float | None, v:
     return Side(tau=tau, pass_tokens=depth + 1, v=v, draft=depth * c, round_cost=cost, speedup=tau / cost)
 
 
-def compare_sides(t: Side, c: Side, depth: int, second: float | None) -> TreeVsChain:
+def compare_sides(t: Side, c: Side, depth: int, second: float | None, interval: tuple | None = None) -> TreeVsChain:
     if None in (t.speedup, c.speedup, t.tau, c.tau, t.round_cost, c.round_cost):
         return TreeVsChain(depth, t, c, second, "unmeasured", "Not enough of a race to tell: a lane made no tokens "
                            "or measured no time.")
-    ratio = t.speedup / c.speedup
-    verdict = "tree paid" if ratio >= 1 + EVEN_BAND else "chain paid" if ratio <= 1 - EVEN_BAND else "about even"
-    return TreeVsChain(depth, t, c, second, verdict, _cause(verdict, depth, t, c, second))
+    # The tree's speed over the chain's, judged as a race's speedup is: "tree paid" only where the whole
+    # interval lies above 1.0, "about even" where it holds 1.0.
+    word = TREE_WORDS[verdict(t.speedup / c.speedup, interval)[0]]
+    return TreeVsChain(depth, t, c, second, word, _cause(word, depth, t, c, second),
+                       tuple(interval) if interval is not None else None)
 
 
 def _cause(verdict: str, depth: int, t: Side, c: Side, second: float | None) -> str:

@@ -9,7 +9,8 @@ than EVEN_BAND either side (run-to-run noise on a quiet machine). Nothing measur
 
 A machine busy with other work is said in a sentence a student reads; it does not change the verdict
 (the race's own spread already widened the interval if the load made its timings stray).
-The ledger (ledger.py), the repeats (repeat.py) and the measuring scripts all call `verdict`.
+The ledger (ledger.py), the repeats (repeat.py), the benchmark (bench/suite.py, bench/tree_bench.py via
+tree_ledger.py) and the measuring scripts all call `verdict`, with the interval race_spread.spread gives.
 """
 from __future__ import annotations
 
@@ -28,16 +29,18 @@ def busy_sentence(busy: str) -> str:
             f"for a firmer figure." if busy else "")
 
 
-def verdict(speedup: float | None, interval: tuple[float, float] | None = None, busy: str = "") -> tuple[str, str]:
+def verdict(speedup: float | None, interval: tuple[float, float] | None = None, busy: str = "",
+            source: str = "this race's own timings") -> tuple[str, str]:
     """The verdict, and "" or what qualifies it: faster when the interval (band) lies above 1.0, slower
-    when below, about even when it holds 1.0 (then the sentence gives the interval where it is wide)."""
+    when below, about even when it holds 1.0 (then the sentence gives the interval where it is wide,
+    and `source`, where the interval came from: a race's own timings, or its repeats' range)."""
     if speedup is None:
         return "unmeasured", ""
     low, high = band(speedup, interval)
     word = "faster" if low > 1.0 else "slower" if high < 1.0 else "about even"
     notes = []
     if word == "about even" and abs(speedup - 1) >= EVEN_BAND:
-        notes.append(f"{speedup:.2f}x, but this race's own timings allow anything from {low:.2f}x to "
+        notes.append(f"{speedup:.2f}x, but {source} allow anything from {low:.2f}x to "
                      f"{high:.2f}x, which holds 1.0x.")
     notes.append(busy_sentence(busy))
     return word, " ".join(n for n in notes if n)

@@ -2,7 +2,8 @@
 
 The first click decodes one run (at most STEP_MAX_TOKENS) and keeps its event records in gr.State;
 each click then reveals one round: the drafted tokens, then each verdict with one sentence that
-explains the decision with the round's real numbers (engine/analysis/explain.py).
+explains the decision with the round's real numbers (engine/analysis/explain.py). The run ends with its
+own a and tokens per pass (engine/analysis/ledger.py's names, this run's values).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ...app.request import RunRequest, load, settle
 from ...app.slots import Stopped
 from ...app.state import AppState
 from ...engine.analysis.explain import plural, sentence, tie_note
+from ...engine.analysis.ledger import lone_lane_words
 from ...engine.loop.detokenize import visible
 from ...engine.loop.drafters import PROMPT_LOOKUP
 from ...engine.loop.events import from_dict
@@ -257,10 +259,18 @@ def _reveal_round(state: dict):
             return shown, f'{chips}<ol class="explain reveal">{"".join(verdicts)}</ol>{note}', state
         elif event.kind == "done":
             state.update(next=i, finished=True)
-            return state["html"], "<p class='explain'>Finished. The next click starts again.</p>", state
+            return state["html"], finished_html(event), state
         pane_new += fragment(event)
     state.update(next=i, finished=True)
-    return state["html"], "<p class='explain'>Finished. The next click starts again.</p>", state
+    return state["html"], finished_html(None), state
+
+
+def finished_html(done) -> str:
+    """The end of a run: its own a and tau (ledger.lone_lane_words: the one record's names, no c or v
+    from another race), then what the next click does."""
+    words = lone_lane_words(done.stats.tally) if done is not None and done.stats is not None else ""
+    return (f"<p class='explain' id='step-summary'>Finished. {clean(words)}{' ' if words else ''}"
+            f"The next click starts again.</p>")
 
 
 def reset_steps():

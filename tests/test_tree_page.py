@@ -172,7 +172,10 @@ def test_a_greedy_tree_race_writes_the_chains_and_plain_decodings_text():
     chain, _ = _race_text(app, tree="chain")
     assert tree["spec"] == tree["base"] == chain["spec"] == chain["base"] and len(tree["spec"]) > 10
     assert 'id="tree-box"' in last.ledger and 'id="tree-choices"' in last.ledger and "1st choice" in last.ledger
-    assert "No verdict against a chain" in last.ledger    # no chain timed for this app: said, not invented
+    # No chain timed for this app: said, not invented. (On a loaded machine the tree's own pass may time
+    # below one plain step, and the box says that timing noise first: still no verdict.)
+    assert "No verdict against a chain" in last.ledger or (
+        "No verdict: this race timed the tree's pass" in last.ledger and "timing noise" in last.ledger)
     assert 'class="tree-note' in last.spec_pane
     # The chain's formula E(a, k) is not a tree's: no theory figures in the strip or the ledger for a tree.
     assert "not for a tree: see the tree box" in last.strip and "does not describe a token tree" in last.ledger

@@ -130,9 +130,10 @@ def draft_shape(text) -> tuple[int, ...] | None:
 
 
 def in_page_words(err: ConfigError, words: str | None = None) -> ConfigError:
-    """SpecConfig's refusal with the field named as the page names it, or as `words` (the same error otherwise)."""
+    """SpecConfig's refusal with the field named as the page names it, or as `words` (the same error otherwise,
+    and where the refusal names no field: a rule's own refusals read 'rule ...' or 'the block rule ...')."""
     words = words or PAGE_WORDS.get(err.field)
-    return ConfigError(str(err).replace(err.field, words, 1), field=err.field) if words else err
+    return ConfigError(str(err).replace(err.field, words, 1), field=err.field) if words and err.field else err
 
 
 def check(name: str, value, limits: Limits = Limits(), words: str | None = None):

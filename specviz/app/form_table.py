@@ -30,6 +30,9 @@ PAIR = "the pair's own"      # a default taken from the chosen pair (Preset's at
 HOST = "host"                # a span's top that is the hosting profile's limit (app/profile.py Limits)
 CHAIN = "chain"              # the draft shape box's default: a chain of k
 TEMPERATURE_TOP = 2.0        # the temperature slider's top (SpecConfig allows up to TEMPERATURE_MAX)
+# The acceptance rules a race runs from the form and the CLI: the two lossless rules a learner compares
+# (engine/loop/rules.py; the Rules tab races every registered rule).
+RULE_CHOICES = ("exact", "block")
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class Setting:
                                # one goes last); None: not a /generate parameter
     span: tuple | None = None  # a slider's (low, high, step); high may be HOST
     info: str | None = None    # the widget's line of help
+    choices: tuple = ()        # a menu's values where the table fixes them (the page's radio, the CLI's --rule)
 
     @property
     def on_pair(self) -> bool:
@@ -83,6 +87,7 @@ SETTINGS = (
             "tree", CHAIN, "", info="a tree drafts several guesses a depth and the target checks every branch "
                                     "in one pass; k is then unused"),
     Setting("rule", "menu", "acceptance rule", "Acceptance rule", "rule", "exact", "exact", api=12,
+            choices=RULE_CHOICES,
             info="block keeps at least as many drafts a round, with the same output distribution; at temperature "
                  "0 both are the argmax match, and a prompt-lookup draft (one token, q = 1) gains nothing"),
 )

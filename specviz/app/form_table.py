@@ -3,8 +3,9 @@
 `SETTINGS` is the table. From it come RunRequest's fields and defaults (app/request.py), the form's
 widgets, labels and slider ranges (view/form.py), the share link's read and write and what it leaves
 out (view/share.py), the form fill from a link or a trace (view/form_fill.py), the page's words in a
-refusal (`PAGE_WORDS`) and the `/generate` signature (view/api.py). A field's value is checked by one
-function, `check` (app/settings.py), whichever surface it came from: a link accepts what Run accepts.
+refusal (`PAGE_WORDS`), the `/generate` signature (view/api.py) and the CLI's `--rule` (cli/run.py). A
+field's value is checked by one function, `check` (app/settings.py), whichever surface it came from: a link
+accepts what Run accepts.
 
 Ranges: a slider's span is what the widget shows, never what is allowed; what is allowed is
 SpecConfig's range (engine/loop/config.py), narrowed only by the hosting profile's k and max new

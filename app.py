@@ -1,8 +1,9 @@
 """specviz web demo: `python app.py` serves it on http://127.0.0.1:7860 (Spaces runs this file).
 
 `--host 0.0.0.0 --port N` serves a classroom over the local network; `--profile` picks the
-hosting tier from spaces.yaml (default: detected). A mistake in spaces.yaml stops the app
-with a message naming the key.
+hosting tier from spaces.yaml (default: detected). `--server URL` lists a vLLM server for the
+Server tab (spaces.yaml's `servers:` lists them too). A mistake in spaces.yaml stops the app with a
+message naming the key.
 """
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ def main(argv: list[str] | None = None) -> int:
                              "this machine, i.e. a loopback --host)")
     parser.add_argument("--server", action="append", default=[], metavar="URL[,baseline=URL][,label=NAME]",
                         help="a vLLM server (speculation and --per-request-spec-decode-metrics detailed) for the "
-                             "Server tab; repeat for several; options: baseline=URL (the same target without "
-                             "speculation, to race), label=NAME, model=NAME, check=PRESET (docs/remote.md)")
+                             "Server tab; repeat for several (spaces.yaml's `servers:` lists them too); options: "
+                             "baseline=URL (the same target without speculation, to race), label=NAME, model=NAME, "
+                             "check=PRESET (docs/remote.md)")
     args = parser.parse_args(argv)
     limit_arenas()           # before the server's threads start: resident memory stays flat (app/heap.py)
 
@@ -51,11 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     from specviz.view.fair_queue import queue_demo
     from specviz.view.ui import build_demo, launch_options
 
-    from specviz.remote.servers import parse_server
+    from specviz.remote.servers import merge, parse_server
 
     try:
-        servers = tuple(parse_server(text) for text in args.server)
+        given = tuple(parse_server(text) for text in args.server)
         profile = load_profile(tier=args.profile)
+        servers = merge(profile.servers, given, profile.presets)     # spaces.yaml's first, then --server's
         if not zerogpu.ON_ZEROGPU:           # (there, CUDA appears only inside the GPU worker)
             pick_device(args.device)         # a device this machine lacks: said now, not at the first visitor's run
     except SpecvizError as err:

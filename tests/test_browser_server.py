@@ -1,6 +1,7 @@
 """The Server tab in a real browser (Playwright driving the system Chromium), against responses recorded from a
 real vLLM server (tests/vllm_replay.py): the host's server listed by label, tokens colored by their fates, the
-server's figures, the exactness verdict; and no Server tab when the host listed none."""
+server's figures, the exactness verdict, the listed plain endpoint raced after it; and no Server tab when the host
+listed none."""
 import pytest
 
 from specviz.remote.servers import Server
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def urls(tiny_dirs):
     with serving(recorded_routes()) as server:
-        app = app_with({"tiny": tiny_preset(tiny_dirs)}, servers=(Server("Lab vLLM", server),))
+        app = app_with({"tiny": tiny_preset(tiny_dirs)}, servers=(Server("Lab vLLM", server, baseline_url=server),))
         demo, url = serve(app)
         plain, plain_url = serve(app_with({"tiny": tiny_preset(tiny_dirs)}))
         yield url, plain_url
@@ -36,6 +37,10 @@ def test_the_server_tab_shows_a_real_servers_rounds(browser, urls):
     assert page.locator("#server-spec .tok-accepted").count() == 31
     assert page.locator("#server-spec .server-thrown").count() > 0
     assert "2.94 tokens a step" in page.locator("#server-figures").inner_text()
+    # the listed plain endpoint, asked after the speculative one: its pane and the comparison in the status line
+    page.locator("#server-status", has_text="speculation ran").wait_for(timeout=60_000)
+    assert "(the same text)" in page.locator("#server-status").inner_text()
+    assert "return True" in page.locator("#server-base").inner_text()
     assert "logprob -8" in page.locator("#server-check").inner_text()
     page.close()
 

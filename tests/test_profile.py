@@ -3,6 +3,7 @@ mean one pair per key (the app, the CLI and load_preset read the same file), the
 names exist, mistakes name their key, the tier is detected, and the README's Spaces front matter
 agrees with the pins."""
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,14 @@ def mutated(tmp_path, change) -> Path:
     (lambda d: d["defaults"].update(allow_custom_models="yes"), r"tiers\.cpu\.allow_custom_models"),
     (lambda d: d["defaults"]["limits"].update(max_new_tokenz=5), r"limits\.max_new_tokenz: unknown key"),
     (lambda d: d["tiers"].pop("cpu"), r"tiers: must be a mapping with a `cpu` entry"),
+    (lambda d: d.update(servers="http://h:8000/v1"), r"servers: must be a list"),
+    (lambda d: d.update(servers=[{"label": "Lab"}]), r"servers\[0\]\.url: is missing"),
+    (lambda d: d.update(servers=[{"url": "ftp://h:8000"}]), r"servers\[0\]\.url: a server address starts with http"),
+    (lambda d: d.update(servers=[{"url": "http://h:1", "baseline": "h:2"}]), r"servers\[0\]\.baseline: a server address"),
+    (lambda d: d.update(servers=[{"url": "http://h:1", "port": 8}]), r"servers\[0\]\.port: unknown key"),
+    (lambda d: d.update(servers=[{"url": "http://h:1", "label": 7}]), r"servers\[0\]\.label: must be non-empty text"),
+    (lambda d: d.update(servers=[{"url": "http://h:1", "check": "nope"}]), r"servers\[0\]\.check: 'nope' is not a preset"),
+    (lambda d: d.update(servers=[{"url": "http://h:1"}, {"url": "http://h:1/v1"}]), r"servers\[1\]\.label: .* listed twice"),
 ])
 def test_mistakes_name_their_key(tmp_path, change, key):
     with pytest.raises(ProfileError, match=key):
@@ -110,6 +119,38 @@ def test_app_refuses_to_start_on_a_device_it_lacks(capsys):
     import app
     assert app.main(["--profile", "cpu", "--device", "tpu", "--no-fetch"]) == 2
     assert "unknown device 'tpu'" in capsys.readouterr().err
+
+
+def test_spaces_yaml_lists_servers_and_app_py_adds_its_own(tmp_path):
+    from specviz.remote.servers import Server, merge, parse_server
+    assert load_profile(tier="cpu").servers == ()                       # the shipped file lists none
+    lab = {"url": "http://127.0.0.1:8000/v1", "baseline": "http://127.0.0.1:8001", "label": "Lab vLLM", "check": "smollm2"}
+    profile = load_profile(mutated(tmp_path, lambda d: d.update(servers=[lab])), tier="cpu")
+    assert profile.servers == (Server("Lab vLLM", "http://127.0.0.1:8000", "http://127.0.0.1:8001", None, "smollm2"),)
+    assert AppState.from_profile(profile, device="cpu").servers == profile.servers
+    both = merge(profile.servers, (parse_server("http://h:9000/v1,label=Other"),), profile.presets)
+    assert [s.label for s in both] == ["Lab vLLM", "Other"]                # spaces.yaml's first, then --server's
+    with pytest.raises(ConfigError, match="under the label 'Lab vLLM'"):
+        merge(profile.servers, (parse_server("http://h:9000/v1,label=Lab vLLM"),), profile.presets)
+    with pytest.raises(ConfigError, match="check=nope is not a preset"):
+        merge((), (parse_server("http://h:9000/v1,check=nope"),), profile.presets)
+
+
+def test_the_commented_servers_example_in_spaces_yaml_loads(tmp_path):
+    text = PROFILE_PATH.read_text()
+    example = textwrap.dedent("\n".join(line[1:] for line in text.splitlines() if line.startswith("#   ")))
+    path = tmp_path / "spaces.yaml"
+    path.write_text(text.replace("servers: []", example))
+    (server,) = load_profile(path, tier="cpu").servers
+    assert (server.label, server.url, server.baseline_url, server.check) == \
+        ("Lab vLLM", "http://127.0.0.1:8000", "http://127.0.0.1:8001", "smollm2")
+
+
+def test_app_refuses_a_server_label_listed_twice(capsys):
+    import app
+    assert app.main(["--profile", "cpu", "--no-fetch", "--server", "http://127.0.0.1:9/v1,label=A",
+                     "--server", "http://127.0.0.1:10/v1,label=A"]) == 2
+    assert "two servers are listed under the label 'A'" in capsys.readouterr().err
 
 
 def test_readme_front_matter_matches_the_project():

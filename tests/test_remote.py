@@ -143,3 +143,32 @@ def test_a_slow_server_is_one_line():
 def test_an_address_that_is_not_http_is_refused():
     with pytest.raises(RemoteError, match="http://"):
         client.base_url("file:///etc/passwd")
+
+
+def test_the_baseline_race_is_worded_once_for_the_cli_and_the_page(capsys):
+    from specviz.cli import main
+    from specviz.remote.watch import race_baseline
+    prompt = "def is_prime(n):"
+    with serving(recorded_routes()) as url:
+        seen = list(watch(url, prompt, max_tokens=48))[-1]
+        race = race_baseline(url, seen, prompt, max_tokens=48)
+        assert main(["remote", "--url", url, "--prompt", prompt, "--max-new-tokens", "48", "--baseline-url", url,
+                     "--no-color"]) == 0
+    # the replay answers the plain request with the same recording: the same text; no fates asked of it
+    assert race.same_text and race.plain.fates is None and race.plain.completion.pieces == seen.completion.pieces
+    assert race.ratio == pytest.approx(race.plain.seconds / seen.seconds)
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(f"baseline {url}: "))
+    assert f"{len(seen.completion.pieces)} tokens in " in line and "(the same text); speculation ran " in line
+    assert line.endswith("x (one request each, one after the other)")
+
+
+def test_the_comparison_says_a_different_text_and_a_ratio_it_cannot_take():
+    from specviz.remote.client import Completion
+    from specviz.remote.watch import Watch, compare
+    plain = Watch("v", "m", Completion(pieces=["a", "c", "d"]), seconds=1.0)
+    race = compare(Watch("u", "m", Completion(pieces=["a", "b"]), seconds=0.5), plain)
+    assert not race.same_text and race.ratio == 2.0
+    assert race.comparison() == ("3 tokens in 1.00 s (a different text); speculation ran 2.00x "
+                                 "(one request each, one after the other)")
+    instant = compare(Watch("u", "m", Completion(pieces=["a", "c", "d"]), seconds=0.0), plain)
+    assert instant.same_text and instant.ratio is None and "speculation ran - (" in instant.comparison()

@@ -1,5 +1,5 @@
 """The Server tab's handler against responses recorded from a real vLLM server: tokens colored by their fates,
-the server's figures, the exactness verdict, escaping, and no address but the host's."""
+the server's figures, the exactness verdict, the plain endpoint's race, escaping, and no address but the host's."""
 import html
 
 from specviz.remote.servers import Server, parse_server
@@ -55,3 +55,15 @@ def test_model_text_is_escaped():
 def test_server_options_parse():
     s = parse_server("http://h:8000/v1,baseline=http://h:8001/v1,label=Lab,check=smollm2")
     assert (s.url, s.baseline_url, s.label, s.check) == ("http://h:8000", "http://h:8001", "Lab", "smollm2")
+
+
+def test_a_listed_baseline_races_in_the_page_in_the_clis_words(tiny_dirs):
+    from specviz.remote.watch import watch
+    prompt = "def is_prime(n):"
+    with serving(recorded_routes()) as url:
+        app = app_with({"tiny": tiny_preset(tiny_dirs)}, servers=(Server("lab", url, baseline_url=url),))
+        status, spec, base, figures, verdict = updates(app, "lab", prompt)[-1]
+        plain = list(watch(url, prompt, max_tokens=48, speculative=False))[-1]
+    assert base == pane(plain)                          # the plain endpoint's own pane, beside the speculative one
+    assert "; plain endpoint: 48 tokens in " in status and "(the same text); speculation ran " in status
+    assert "x (one request each, one after the other)" in status

@@ -166,3 +166,19 @@ def test_a_trace_fills_every_field_with_its_settings_and_prompt(tiny_dirs):
     assert pinned["prompt"] == "Why <b>?" and "class link" in pinned["note"]
     elsewhere = from_trace(app, Recorded(prompt="x", label="?", dtype=None, config=cfg, events=[], key="<gone>"))
     assert elsewhere["preset"] == {"__type__": "update"} and "&#x27;&lt;gone&gt;&#x27;" in elsewhere["note"]
+
+
+def test_the_block_rule_travels_in_the_link(tiny_dirs):
+    app = _app(tiny_dirs)
+    query = _query("code", "def f():", 4, 1.0, 0, app=app, rule="block")
+    assert "rule=block" in query
+    got = read_link(app, parse_qs(query))
+    assert got.rule == "block" and got.problems == []
+    assert opened(app, parse_qs(query))["rule"] == "block"                  # into the form's rule choice
+    assert "rule=" not in _query("code", "def f():", 4, 1.0, 0, app=app, rule="exact")   # the default: left out
+    # refused in one line each, never a crash: a lossy rule alone (it needs temperature > 0), a name no rule has
+    bad = read_link(app, {"rule": "typical"})
+    assert bad.rule is None and "temperature > 0" in " ".join(bad.problems)
+    bad = read_link(app, {"rule": "<b>nope"})
+    assert bad.rule is None and "rule must be one of" in " ".join(bad.problems)
+    assert "&lt;b&gt;nope" in opened(app, {"rule": "<b>nope"})["note"]     # escaped where it becomes HTML

@@ -3,8 +3,9 @@
 `SETTINGS` is the table. From it come RunRequest's fields and defaults (app/request.py), the form's
 widgets, labels and slider ranges (view/form.py), the share link's read and write and what it leaves
 out (view/share.py), the form fill from a link or a trace (view/form_fill.py), the page's words in a
-refusal (`PAGE_WORDS`) and the `/generate` signature (view/api.py). A field's value is checked by one
-function, `check` (app/settings.py), whichever surface it came from: a link accepts what Run accepts.
+refusal (`PAGE_WORDS`), the `/generate` signature (view/api.py) and the CLI's `--rule` (cli/run.py). A
+field's value is checked by one function, `check` (app/settings.py), whichever surface it came from: a link
+accepts what Run accepts.
 
 Ranges: a slider's span is what the widget shows, never what is allowed; what is allowed is
 SpecConfig's range (engine/loop/config.py), narrowed only by the hosting profile's k and max new
@@ -30,6 +31,9 @@ PAIR = "the pair's own"      # a default taken from the chosen pair (Preset's at
 HOST = "host"                # a span's top that is the hosting profile's limit (app/profile.py Limits)
 CHAIN = "chain"              # the draft shape box's default: a chain of k
 TEMPERATURE_TOP = 2.0        # the temperature slider's top (SpecConfig allows up to TEMPERATURE_MAX)
+# The acceptance rules a race runs from the form and the CLI: the two lossless rules a learner compares
+# (engine/loop/rules.py; the Rules tab races every registered rule).
+RULE_CHOICES = ("exact", "block")
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class Setting:
                                # one goes last); None: not a /generate parameter
     span: tuple | None = None  # a slider's (low, high, step); high may be HOST
     info: str | None = None    # the widget's line of help
+    choices: tuple = ()        # a menu's values where the table fixes them (the page's radio, the CLI's --rule)
 
     @property
     def on_pair(self) -> bool:
@@ -83,6 +88,7 @@ SETTINGS = (
             "tree", CHAIN, "", info="a tree drafts several guesses a depth and the target checks every branch "
                                     "in one pass; k is then unused"),
     Setting("rule", "menu", "acceptance rule", "Acceptance rule", "rule", "exact", "exact", api=12,
+            choices=RULE_CHOICES,
             info="block keeps at least as many drafts a round, with the same output distribution; at temperature "
                  "0 both are the argmax match, and a prompt-lookup draft (one token, q = 1) gains nothing"),
 )

@@ -1,4 +1,4 @@
-"""The hosting profile (spaces.yaml): presets per hardware tier and the server's limits.
+"""The hosting profile (spaces.yaml): presets per hardware tier, the server's limits, and the vLLM servers it lists.
 
 `load_profile` reads and validates the whole file up front; any mistake raises ProfileError
 whose message names the key (e.g. `tiers.cpu.presets[1].k`), so a misconfigured Space
@@ -11,10 +11,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ProfileError
+from ..errors import ProfileError, SpecvizError
 from ..hosting_env import zerogpu_space
 from ..models.presets import Preset, expect, known, parse_presets, read_spaces, whole
 from ..paths import SPACES_YAML
+from ..remote.servers import OPTIONS, Server, make_server
 
 __all__ = ["TIERS", "PROFILE_PATH", "ProfileError", "Limits", "Profile", "detect_tier", "load_profile"]
 
@@ -59,6 +60,8 @@ class Profile:
     limits: Limits = field(default_factory=Limits)
     allow_custom_models: bool = False
     allow_local_model_paths: bool = False    # may a custom id name a folder of the server? (never by default)
+    # Serving engines the host lists for the Server tab (spaces.yaml `servers:`; app.py adds --server's).
+    servers: tuple[Server, ...] = ()
 
 
 def detect_tier(env=None) -> str:
@@ -93,7 +96,7 @@ def load_profile(path: str | Path | None = None, tier: str | None = None) -> Pro
     local = chosen.get("allow_local_model_paths", defaults.get("allow_local_model_paths", False))
     expect(isinstance(local, bool), f"{where}.allow_local_model_paths", "must be true or false")
     presets = parse_presets(chosen.get("presets"), f"{where}.presets", limits.k_range)
-    return Profile(tier, presets, limits, allow, local)
+    return Profile(tier, presets, limits, allow, local, _servers(data.get("servers"), presets))
 
 
 def _limits(raw: dict, where: str) -> Limits:
@@ -107,3 +110,33 @@ def _limits(raw: dict, where: str) -> Limits:
         expect(lo <= hi, f"{where}.k_range", "lowest must not exceed highest")
         values["k_range"] = (lo, hi)
     return Limits(**values)
+
+
+def _servers(raw, presets: dict) -> tuple[Server, ...]:
+    """spaces.yaml's `servers:` list (absent or empty: none), each a mapping with a `url` and optionally
+    `baseline`, `label`, `model` and `check` (a preset of this tier), as `--server` takes them."""
+    if raw is None:
+        return ()
+    expect(isinstance(raw, list), "servers", "must be a list of mappings, each with a `url`")
+    out: list[Server] = []
+    for i, item in enumerate(raw):
+        at = f"servers[{i}]"
+        expect(isinstance(item, dict), at, "must be a mapping with a `url` (and optionally "
+                                           f"{', '.join(f'`{o}`' for o in OPTIONS)})")
+        known(item, {"url", *OPTIONS}, at)
+        expect("url" in item, f"{at}.url", "is missing: the server's address, e.g. http://127.0.0.1:8000/v1")
+        for name, value in item.items():
+            expect(isinstance(value, str) and value.strip(), f"{at}.{name}", "must be non-empty text")
+        for name in ("url", "baseline"):
+            if name in item:
+                try:
+                    make_server(item[name])
+                except SpecvizError as err:
+                    expect(False, f"{at}.{name}", str(err))
+        check = item.get("check")
+        expect(check is None or check in presets, f"{at}.check",
+               f"{check!r} is not a preset of this tier ({', '.join(presets)})")
+        server = make_server(**{name: value.strip() for name, value in item.items()})
+        expect(all(s.label != server.label for s in out), f"{at}.label", f"{server.label!r} is listed twice")
+        out.append(server)
+    return tuple(out)

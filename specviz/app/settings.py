@@ -130,7 +130,8 @@ def draft_shape(text) -> tuple[int, ...] | None:
 
 
 def in_page_words(err: ConfigError, words: str | None = None) -> ConfigError:
-    """SpecConfig's refusal with the field named as the page names it, or as `words` (the same error otherwise)."""
+    """SpecConfig's refusal with the field named as the page names it, or as `words` (the same error otherwise,
+    and where the refusal names no field)."""
     words = words or PAGE_WORDS.get(err.field)
     if not words or not err.field:         # a refusal that names no field is shown as it is
         return err

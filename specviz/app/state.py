@@ -26,7 +26,8 @@ class AppState:
                  slice_s: float = SLICE_S, advise_k: bool = False, side_work: SideWork | None = None,
                  servers: tuple = ()):
         self.limits = limits or Limits()
-        # Serving engines the host listed (remote/servers.py: `app.py --server`); the Server tab shows them.
+        # Serving engines the host listed (remote/servers.py: `app.py --server`, spaces.yaml `servers:`); the
+        # Server tab shows them.
         self.servers = tuple(servers)
         self.max_prompt_chars = max_prompt_chars
         self.via_records = via_records     # stream events as plain records (as across ZeroGPU's process boundary)
@@ -44,7 +45,9 @@ class AppState:
 
     @classmethod
     def from_profile(cls, profile: Profile, device: str = "auto", on_zerogpu: bool = False,
-                     servers: tuple = ()) -> "AppState":
-        return cls(presets=dict(profile.presets), limits=profile.limits, servers=servers,
+                     servers: tuple | None = None) -> "AppState":
+        """The app a profile describes; `servers` (app.py: spaces.yaml's and --server's) default to the profile's."""
+        return cls(presets=dict(profile.presets), limits=profile.limits,
+                   servers=profile.servers if servers is None else servers,
                    allow_custom_models=profile.allow_custom_models and not on_zerogpu, device=device,
                    allow_local_model_paths=profile.allow_local_model_paths, on_zerogpu=on_zerogpu)

@@ -30,7 +30,8 @@ def table(result: dict) -> str:
                  f" · {m['processor']}, {m['cpus']} CPUs, torch {m['torch']} ({m['torch_threads']} threads)"
                  + (f" · {m['gpu']}" if "gpu" in m else ""))
     s = result["settings"]
-    lines.append(f"temperature {s['temperature']}, max new tokens {s['max_new_tokens']}, drafter {s['drafter']}, "
+    rule = f", rule {s['rule']}" if s.get("rule", "exact") != "exact" else ""      # saved results before --rule: exact
+    lines.append(f"temperature {s['temperature']}, max new tokens {s['max_new_tokens']}, drafter {s['drafter']}{rule}, "
                  f"repeats {result['repeats']} (median), medians over prompts")
     step = result.get("draft_step")
     if step:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..engine.loop.drafters import DEFAULT_DRAFTER, DRAFTERS
 from ..paths import BENCHMARKS
-from .run import add_confidence_stop_arg, add_model_args, apply_preset
+from .run import add_confidence_stop_arg, add_model_args, add_rule_arg, apply_preset
 
 HELDOUT_CHAT_PROMPTS = str(BENCHMARKS / "heldout-prompts.json")
 
@@ -27,6 +27,7 @@ def add_parser(sub) -> None:
     p.add_argument("--tree-budget", type=int, default=0, metavar="N",
                    help="with --tree: at most N nodes, given to the nodes the draft is surest of (EAGLE-2)")
     add_confidence_stop_arg(p)
+    add_rule_arg(p)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3, help="timed repeats per prompt and method (median kept)")
@@ -65,11 +66,11 @@ def run(args) -> int:
     if tree is not None:
         args.k = len(tree)
         SpecConfig(tree=tree, tree_budget=args.tree_budget, temperature=args.temperature, drafter=args.drafter,
-                   forced_acceptance=args.forced_acceptance)   # refuse a bad tree before loading
+                   forced_acceptance=args.forced_acceptance, rule=args.rule)   # refuse a bad tree before loading
     ks = list(range(1, 9)) if args.k_sweep else [4 if args.k is None else args.k]   # --k 0 is refused, not 4
     cfg = SpecConfig(k=ks[0], temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed,
                      drafter=args.drafter, forced_acceptance=args.forced_acceptance,
-                     confidence_stop=args.confidence_stop)
+                     confidence_stop=args.confidence_stop, rule=args.rule)
     # the file is read (and a bad one refused) before any model loads
     prompts = load_prompts(args.prompts or (HELDOUT_CHAT_PROMPTS if args.chat else None), chat=args.chat)
     if args.random_pair:

@@ -108,15 +108,11 @@ def figures(seen) -> str:
 
 
 def race_line(seen, args) -> str:
-    from ..remote.watch import watch
-    plain = None
-    for plain in watch(args.baseline_url, args.prompt, args.model, args.temperature, args.max_new_tokens,
-                       args.seed, speculative=False, timeout=args.timeout):
-        pass
-    same = "the same text" if plain.completion.pieces == seen.completion.pieces else "different text"
-    ratio = plain.seconds / seen.seconds if seen.seconds else float("nan")
-    return (f"baseline {args.baseline_url}: {len(plain.completion.pieces)} tokens in {plain.seconds:.2f} s "
-            f"({same}); speculation ran {ratio:.2f}x (one request each, one after the other)")
+    """The same request through --baseline-url, compared as the Server tab compares it (remote/watch.py)."""
+    from ..remote.watch import race_baseline
+    race = race_baseline(args.baseline_url, seen, args.prompt, args.model, args.temperature, args.max_new_tokens,
+                         args.seed, timeout=args.timeout)
+    return f"baseline {args.baseline_url}: {race.comparison()}"
 
 
 def local_check(seen, args) -> str:

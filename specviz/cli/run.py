@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 
+from ..app.form_table import BY_NAME
 from ..app.machine_load import OtherLoad, busy_words
 from ..app.run_records import choice_rows
 from ..engine.analysis import ledger
@@ -65,10 +66,19 @@ def add_sampling_args(p) -> None:
                    help="draft a token tree of these candidates per depth instead of a chain of k (e.g. 2,2,1,1)")
     p.add_argument("--tree-budget", type=int, default=0, metavar="N",
                    help="with --tree: at most N nodes, given to the nodes the draft is surest of (EAGLE-2); 0 = all")
+    add_rule_arg(p)
     add_confidence_stop_arg(p)
     p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     p.add_argument("--fast", action="store_true",
                    help="static KV cache + compiled decode steps (CUDA graphs on CUDA); compiles on first use")
+
+
+def add_rule_arg(p) -> None:
+    """--rule: the settings table's acceptance rules (app/form_table.py), the page's radio's choices."""
+    rule = BY_NAME["rule"]
+    p.add_argument("--rule", choices=rule.choices, default=rule.default,
+                   help=f"acceptance rule: exact (token by token) or block (the drafted block judged jointly, chains "
+                        f"only); {rule.info}")
 
 
 def add_confidence_stop_arg(p) -> None:
@@ -110,7 +120,7 @@ def config_from(args):
                       adaptive_k=args.adaptive_k, confidence_stop=args.confidence_stop,
                       stop_strings=tuple(args.stop), fast=args.fast,
                       tree=parse_tree(args.tree) if getattr(args, "tree", None) else None,
-                      tree_budget=getattr(args, "tree_budget", 0))
+                      tree_budget=getattr(args, "tree_budget", 0), rule=getattr(args, "rule", "exact"))
 
 
 def pair_from(args):
@@ -185,7 +195,8 @@ def run(args) -> int:
         print("\n")
         if color:
             print(terminal.legend())
-        print(terminal.summary_line(done["spec"].stats, "speculative"))
+        print(terminal.summary_line(done["spec"].stats, "speculative" if config.rule == "exact" else
+                                    f"speculative ({config.rule} rule)"))
         rows = choice_rows(done["spec"].stats.by_choice)
         if rows:
             print("tree, kept / judged by depth and choice: " + "; ".join(

@@ -38,14 +38,14 @@ class Preset:
 
 
 def read_spaces(path: str | Path | None = None) -> dict:
-    """spaces.yaml as a mapping with `tiers` (and optionally `defaults`), or a ProfileError saying why not."""
+    """spaces.yaml as a mapping with `tiers` (and optionally `defaults`, `servers`), or a ProfileError saying why."""
     path = Path(paths.SPACES_YAML if path is None else path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as err:
         raise ProfileError(f"{path.name}: cannot be read: {str(err).splitlines()[0]}") from err
     expect(isinstance(data, dict), "top level", "must be a mapping with `defaults` and `tiers`")
-    known(data, {"defaults", "tiers"}, "top level")
+    known(data, {"defaults", "tiers", "servers"}, "top level")      # servers: app/profile.py reads them
     expect(isinstance(data.get("tiers"), dict), "tiers", "must be a mapping with a `cpu` entry")
     return data
 

@@ -4,7 +4,9 @@
 server's per-step counts arrive with the last chunk), then a final one with the fates (rounds.py), the
 request's acceptance figures as the server computed them, and what the server's /metrics counters added
 while it ran (the server's own per-position acceptance for this view's requests; other clients' requests
-in the same window are counted too, which `Watch.counters_shared` says when the totals disagree).
+in the same window are counted too, which `Watch.notes` says when the totals disagree). `race_baseline` asks
+the same of a plain endpoint (the target without speculation) and words the comparison once, for the CLI and the
+Server tab alike.
 """
 from __future__ import annotations
 
@@ -98,3 +100,35 @@ def watch(url: str, prompt: str | list[int], model: str | None = None, temperatu
                 seen.notes.append("the server's /metrics counted other requests in the same window too")
     seen.finished = True
     yield seen
+
+
+@dataclass(frozen=True)
+class BaselineRace:
+    """The same request through the plain endpoint (the target without speculation), asked after the
+    speculative one: each timed on its own, by this client's clock around the server's answer."""
+    plain: Watch
+    same_text: bool                # the two outputs are token for token the same text
+    ratio: float | None            # plain seconds / speculative seconds: > 1 means speculation was faster
+
+    def comparison(self) -> str:
+        """One clause the CLI and the Server tab both print after naming the plain endpoint."""
+        same = "the same text" if self.same_text else "a different text"
+        ratio = "-" if self.ratio is None else f"{self.ratio:.2f}x"
+        return (f"{len(self.plain.completion.pieces)} tokens in {self.plain.seconds:.2f} s ({same}); "
+                f"speculation ran {ratio} (one request each, one after the other)")
+
+
+def compare(seen: Watch, plain: Watch) -> BaselineRace:
+    """The speculative request `seen` set against the plain endpoint's `plain`, both finished."""
+    same = plain.completion.pieces == seen.completion.pieces
+    return BaselineRace(plain, same, plain.seconds / seen.seconds if seen.seconds > 0 else None)
+
+
+def race_baseline(url: str, seen: Watch, prompt: str | list[int], model: str | None = None, temperature: float = 0.0,
+                  max_tokens: int = 128, seed: int | None = None, timeout: float = 60.0) -> BaselineRace:
+    """Ask the plain endpoint at `url` the request `seen` answered (streamed to its end, no speculative metrics
+    expected) and compare the two. A server that fails raises RemoteError, as `watch` does."""
+    plain = None
+    for plain in watch(url, prompt, model, temperature, max_tokens, seed, speculative=False, timeout=timeout):
+        pass
+    return compare(seen, plain)

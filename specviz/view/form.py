@@ -29,8 +29,9 @@ from .form_fill import FILLED, opened
 from .share import MAX_PROMPTS, form_defaults, link_query
 
 PAIRED_MIN_WIDTH = 190     # two settings share a row only from 2 x 190 px + the gap
-# The rules a race can run from the form: the lossless ones a learner compares (the Rules tab races all).
-RULE_CHOICES = [("exact: token by token", "exact"), ("block: the drafted block judged jointly", "block")]
+# The rules a race can run from the form (the settings table's choices), as the radio names them.
+RULE_WORDS = {"exact": "exact: token by token", "block": "block: the drafted block judged jointly"}
+RULE_CHOICES = [(RULE_WORDS[name], name) for name in BY_NAME["rule"].choices]
 K_WATCH_S = 2.0            # how often a page asks whether its pair's k has been measured, while it is under way
 
 

@@ -15,7 +15,7 @@ import gradio as gr
 from ...errors import SpecvizError
 from ...remote import exactness
 from ...remote.servers import by_label
-from ...remote.watch import watch
+from ...remote.watch import race_baseline, watch
 from ..render import clean
 from ..server_view import figures, pane, verdict_html
 from . import Shared
@@ -65,18 +65,10 @@ def ask_server(app, label, prompt, temperature, max_tokens):
             if seen.finished or time.monotonic() - last > 1 / UPDATES_PER_S:
                 last = time.monotonic()
                 yield _status(f"{server.label}: streaming"), pane(seen), gr.skip(), figures(seen), gr.skip()
-        plain_html = gr.skip()
-        if server.baseline_url:
-            plain = None
-            for plain in watch(server.baseline_url, prompt, server.model, temperature, max_tokens, speculative=False):
-                pass
-            same = "the same text" if plain.completion.pieces == seen.completion.pieces else "a different text"
-            ratio = plain.seconds / seen.seconds if seen.seconds else 0
-            plain_html = pane(plain)
-            race = (f"; plain endpoint {plain.seconds:.2f} s for {len(plain.completion.pieces)} tokens ({same}): "
-                    f"speculation {ratio:.2f}x, one request each, one after the other")
-        else:
-            race = ""
+        plain_html, race = gr.skip(), ""
+        if server.baseline_url:             # the CLI's --baseline-url comparison, word for word (remote/watch.py)
+            baseline = race_baseline(server.baseline_url, seen, prompt, server.model, temperature, max_tokens)
+            plain_html, race = pane(baseline.plain), f"; plain endpoint: {baseline.comparison()}"
         verdict = local_verdict(app, server, seen, temperature)
         yield (_status(f"{server.label}: {len(seen.completion.pieces)} tokens in {seen.seconds:.2f} s{race}"),
                pane(seen), plain_html, figures(seen), verdict_html(verdict))

@@ -97,6 +97,31 @@ def test_a_job_closed_or_stopped_while_in_line_leaves_it():
     assert not slots.busy()
 
 
+def test_a_step_click_waiting_for_the_device_says_its_place_then_answers(tiny_dirs):
+    """Step mode's "Next round" behind another job: the explanation says its place in line, as a race's
+    status does, until the slot is free; then the click's round."""
+    from specviz.view.tabs.step import step_clicks_in_line
+    from tests.helpers import FORM
+    app = tiny_app(tiny_dirs)
+    app.pairs.pair(app.pairs.preset("tiny"))            # loaded first: the wait is the device's alone
+    assert app.decoders.slots.acquire()                 # another visitor's job holds the device
+    seen: list = []
+    click = threading.Thread(target=lambda: seen.extend(step_clicks_in_line(app, 1, None, **FORM)))
+    click.start()
+    try:
+        assert wait_for(lambda: app.decoders.slots.waiting() == 1 and seen)
+        assert click.is_alive() and len(seen) == 1      # said while it waits (list.extend appends as it goes)
+    finally:
+        app.decoders.slots.release()
+    click.join(60)
+    assert not click.is_alive()
+    waiting, answer = seen[0], seen[-1]
+    assert "1st in line" in waiting[1] and "ahead of yours" in waiting[1]
+    assert all(type(v).__name__ != "str" for v in (waiting[0], waiting[2], waiting[3]))   # the rest untouched
+    assert "Round 1:" in answer[1] and answer[2]["records"]
+    assert not app.decoders.slots.busy()
+
+
 def test_the_line_is_said_in_words():
     assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 102, 111)] == [
         "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "102nd", "111th"]

@@ -1,7 +1,7 @@
 """The room sees it: a teacher's projector (1280x720 and 1366x768, projector mode) in a real browser.
 
 A picked token's docked p-and-q picture covers neither that token nor both panes; a long race's round
-timeline pages to readable rounds, and its key is not cut."""
+timeline pages to readable rounds, and its key is not cut; the class link is shown as a QR code."""
 import pytest
 
 from tests.browser_support import app_url, browser, run_race, wait_finished  # noqa: F401  (fixtures among them)
@@ -96,5 +96,23 @@ def test_a_long_races_timeline_pages_to_readable_rounds_and_its_key_is_whole(bro
         run_race(pg, "import os\n", max_new=8)                  # a new race: drawn whole, no pager for a few rounds
         wait_finished(pg)
         assert pg.locator("#timeline .tl-pager").is_hidden() and pg.locator("#timeline .tl-off").count() == 0
+    finally:
+        context.close()
+
+
+def test_the_class_link_is_shown_as_a_qr_code_to_project(browser, app_url):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    pg = context.new_page()
+    try:
+        pg.goto(app_url)
+        pg.wait_for_selector("#run")
+        pg.click("#projector input")
+        pg.click("#copy-link")
+        pg.wait_for_selector("#share-qr svg", state="visible", timeout=30_000)
+        box = pg.locator("#share-qr svg").bounding_box()
+        assert abs(box["width"] - box["height"]) <= 1 and box["width"] >= 150         # square, large enough
+        size = int(pg.get_attribute("#share-qr svg", "viewBox").split()[-1])
+        assert size > 21 + 8 and (size - 8 - 17) % 4 == 0            # a QR symbol (17 + 4v) and its 4-module margins
+        assert "Scan" in pg.inner_text("#share-qr")
     finally:
         context.close()

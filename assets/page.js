@@ -63,7 +63,17 @@
     const width = document.documentElement.clientWidth;     // without a desktop's scrollbar
     let left = Math.min(Math.max(EDGE, r.left), width - w - EDGE);
     let top = r.bottom + 6;
-    if (top + h > window.innerHeight - EDGE) top = Math.max(EDGE, r.top - h - 6);
+    if (top + h > window.innerHeight - EDGE) {
+      // Below the token, else above it; where neither holds it (a projector's zoomed picture), the side with
+      // more room, scrolling inside: never over its own token (the pointer there would close and reopen it).
+      const above = r.top - 6 - EDGE, below = window.innerHeight - EDGE - top;
+      if (h <= above) top = r.top - h - 6;
+      else {
+        if (above > below) top = EDGE;
+        pop.style.maxHeight = (Math.max(above, below) / z) + "px";
+        pop.style.overflowY = "auto";
+      }
+    }
     pop.style.left = (left / z) + "px";
     pop.style.top = (top / z) + "px";
   };
@@ -152,6 +162,27 @@
   dockClose.type = "button";
   dockClose.setAttribute("aria-label", "Close the details");
   dockClose.addEventListener("click", (event) => { event.stopPropagation(); const el = owner; close(); if (el && el.focus) el.focus(); });
+  // On a wide screen the docked details go beside the pane of the token they explain, over the side with
+  // more room (the plain pane, or the settings), so neither that token nor both panes are covered: at
+  // 1280x720 in projector mode its 34em once took the whole right side, the token's pane with it. Lengths
+  // are read in screen pixels and set divided by the zoom, as `place` does.
+  const DOCK_EDGE = 12, DOCK_LEAST = 260;
+  const dockBeside = (el) => {
+    const z = parseFloat(getComputedStyle(document.body).zoom) || 1;
+    const width = document.documentElement.clientWidth, height = window.innerHeight;
+    const room = (r) => ({ left: r.left - 2 * DOCK_EDGE, right: width - r.right - 2 * DOCK_EDGE });
+    // the pane's whole block (its border too), not only its scrolling text
+    const pane = el.closest(".block.token-pane") || el.closest(".token-pane, #step-explain, .tree-draw");
+    let free = room((pane || el).getBoundingClientRect());
+    if (Math.max(free.left, free.right) < DOCK_LEAST) free = room(el.getBoundingClientRect());  // beside the token, then
+    const onRight = free.right >= free.left;
+    const ideal = Math.min(34 * parseFloat(getComputedStyle(pop).fontSize) * z, 0.46 * width);
+    const w = Math.max(Math.min(ideal, onRight ? free.right : free.left), Math.min(ideal, DOCK_LEAST));
+    pop.style.width = (w / z) + "px";
+    pop.style.left = ((onRight ? width - DOCK_EDGE - w : DOCK_EDGE) / z) + "px";
+    pop.style.right = "auto";
+    pop.style.maxHeight = ((height - 2 * DOCK_EDGE) * 0.8 / z) + "px";
+  };
   const open = (el, pin) => {
     if (owner && owner !== el) owner.removeAttribute("aria-describedby");
     owner = el;
@@ -171,7 +202,8 @@
     if (docked) pop.prepend(dockClose);
     pop.hidden = false;
     el.setAttribute("aria-describedby", "tip-pop");
-    if (docked) { pop.style.left = ""; pop.style.top = ""; pop.scrollTop = 0; } else place(el);
+    for (const k of ["left", "top", "right", "width", "maxHeight", "overflowY"]) pop.style[k] = "";
+    if (docked) { pop.scrollTop = 0; if (!document.body.classList.contains("narrow")) dockBeside(el); } else place(el);
   };
   const close = () => {
     if (owner) owner.removeAttribute("aria-describedby");
@@ -299,12 +331,13 @@
   // block's end, with tick labels in seconds.
   const niceStep = (T) => { const raw = T / 5, e = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / e;
                             return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * e; };
-  const drawAxis = (box, T) => {
+  const drawAxis = (box, T, T0 = 0) => {
     const axis = box.querySelector(".tl-axis");
     if (!axis) return;
     const step = niceStep(T), ticks = [];
     for (let x = 0; x <= T + 1e-9; x += step) {
-      const tick = node("span", "tl-tick", (step < 0.1 ? x.toFixed(2) : step < 1 ? x.toFixed(1) : x.toFixed(0)) + " s");
+      const at = T0 + x;       // a page of rounds starts its axis at its own first second
+      const tick = node("span", "tl-tick", (step < 0.1 ? at.toFixed(2) : step < 1 ? at.toFixed(1) : at.toFixed(0)) + " s");
       tick.style.left = (100 * x / T) + "%";
       ticks.push(tick);
     }
@@ -323,11 +356,75 @@
     box.style.setProperty("--T", String(next));
     drawAxis(box, next);
   };
+  // A long race's timeline pages by rounds: past PAGE_ROUNDS rounds (a 96-token race draws about fifty
+  // slivers, unreadable on a projector) a pager under it shows PAGE_ROUNDS rounds at a time on an axis of
+  // their own, with the plain lane's passes of the same seconds; "all" draws the whole race again. The
+  // page chosen holds while the race grows; a new race starts with the whole.
+  const PAGE_ROUNDS = 12;
+  const startOf = (el) => Number(el.style.getPropertyValue("--t") || 0);
+  const pageCount = (box) => Math.ceil(box.querySelectorAll(".tl-verify").length / PAGE_ROUNDS);
+  const showPage = (box) => {
+    const rounds = [...box.querySelectorAll(".tl-verify")];
+    const page = box.dataset.page === undefined ? -1 : Number(box.dataset.page);
+    const blocks = box.querySelectorAll(".tl-b, .tl-fates");
+    if (page < 0 || !rounds.length) {
+      blocks.forEach((el) => el.classList.remove("tl-off"));
+      box.style.setProperty("--T0", "0");
+      return false;
+    }
+    const first = page * PAGE_ROUNDS, last = Math.min(rounds.length, first + PAGE_ROUNDS) - 1;
+    const t0 = first > 0 ? Number(rounds[first - 1].dataset.end) : 0, t1 = Number(rounds[last].dataset.end);
+    const eps = 1e-6;
+    blocks.forEach((el) => el.classList.toggle("tl-off", startOf(el) < t0 - eps || Number(el.dataset.end) > t1 + eps));
+    const T = Math.max(t1 - t0, 1e-3) * 1.02;
+    box.style.setProperty("--T0", String(t0));
+    box.style.setProperty("--T", String(T));
+    drawAxis(box, T, t0);
+    return true;
+  };
+  const pagerOf = (box) => {
+    const holder = box.parentElement;
+    let pager = holder && holder.querySelector(":scope > .tl-pager");
+    if (!pager && holder) {
+      pager = node("div", "tl-pager");
+      const go = (what, text, label) => { const b = node("button", "tl-go", text); b.type = "button"; b.dataset.go = what; b.setAttribute("aria-label", label); return b; };
+      pager.append(go("prev", "◀ earlier", "Earlier rounds"), node("span", "tl-page-label"),
+                   go("next", "later ▶", "Later rounds"), go("all", "all rounds", "The whole race"));
+      holder.append(pager);
+    }
+    return pager;
+  };
+  const updatePager = (box) => {
+    const n = box.querySelectorAll(".tl-verify").length, pages = pageCount(box);
+    const pager = n > PAGE_ROUNDS ? pagerOf(box) : box.parentElement && box.parentElement.querySelector(":scope > .tl-pager");
+    if (!pager) return;
+    pager.hidden = n <= PAGE_ROUNDS;
+    const page = box.dataset.page === undefined ? -1 : Number(box.dataset.page);
+    pager.querySelector(".tl-page-label").textContent = page < 0 ? `all ${n} rounds`
+      : `rounds ${page * PAGE_ROUNDS + 1}–${Math.min(n, (page + 1) * PAGE_ROUNDS)} of ${n}`;
+    pager.querySelector('[data-go="prev"]').disabled = page === 0;
+    pager.querySelector('[data-go="next"]').disabled = page === pages - 1;
+    pager.querySelector('[data-go="all"]').disabled = page < 0;
+  };
+  document.addEventListener("click", (event) => {
+    const b = event.target.closest ? event.target.closest(".tl-pager .tl-go") : null;
+    const box = b && b.closest(".tl-pager").parentElement.querySelector(".live-box");
+    if (!box) return;
+    const pages = pageCount(box), page = box.dataset.page === undefined ? -1 : Number(box.dataset.page);
+    const next = b.dataset.go === "all" ? -1 : b.dataset.go === "prev" ? (page < 0 ? pages - 1 : page - 1)
+      : (page < 0 ? 0 : page + 1);
+    if (next < 0) delete box.dataset.page; else box.dataset.page = String(Math.min(Math.max(next, 0), pages - 1));
+    if (!showPage(box)) fitTimeline(box, true);
+    updatePager(box);
+  });
   document.addEventListener("live-grew", (event) => {
     const box = event.target;
     if (!box.closest || !box.closest("#timeline, #step-timeline")) return;
-    if (!box.querySelector(".tl-b")) { delete box.dataset.span; return; }
-    fitTimeline(box, !box.querySelector(".tl-tick"));
+    const whole = !box.querySelector(".tl-tick");     // a new race, a replay: drawn whole, from its first round
+    if (whole) delete box.dataset.page;
+    if (!box.querySelector(".tl-b")) { delete box.dataset.span; updatePager(box); return; }
+    if (!showPage(box)) fitTimeline(box, whole);
+    updatePager(box);
   });
 
   // The Explain tab's toy (#pq-toy): a fixed target p over five tokens and a draft q the student sets with

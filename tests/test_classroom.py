@@ -4,6 +4,7 @@ words. Nothing here measures time: each test counts places and orders."""
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 from specviz.app.slots import FairSlots, InLine, Stopped, sliced
 from specviz.view.line_text import about, line_status, ordinal
@@ -95,6 +96,154 @@ def test_a_job_closed_or_stopped_while_in_line_leaves_it():
     assert slots.waiting() == 0
     slots.release()
     assert not slots.busy()
+
+
+def _two_tabs_in_line(first_until) -> tuple[list[str], dict]:
+    """Two tabs of one address join the line while the slot is held; each job's parts are logged as they
+    are computed (only a slot's holder computes), so the log is the order the device served them."""
+    slots = FairSlots(1)
+    assert slots.acquire()
+    log: list[str] = []
+    slots.turns = {}                  # counted from here on: the turns the two tabs get
+
+    def job(name):
+        for part in ("prefill", "token", "rest", "end"):
+            if name == "B" and part == "token" and first_until is not None:
+                assert wait_for(lambda: slots.waiting() == 1)      # A is back in line (no race of threads)
+            log.append(f"{name}:{part}")
+            yield part
+
+    def run(name):
+        for _ in sliced(slots, job(name), client="school", session=name, slice_s=1e9, first_until=first_until):
+            pass
+    threads = []
+    for n, name in enumerate("AB"):
+        threads.append(threading.Thread(target=run, args=(name,)))
+        threads[-1].start()
+        assert wait_for(lambda n=n: slots.waiting() == n + 1)
+    slots.release()
+    for t in threads:
+        t.join(10)
+    assert not any(t.is_alive() for t in threads) and not slots.busy()
+    return log, slots.turns
+
+
+def test_a_jobs_first_result_ends_its_slice_so_every_tab_in_line_starts_before_any_goes_on():
+    """A room's last tab waits for the others' first results, not their whole slices: each job's first
+    token ends its first slice and it queues again behind everyone waiting (app/slots.py)."""
+    assert _two_tabs_in_line(lambda part: part == "token") == ([
+        "A:prefill", "A:token", "B:prefill", "B:token", "A:rest", "A:end", "B:rest", "B:end"], {"school": 4})
+    # without it a job keeps its slice (here as long as the job) to its end
+    assert _two_tabs_in_line(None) == ([
+        "A:prefill", "A:token", "A:rest", "A:end", "B:prefill", "B:token", "B:rest", "B:end"], {"school": 2})
+
+
+def test_a_tab_that_joins_late_starts_before_its_classmates_races_go_on():
+    """Inside one address a job waiting for its short first turn (`fresh`) goes ahead of the tabs whose
+    next turn continues a started race, behind the other fresh ones; between addresses nothing changes."""
+    slots = FairSlots(1)
+    assert slots.acquire()
+    going_on = slots.join(None, "school", "tab-a")               # its race started: a later slice
+    late = slots.join(None, "school", "tab-c", fresh=True)
+    later = slots.join(None, "school", "tab-d", fresh=True)
+    other = slots.join(None, "elsewhere", "tab-x")
+    names = {id(going_on): "a goes on", id(late): "c starts", id(later): "d starts", id(other): "elsewhere"}
+    assert [names[id(t)] for t in slots.line()] == ["c starts", "elsewhere", "d starts", "a goes on"]
+    for turn in (going_on, late, later, other):
+        slots.leave(turn)
+    slots.release()
+    assert not slots.busy()
+
+
+def test_a_tabs_second_run_while_its_first_waits_takes_its_place_and_ends_the_first():
+    """Run pressed twice in one tab while the device is busy: one run in line, in the first one's place;
+    the first ends (Replaced); the other tabs keep their places."""
+    from specviz.app.slots import Replaced
+    slots = FairSlots(1)
+    assert slots.acquire()
+    ended: dict = {}
+    order: list[str] = []
+
+    def run(name, session):
+        work = (order.append(name) or name for _ in range(1))      # computed only once granted
+        try:
+            ended[name] = [x for x in sliced(slots, work, client="school", session=session, line=True, replace=True)
+                           if not isinstance(x, InLine)]
+        except Replaced:
+            ended[name] = "replaced"
+    threads = []
+    for name, session, ready in (("first", "tab1", lambda: slots.waiting() == 1),
+                                 ("other", "tab2", lambda: slots.waiting() == 2),
+                                 ("again", "tab1", lambda: "first" in ended)):
+        threads.append(threading.Thread(target=run, args=(name, session)))
+        threads[-1].start()
+        assert wait_for(ready)
+    assert ended == {"first": "replaced"} and slots.waiting() == 2
+    next_slice = slots.join(None, "school", "tab1")     # a join that does not replace (a slice's next turn): queued
+    assert slots.waiting() == 3 and not slots.replaced(next_slice)
+    slots.leave(next_slice)
+    slots.release()
+    for t in threads:
+        t.join(10)
+    assert order == ["again", "other"]                  # the newer run in the first one's place
+    assert ended == {"first": "replaced", "again": ["again"], "other": ["other"]}
+    assert not slots.busy()
+
+
+def test_a_race_sends_its_first_token_at_once(tiny_dirs):
+    """The race's first token reaches the page in an update of its own (then its slice ends), not with
+    the next update ~0.16 s later: the first update whose pane holds a token holds exactly one."""
+    from specviz.view.handlers import first_token, run_race
+    from tests.helpers import FORM
+    panes = [u.spec_pane for u in run_race(tiny_app(tiny_dirs), **{**FORM, "temperature": 0.0, "max_new_tokens": 24})
+             if isinstance(u.spec_pane, str)]
+    with_tokens = [p for p in panes if "data-kind=" in p]
+    assert with_tokens and with_tokens[0].count("data-kind=") == 1
+    assert with_tokens[-1].count("data-kind=") > 1                      # the race went on after it
+    assert not first_token(SimpleNamespace(lane="base", kind="accepted"))
+    assert first_token(SimpleNamespace(lane="spec", kind="bonus"))
+    assert not first_token(SimpleNamespace(lane="spec", kind="drafted"))
+
+
+def test_the_classroom_report_says_each_addresss_turns_before_the_last_first_token():
+    """The load test's report (bench/classroom.py): the bound is the class's races alone + 20%, and the
+    turns the class and the hostile address had before the last student's first token are said."""
+    from specviz.bench.classroom import HOSTILE_LOOPBACK, STUDENTS_ADDRESS, report
+    student = {"refusals": [], "pane": "<span data-kind=accepted>x</span>"}
+    results = [{**student, "first_token_s": 4.0, "turns_then": {STUDENTS_ADDRESS: 1, HOSTILE_LOOPBACK: 1}},
+               {**student, "first_token_s": 9.0, "turns_then": {STUDENTS_ADDRESS: 2, HOSTILE_LOOPBACK: 2}}]
+    figures = {"results": results, "hostile": {"accepted": 3, "refused": 0, "message": ""}, "solo_s": 10.0,
+               "crossed": []}
+    lines, ok = report(figures, 2)
+    assert ok and "last first token 9.0 s" in lines[-2] and "+20%: 12.0 s" in lines[-2]
+    assert lines[-1].endswith("gave 2 turns to the class's address and 2 to the hostile address")
+    figures["solo_s"] = 7.0                                  # 9.0 s is past 7.0 s + 20%
+    assert not report(figures, 2)[1]
+
+
+def test_a_step_click_waiting_for_the_device_says_its_place_then_answers(tiny_dirs):
+    """Step mode's "Next round" behind another job: the explanation says its place in line, as a race's
+    status does, until the slot is free; then the click's round."""
+    from specviz.view.tabs.step import step_clicks_in_line
+    from tests.helpers import FORM
+    app = tiny_app(tiny_dirs)
+    app.pairs.pair(app.pairs.preset("tiny"))            # loaded first: the wait is the device's alone
+    assert app.decoders.slots.acquire()                 # another visitor's job holds the device
+    seen: list = []
+    click = threading.Thread(target=lambda: seen.extend(step_clicks_in_line(app, 1, None, **FORM)))
+    click.start()
+    try:
+        assert wait_for(lambda: app.decoders.slots.waiting() == 1 and seen)
+        assert click.is_alive() and len(seen) == 1      # said while it waits (list.extend appends as it goes)
+    finally:
+        app.decoders.slots.release()
+    click.join(60)
+    assert not click.is_alive()
+    waiting, answer = seen[0], seen[-1]
+    assert "1st in line" in waiting[1] and "ahead of yours" in waiting[1]
+    assert all(type(v).__name__ != "str" for v in (waiting[0], waiting[2], waiting[3]))   # the rest untouched
+    assert "Round 1:" in answer[1] and answer[2]["records"]
+    assert not app.decoders.slots.busy()
 
 
 def test_the_line_is_said_in_words():

@@ -64,9 +64,9 @@ def test_a_served_decoding_job_takes_its_turn_as_its_clients(tiny_dirs, monkeypa
     seen = []
     acquire = app.decoders.slots.acquire
 
-    def noting(stop=slots.never, holder=None, client=None, session=None):
+    def noting(stop=slots.never, holder=None, client=None, session=None, **more):
         seen.append(client)
-        return acquire(stop, holder, client, session)
+        return acquire(stop, holder, client, session, **more)
     app.decoders.slots.acquire = noting
     demo, url = serve(app)
     try:

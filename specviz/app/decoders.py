@@ -57,7 +57,8 @@ class Decoders:
 
     def sliced(self, items: Iterator[T], stop: Callable[[], bool] | None = None,
                wait_stop: Callable[[], bool] | None = None, sharing: Sharing | None = None,
-               line: bool = False) -> Iterator[T]:
+               line: bool = False, first_until: Callable[[T], bool] | None = None,
+               replace: bool = False) -> Iterator[T]:
         """Run a decoding job (an iterator) in slices of the device's slots (app/slots.py): others
         interleave between slices; Stopped is raised once `stop()` (default: the check set by `job`,
         else slots.default_stop's, which a served app sets to "the visitor is gone") is true.
@@ -66,12 +67,15 @@ class Decoders:
         never holds up the others. `sharing` is marked where a slice ran beside another job's
         (a host with concurrency_per_device > 1). A device out of memory raises OutOfMemory.
         `line`: while the job waits for its first slot, slots.InLine items (its place, the likely wait)
-        come first, for the page's "3rd in line" (app/slots.py)."""
+        come first, for the page's "3rd in line" (app/slots.py).
+        `first_until(item)`: the item that gives the visitor its first result ends that slice (app/slots.py).
+        `replace` (with `line`): a newer request of the same tab takes this one's place in line while it still
+        waits for its first slot; this one then raises slots.Replaced."""
         stop = stop or getattr(self._job, "stop", None) or slots.default_stop()
         # Turns go round robin between clients (a served app's request names its client), and inside a
         # client between its sessions (tabs), not jobs.
         return _memory_said(sliced(self.slots, items, stop, wait_stop, self.slice_s, sharing, slots.default_client(),
-                                   slots.default_session(), line))
+                                   slots.default_session(), line, first_until=first_until, replace=replace))
 
     def line_length(self) -> int:
         """Jobs waiting for the device now."""

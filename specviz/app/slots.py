@@ -26,6 +26,17 @@ them still gets one turn in each round. `line()` says the order in which the wai
 served, and `sliced(..., line=True)` yields an `InLine` (the job's place and the seconds its wait is
 likely to last) while a job waits for its first slot, each time its place changes, so the page can
 say "3rd in line, about 20 s" and update it as the line moves.
+
+A job can end a slice early once its visitor has something to look at (`first_until`: a race's
+first token): it then goes to the back of the line, and while it waits for that short first turn
+its tab goes ahead of its client's tabs whose jobs have started (`fresh`), so in a full room every
+job shows its first result before any job of its address goes on, and the last of thirty tabs waits
+for thirty first results (and the other addresses' turns between them), not for thirty whole slices,
+however late it joined.
+
+A tab holds one run in line: a newer request of the tab (Run pressed again while its run waits) takes
+its place in line (`replace`), and the older one ends (Replaced), so impatient clicks never lengthen
+the line nor lose the tab its place.
 """
 from __future__ import annotations
 
@@ -46,6 +57,10 @@ T = TypeVar("T")
 
 class Stopped(SpecvizError):
     """The job was stopped (Stop, or its visitor left) before it finished."""
+
+
+class Replaced(Stopped):
+    """The job was still waiting for its first slot when a newer request of its tab took its place in line."""
 
 
 def never() -> bool:
@@ -104,6 +119,14 @@ class FairSlots:
         self._holders: list[Sharing | None] = []      # one entry per slot held (None: a job with no note)
         self._lock = threading.Lock()
         self.typical_s: float | None = None          # slot time of a whole job, a running average
+        # Turns granted by client (its key; jobs of no client under None), counted only once a caller sets
+        # a dict here (a load test reads how the device was shared: a class against a hostile address).
+        self.turns: dict[str | None, int] | None = None
+        # Turns of jobs that may be replaced by a newer request of their tab (`join(..., replace=True)`) while
+        # they wait for their first slot; and the turns so replaced, until their jobs notice (`replaced`).
+        self._replaceable: set[threading.Event] = set()
+        self._replaced: set[threading.Event] = set()
+        self._fresh: set[threading.Event] = set()     # waiting turns that are their jobs' short first ones
 
     def note_job(self, slot_s: float) -> None:
         """A job ended having held slots for `slot_s` seconds in all (for the line's estimates)."""
@@ -146,6 +169,17 @@ class FairSlots:
         with self._lock:
             return sum(len(jobs) for sessions in self._waiters.values() for jobs in sessions.values())
 
+    def turns_by_client(self) -> dict:
+        """A copy of `turns` (empty while they are not counted)."""
+        with self._lock:
+            return dict(self.turns or {})
+
+    def _count(self, key: tuple) -> None:
+        """(under the lock) one more turn for the client of `key` (a waiter's key, as in `join`)."""
+        if self.turns is not None:
+            client = key[1] if key[0] == "client" else None
+            self.turns[client] = self.turns.get(client, 0) + 1
+
     def _hold(self, holder: Sharing | None) -> None:
         """(under the lock) `holder` now holds a slot: it and everyone holding one share the device."""
         if self._holders:
@@ -160,13 +194,13 @@ class FairSlots:
             return self._free == 0 or bool(self._waiters)
 
     def acquire(self, stop: Callable[[], bool] = never, holder: Sharing | None = None,
-                client: str | None = None, session: str | None = None) -> bool:
+                client: str | None = None, session: str | None = None, fresh: bool = False) -> bool:
         """Wait for a slot (True), or give up when `stop()` becomes true first (False). `holder`,
         when given, is marked shared if another job holds a slot at any time while this one does;
         `release` must then be given the same note. `client`: whom the job serves (None: nobody
         else's jobs share its turns); `session`: which of the client's sessions (its turns are taken
-        in turn with the client's other sessions)."""
-        turn = self.join(holder, client, session)
+        in turn with the client's other sessions); `fresh`: as `join`'s."""
+        turn = self.join(holder, client, session, fresh=fresh)
         if turn is None:
             return True
         while not turn.wait(POLL_S):
@@ -176,22 +210,53 @@ class FairSlots:
         return True
 
     def join(self, holder: Sharing | None = None, client: str | None = None,
-             session: str | None = None) -> threading.Event | None:
-        """Take a slot now (None), or join the line: the turn returned is set once the slot is the job's."""
+             session: str | None = None, replace: bool = False, fresh: bool = False) -> threading.Event | None:
+        """Take a slot now (None), or join the line: the turn returned is set once the slot is the job's.
+        `replace`: a tab's newer request (a second Run) takes the place in line of that tab's request still
+        waiting for its first slot, if one joined with `replace` too; that one is then `replaced`, so a tab
+        holds one run in line however often it clicks, and never loses its place by clicking again.
+        `fresh`: the job's first turn, and a short one (it ends at the job's first result, `sliced`'s
+        `first_until`): its tab waits ahead of the client's tabs whose next turn continues a job already
+        started (behind the client's other fresh ones), so a tab that joins the room late still starts
+        before its classmates' races go on. Between clients nothing changes: one turn each in a round."""
         key = ("job", next(_anonymous)) if client is None else ("client", client)
         within = ("session", session) if session is not None else ("any",)
         with self._lock:
             if self._free > 0 and not self._waiters:
                 self._free -= 1
+                self._count(key)
                 self._hold(holder)
                 return None
             turn = threading.Event()
-            self._waiters.setdefault(key, OrderedDict()).setdefault(within, deque()).append((turn, holder))
+            sessions = self._waiters.setdefault(key, OrderedDict())
+            if within not in sessions and fresh:
+                _ahead_of_started(sessions, within, self._fresh)
+            jobs = sessions.setdefault(within, deque())
+            old = next((i for i, (t, _) in enumerate(jobs) if t in self._replaceable), None) \
+                if replace and session is not None else None
+            if old is None:
+                jobs.append((turn, holder))
+            else:
+                self._replaceable.discard(jobs[old][0])
+                self._replaced.add(jobs[old][0])
+                jobs[old] = (turn, holder)          # the newer request waits in the older one's place
+            if replace:
+                self._replaceable.add(turn)
+            if fresh:
+                self._fresh.add(turn)
             return turn
+
+    def replaced(self, turn: threading.Event) -> bool:
+        """Did a newer request of its tab take `turn`'s place in line?"""
+        with self._lock:
+            return turn in self._replaced
 
     def leave(self, turn: threading.Event, holder: Sharing | None = None) -> None:
         """Give up a place in line; a slot granted meanwhile is passed on."""
         with self._lock:
+            self._replaceable.discard(turn)
+            self._replaced.discard(turn)
+            self._fresh.discard(turn)
             if not turn.is_set():
                 for key, sessions in list(self._waiters.items()):
                     for within, jobs in list(sessions.items()):
@@ -214,20 +279,34 @@ class FairSlots:
                 key, sessions = self._waiters.popitem(last=False)
                 within, jobs = sessions.popitem(last=False)
                 turn, waiter = jobs.popleft()
+                self._replaceable.discard(turn)
+                self._fresh.discard(turn)
                 if jobs:                          # the session's next job waits for its client's next round
                     sessions[within] = jobs
                 if sessions:                      # the client's next job waits a whole round: to the back
                     self._waiters[key] = sessions
+                self._count(key)
                 self._hold(waiter)                # hand the slot over: nobody can barge in between
                 turn.set()
             else:
                 self._free += 1
 
 
+def _ahead_of_started(sessions: OrderedDict, within, fresh: set) -> None:
+    """(under the lock) A new fresh session's place in its client's `sessions`: after the sessions whose
+    next job is fresh too, ahead of the first whose next turn continues a started job."""
+    keys = list(sessions)
+    cut = next((i for i, key in enumerate(keys) if sessions[key][0][0] not in fresh), len(keys))
+    sessions[within] = deque()
+    for key in keys[cut:]:              # the started ones (and any after them) behind it, in their order
+        sessions.move_to_end(key)
+
+
 def sliced(slots: FairSlots, items: Iterator[T], stop: Callable[[], bool] = never,
            wait_stop: Callable[[], bool] | None = None, slice_s: float = SLICE_S,
            sharing: Sharing | None = None, client: str | None = None, session: str | None = None,
-           line: bool = False, clock: Callable[[], float] = time.monotonic) -> Iterator[T | InLine]:
+           line: bool = False, clock: Callable[[], float] = time.monotonic,
+           first_until: Callable[[T], bool] | None = None, replace: bool = False) -> Iterator[T | InLine]:
     """`items`, computed only while holding a slot, at most about `slice_s` seconds per hold;
     `sharing` is marked if any slice overlapped another job's; `client` and `session` are whom the
     job serves (its turns are that client's and, inside it, that session's: FairSlots).
@@ -235,18 +314,27 @@ def sliced(slots: FairSlots, items: Iterator[T], stop: Callable[[], bool] = neve
     `line`: while the job waits for its first slot, an InLine (its place, the likely wait) is yielded
     first and again each time its place changes; the items follow once it holds the slot.
 
+    `first_until(item)`: true for the item that gives the visitor its first result (a race's first
+    token); once it has been yielded (and taken: the caller asked for the next item) the slice ends
+    there, once per job, and the job queues again behind everyone waiting.
+
+    `replace` (with `line`): a newer request of the same tab (session) takes this job's place while it
+    waits for its first slot, and this one raises Replaced (FairSlots.join).
+
     Raises Stopped when `stop()` (checked between items) or `wait_stop()` (checked while waiting
     for the slot; default `stop`) becomes true; `items` is closed in every case."""
     wait_stop = wait_stop or stop
     held_s, first = 0.0, True
+    shown = first_until is None          # has the job given its visitor a first result yet?
     try:
         while True:
             if wait_stop():
                 raise Stopped("stopped")
             if first and line:
-                got = yield from _wait_in_line(slots, wait_stop, sharing, client, session, slice_s)
+                got = yield from _wait_in_line(slots, wait_stop, sharing, client, session, slice_s, replace,
+                                               fresh=first_until is not None)
             else:
-                got = slots.acquire(wait_stop, sharing, client, session)
+                got = slots.acquire(wait_stop, sharing, client, session, fresh=first and first_until is not None)
             if not got:
                 raise Stopped("stopped")
             first = False
@@ -262,6 +350,9 @@ def sliced(slots: FairSlots, items: Iterator[T], stop: Callable[[], bool] = neve
                         slots.note_job(held_s)
                         return
                     yield item
+                    if not shown and first_until(item):
+                        shown = True
+                        break             # its first result is out: the next in line is served
             finally:
                 held_s += max(0.0, clock() - start)
                 slots.release(sharing)
@@ -273,11 +364,11 @@ def sliced(slots: FairSlots, items: Iterator[T], stop: Callable[[], bool] = neve
 
 
 def _wait_in_line(slots: FairSlots, stop: Callable[[], bool], sharing: Sharing | None, client: str | None,
-                  session: str | None, slice_s: float):
+                  session: str | None, slice_s: float, replace: bool = False, fresh: bool = False):
     """Acquire a slot as `acquire` does, yielding an InLine each time the job's place changes; returns
     whether the slot was granted. Closed while it waits, it leaves the line (a slot granted meanwhile
-    is passed on)."""
-    turn = slots.join(sharing, client, session)
+    is passed on); replaced by a newer request of its tab (`replace`), it raises Replaced."""
+    turn = slots.join(sharing, client, session, replace, fresh)
     if turn is None:
         return True
     said, granted = 0, False
@@ -285,6 +376,8 @@ def _wait_in_line(slots: FairSlots, stop: Callable[[], bool], sharing: Sharing |
         while not turn.is_set():
             if stop():
                 return False
+            if slots.replaced(turn):
+                raise Replaced("a newer request of this tab took its place in line")
             place = slots.place(turn)
             if place and place != said:
                 said = place

@@ -8,7 +8,9 @@ takes one step (`/step`), all within seconds of the others. Beside them a hostil
 loopback address (HOSTILE_LOOPBACK) keeps HOSTILE_THREADS `/generate` joins in hand, each from a new
 session id, each read. Per student: the wait from its Run to its first token (the first update whose
 pane holds a token), refusals (any join not admitted), and its race's tokens against the same race run
-alone in process. Bounded: each request has a timeout, the hostile client stops when the students are
+alone in process. The device's turns by address (app/slots.py) are counted from the
+start and noted at each student's first token: the report says how many the class and the hostile
+address had before the last student's. Bounded: each request has a timeout, the hostile client stops when the students are
 done (or after `most` joins), and every request goes to the loopback server the load test started.
 """
 from __future__ import annotations
@@ -65,8 +67,9 @@ def visible_text(pane_html: str) -> str:
     return html.unescape(TAG.sub("", pane_html or ""))
 
 
-def student(url: str, demo, fns: dict, form: list, spec_pane: int, timeout_s: float) -> dict:
-    """One student's page load, race and step; what it waited and what it got."""
+def student(url: str, demo, fns: dict, form: list, spec_pane: int, timeout_s: float, turns=dict) -> dict:
+    """One student's page load, race and step; what it waited and what it got. `turns()`: the device's turns
+    by client so far (app/slots.py), noted when the student's first token arrives."""
     session = uuid.uuid4().hex[:11]
     out: dict = {"refusals": [], "first_token_s": None, "race_s": None, "pane": None}
     with _http(STUDENTS_ADDRESS, timeout_s) as http:
@@ -89,6 +92,7 @@ def student(url: str, demo, fns: dict, form: list, spec_pane: int, timeout_s: fl
                 pane = data[spec_pane] if len(data) > spec_pane else None
                 if out["first_token_s"] is None and pane and TOKEN.search(json.dumps(pane)):
                     out["first_token_s"] = time.monotonic() - start
+                    out["turns_then"] = turns()
             final = _read(http, url, session, seen)
             out["race_s"] = time.monotonic() - start
             data = (final or {}).get("data") or []
@@ -150,12 +154,14 @@ def run(url: str, demo, app, students: int, max_new_tokens: int, temperature: fl
               for j, value in enumerate(_form(prompts[i % len(prompts)], max_new_tokens, temperature=temperature,
                                               seed=i))] for i in range(students)]
     done = threading.Event()
+    app.decoders.slots.turns = {}    # the device's turns by address from here on (who was served before whom)
     threads, tally = hostile(url, fns["generate"], [prompts[0], "bundled", 4, temperature, 0, 1.0, 256, 0, "model",
                                                      False], done, most=2000, timeout_s=timeout_s)
     time.sleep(1.0)                  # the hostile address holds its places before the class arrives
     try:
         with ThreadPoolExecutor(max_workers=students) as pool:
-            results = list(pool.map(lambda i: student(url, demo, fns, forms[i], spec_pane, timeout_s), range(students)))
+            results = list(pool.map(lambda i: student(url, demo, fns, forms[i], spec_pane, timeout_s,
+                                                           app.decoders.slots.turns_by_client), range(students)))
     finally:
         done.set()
         for t in threads:
@@ -187,5 +193,12 @@ def report(figures: dict, students: int) -> tuple[list[str], bool]:
                  f"(the {students} races alone, in turn, took {figures['solo_s']:.1f} s; +20%: {bound:.1f} s); "
                  f"outputs crossed (not equal to the race alone): {len(figures['crossed'])}; hostile address: "
                  f"{h['accepted']} joins accepted, {h['refused']} refused ({h['message']!r})")
+    latest = max(served, key=lambda r: r["first_token_s"], default=None)
+    if latest is not None and latest.get("turns_then") is not None:
+        # The turns are the device's round robin by address (app/slots.py): the hostile address is owed one
+        # for each of the class's, and the bound above counts none of its turns.
+        then = latest["turns_then"]
+        lines.append(f"before the last student's first token the device gave {then.get(STUDENTS_ADDRESS, 0)} turns to "
+                     f"the class's address and {then.get(HOSTILE_LOOPBACK, 0)} to the hostile address")
     ok = len(served) == students and refused == 0 and not figures["crossed"] and last <= bound
     return lines, ok

@@ -27,6 +27,7 @@ from . import lenient    # the form's inputs: the app checks their values
 from .render import clean, figures_line
 from .form_fill import FILLED, opened
 from .share import MAX_PROMPTS, form_defaults, link_query
+from .qr_svg import svg as qr_svg
 
 PAIRED_MIN_WIDTH = 190     # two settings share a row only from 2 x 190 px + the gap
 # The rules a race can run from the form (the settings table's choices), as the radio names them.
@@ -88,6 +89,8 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
                 close_share = gr.Button("Close", size="sm", elem_id="share-close", min_width=60)
             share = gr.Textbox(label="share link (copied where the browser allows: else copy it from here)",
                                interactive=False, max_lines=2, elem_id="share-link")
+            # the same link as a QR code, for a room to scan from the projector (view/qr_svg.py)
+            share_qr = gr.HTML("", elem_id="share-qr")
         link_note = gr.HTML(elem_id="link-note")       # what a share link or a trace set, or the values it could not
         with gr.Accordion("Settings: pair, drafter, k, sampling", open=True, elem_id="settings"):
             examples = gr.Examples([[e] for e in first.examples], inputs=[prompt], label="Examples")
@@ -166,7 +169,8 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
     sharing = [*form.inputs, link, lock, use_examples]
     for trigger in (copy.click, lock.input, use_examples.input):
         trigger(partial(_share_query, app), sharing, [share, share_panel], api_name=False,
-                show_progress="hidden").then(None, [share], [share], api_name=False, js=COPY_JS)
+                show_progress="hidden").then(None, [share], [share], api_name=False, js=COPY_JS).then(
+            link_qr, [share], [share_qr], api_name=False, show_progress="hidden")
     close_share.click(lambda: gr.Column(visible=False), None, [share_panel], api_name=False, show_progress="hidden")
     return form
 
@@ -288,3 +292,14 @@ def _k_measured(app: AppState, key, link=None):
 def _k_note_html(app: AppState, preset) -> str:
     note = app.advisor.k_note(preset)
     return figures_line(note) if note else ""
+
+
+def link_qr(url) -> str:
+    """The share link's QR code (SVG of numbers only: the link's text never enters the HTML), or a line
+    saying the link is too long for one."""
+    if not (isinstance(url, str) and url.startswith(("http://", "https://"))):
+        return ""
+    drawn = qr_svg(url)
+    if drawn is None:
+        return '<p class="share-said">This link is too long for a QR code: share it as text.</p>'
+    return f'<div class="share-qr">{drawn}<p>Scan to open this race.</p></div>'

@@ -35,12 +35,12 @@ from ..app.machine_load import OtherLoad
 from .repeat_races import MAX_REPEAT, more_races, repeat_html
 from .ledger_view import build as build_ledger, ledger_html, path_line, tallies
 from .tree_results import tree_box_html
-from .render import status_html
+from .render import KINDS, status_html
 from .line_text import line_status
 from .race_status import _summary, busy_reason, ran_line, why  # noqa: F401  (replay.py and tests read them here)
 from ..app.request import Prepared, RunRequest, load, settle
 from ..app.run_records import choice_rows
-from ..app.slots import InLine, Sharing, Stopped
+from ..app.slots import InLine, Replaced, Sharing, Stopped
 from ..app.visitor_text import without_paths
 from ..app.warming import warming_text
 from .visitor import current_client, visitor_gone
@@ -118,7 +118,11 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
     # (each lane's clock counts only its own compute); Stop while waiting, or the visitor gone, ends it.
     # While it waits for its first slot the page says its place in line, as the line moves.
     sharing = Sharing()            # another decoding job beside this one (concurrency_per_device > 1)
-    job = app.decoders.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing, line=True)
+    # Its first token ends its first slice (`first_token`): a room in line sees every race start in turn.
+    # The page's newer Run of this tab while this one still waits takes its place in line (`replace`): this
+    # one then ends without a word, the newer one says everything. (An API caller's races all run.)
+    job = app.decoders.sliced(events, gone, lambda: gone() or cancel.is_set(), sharing, line=True,
+                              first_until=first_token, replace=live)
     work: Iterator = job
     others = side_mark = None      # taken once the race holds its first slot (its wait in line is not its own)
     feed = None
@@ -131,6 +135,8 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
                          cancel=cancel, ledger="", timeline="")
         others, side_mark = OtherLoad(), app.side_work.mark()      # from the race's own first slot on
         yield from _stream(view, work, cancel, feed)
+    except Replaced:
+        return
     except Stopped:
         if gone():
             return
@@ -226,12 +232,15 @@ def _stream(view: RaceView, events: Iterator[Event], cancel: threading.Event | N
     stopped race."""
     every = LIVE_EVERY_S if feed is not None else PANE_EVERY_S
     last_pane = last_strip = 0.0
+    started = False          # the first token is sent at once (its slice ends there: app/slots.py)
     for event in events:
         if cancel is not None and cancel.is_set():
             return
         view.add(event)
         now = time.monotonic()
-        if now - last_pane >= every:
+        first = not started and first_token(event)
+        started = started or first
+        if first or now - last_pane >= every:
             strip = gr.skip()
             if now - last_strip >= STRIP_EVERY_S:
                 strip, last_strip = view.strip(), now
@@ -322,3 +331,9 @@ def _save_trace(view: RaceView, led, prompt: str, cfg, preset, pair, dtype: str,
              "cost": cost}                 # the cost model's samples the ledger read, and a busy machine
     # once, under an opaque token, within this client's quota (trace_files.py); None: no link this time
     return trace_files.save(trace, owner=current_client())
+
+
+def first_token(event) -> bool:
+    """Does `event` put a token in the speculative lane's pane? The first such event is the race's first
+    result for its visitor: it is sent at once, and it ends the race's first slice of the device."""
+    return getattr(event, "lane", None) == "spec" and event.kind in KINDS

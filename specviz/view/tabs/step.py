@@ -14,7 +14,7 @@ import gradio as gr
 
 from ...app import gpu_calls
 from ...app.request import RunRequest, load, settle
-from ...app.slots import Stopped
+from ...app.slots import InLine, Stopped
 from ...app.state import AppState
 from ...engine.analysis.explain import plural, sentence, tie_note
 from ...engine.analysis.ledger import lone_lane_words
@@ -22,6 +22,7 @@ from ...engine.loop.detokenize import visible
 from ...engine.loop.drafters import PROMPT_LOOKUP
 from ...engine.loop.events import from_dict
 from ...errors import SpecvizError
+from ..line_text import line_status
 from ..render import STEP_LEGEND, clean, draft_chips, fragment, hint, status_html
 from ..block_view import block_html, block_sentence
 from ..tree_view import TREE_LEGEND, tree_html, tree_sentence
@@ -58,7 +59,7 @@ def build(shared: Shared) -> gr.Tab:
     # (the app's fair slots); visitors' clicks run side by side.
     # The click's answer brings the revealed rounds' timeline too (one join a click: the server limits
     # joins per second, view/fair_queue.py; page.js lets one click in 0.4 s through, the count the rest).
-    step.click(partial(step_clicks, shared.app), [wanted, state, *shared.form.inputs],
+    step.click(partial(step_clicks_in_line, shared.app), [wanted, state, *shared.form.inputs],
                [pane, explain, state, timeline], js=COUNT_CLICKS, api_name=False, show_progress="hidden",
                trigger_mode="always_last", concurrency_id="step", concurrency_limit=None)
     # The API's /step reveals one round a call (its State input is not in the API), on a button the
@@ -86,6 +87,34 @@ def step_clicks(app: AppState, wanted, state, *form, stop=None, **named):
     each; the click after "Finished" decodes anew). Outputs: `step_round`'s (the pane's rounds
     revealed by this event animated together), then the revealed rounds' timeline. A count the state has already answered (a page
     whose count started over, a session's state that did not) answers one click."""
+    return _to_end(_clicks(app, wanted, state, form, named, stop))
+
+
+def step_clicks_in_line(app: AppState, wanted, state, *form, stop=None, **named):
+    """`step_clicks` for the page: while the click's decoding waits for the device, its place in line
+    and the likely wait take the explanation's place ("3rd in line, about 20 s"), updated as the line
+    moves, as a race's status does; then the click's answer."""
+    work = _clicks(app, wanted, state, form, named, stop)
+    while True:
+        try:
+            where = next(work)
+        except StopIteration as end:
+            yield end.value
+            return
+        yield gr.skip(), status_html(line_status(where), "info"), gr.skip(), gr.skip()
+
+
+def _to_end(work):
+    """What a generator that yields only places in line (InLine) returns, its places not shown."""
+    while True:
+        try:
+            next(work)
+        except StopIteration as end:
+            return end.value
+
+
+def _clicks(app: AppState, wanted, state, form, named, stop):
+    """`step_clicks`, yielding the decoding's places in line (InLine) while it waits for the device."""
     if state is None:
         state = {}
     with state.setdefault("turn", Turn()):
@@ -99,7 +128,7 @@ def step_clicks(app: AppState, wanted, state, *form, stop=None, **named):
         before = state.get("html", "") if state.get("records") and not state.get("finished") else ""
         shown = None
         while answered < clicks:
-            shown, explain, after = _step(app, state, form, named, stop)
+            shown, explain, after = yield from _step(app, state, form, named, stop)
             answered += 1
             if after is None:                    # stopped or refused: the state stays as it was
                 return shown, explain, None, gr.skip()
@@ -126,7 +155,7 @@ def step_round(app: AppState, state, *form, stop=None, **named):
     # Gradio hands every event of a session the same state object: a second click that comes while
     # the first decodes waits for its turn here, then sees what the first stored, and reveals the next round.
     with state.setdefault("turn", Turn()):
-        return _step(app, state, form, named, stop)
+        return _to_end(_step(app, state, form, named, stop))
 
 
 def revealed_timeline(state) -> object:
@@ -166,6 +195,9 @@ class Turn:
 
 
 def _step(app: AppState, state: dict, form, named, stop):
+    """One click's answer (pane, explanation, state; a None state: stopped or refused), the first click's run
+    decoded in slices of the device; while that run waits for the device, its places in line (InLine)
+    are yielded first."""
     if not state.get("records") or state.get("finished"):
         stop = stop or visitor_gone()
         try:
@@ -173,7 +205,12 @@ def _step(app: AppState, state: dict, form, named, stop):
             run = load(app, settle(app, req).capped(STEP_MAX_TOKENS))
             cfg = run.config
             stream = gpu_calls.run_stream(gpu_calls.handle(app), run.preset.key, run.ids, run.config.to_dict())
-            records = list(app.decoders.sliced(stream, stop))
+            records = []
+            for item in app.decoders.sliced(stream, stop, line=True):
+                if isinstance(item, InLine):
+                    yield item               # still in line: its place, for the page
+                else:
+                    records.append(item)
             done = from_dict(records[-1]) if records else None
             if getattr(done, "kind", None) == "done" and done.stop_reason != "cancelled":
                 app.advisor.fold_step_run(run.preset, run.pair, done.stats, bool(cfg.tree))   # the cost model learns

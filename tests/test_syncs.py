@@ -214,3 +214,14 @@ def test_sync_debug_mode_sees_one_sync_a_round_on_cuda(tiny_dirs):
     assert len(syncs) <= done.stats.tally.rounds + 1, [str(w.message)[:120] for w in syncs[:8]]
     assert waits == ["event"], waits           # the lane's total, once at its end
 
+
+def test_a_runs_events_decode_each_token_once(pair, monkeypatch):
+    """The round's events are built from host data: each token's piece is decoded once a run, however
+    often the drafts, residual tops and pictures name it."""
+    from specviz.engine.loop import detokenize
+    decoded = []
+    original = detokenize.token_text
+    monkeypatch.setattr(detokenize, "token_text", lambda tok, i: decoded.append(i) or original(tok, i))
+    done = last(speculate(pair, PROMPTS[0], SpecConfig(k=4, max_new_tokens=24, temperature=1.0, seed=2)))
+    assert done.stats.tally.rounds > 1 and decoded
+    assert len(decoded) == len(set(decoded))

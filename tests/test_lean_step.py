@@ -159,6 +159,20 @@ def test_off_by_default_on_the_cpu_on_for_cuda_and_set_by_the_environment(monkey
     assert not lean_step.wanted(torch.device("cuda"))
 
 
+def test_the_fused_rotary_matrix_is_cos_plus_rolled_signed_sin():
+    """The CUDA form's rotary, one batched matmul by each head's matrix, computes x cos + roll(x) sin±:
+    two nonzeros a column, so every other product is an exact zero."""
+    gen = torch.Generator().manual_seed(0)
+    n, heads, hd = 3, 5, 8
+    x, cos, sin = (torch.randn(n, heads, hd, generator=gen, dtype=torch.float64) for _ in range(3))
+    turn = lean_step._rotation(cos, sin)
+    assert turn.shape == (n, heads, hd, hd) and ((turn != 0).sum(-2) == 2).all()
+    got = torch.matmul(x.unsqueeze(-2), turn).squeeze(-2)
+    torch.testing.assert_close(got, x * cos + x.roll(hd // 2, dims=-1) * sin, rtol=1e-12, atol=1e-12)
+    ones, zeros = torch.ones(1, 1, hd, dtype=torch.float64), torch.zeros(1, 1, hd, dtype=torch.float64)
+    assert torch.equal(lean_step._rotation(ones, zeros)[0, 0], torch.eye(hd, dtype=torch.float64))  # a v head
+
+
 def test_models_outside_the_family_or_with_their_own_forward_are_refused():
     from transformers import GPT2Config, GPT2LMHeadModel
     assert "Llama or Qwen2" in lean_step.unsupported(GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2)))

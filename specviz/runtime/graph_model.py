@@ -18,9 +18,9 @@ K/V entries written, until one passes at a position other than its capture's (gr
 mismatch makes the model decode eagerly from then on (its cache rebuilt from the tokens fed, which
 the bundle keeps). Rolling back is moving the length: entries past it are masked, then overwritten.
 
-On CUDA the step is the lean step (lean_step.py: stacked weights, about 13 ops a layer instead of
-about 38) for a Llama or Qwen2 model, with the same inputs, mask and cache; elsewhere, or with
-SPECVIZ_GPU_STEP=transformers, the model's own forward.
+On CUDA the step is the lean step (lean_step.py: stacked weights, 11 ops a layer, 13 for a verify
+pass, instead of about 38) for a Llama or Qwen2 model, with the same inputs, mask and cache;
+elsewhere, or with SPECVIZ_GPU_STEP=transformers, the model's own forward.
 
 Caches, with their graphs, are pooled per (model, capacity, vocabulary, step), lent to one run at a
 time, and kept only while they can replay: the pool holds its models weakly, drops a model's
@@ -158,8 +158,9 @@ class _Bundle:
         self.vocab_size, self.capacity = vocab_size, capacity
         self.device = model.get_input_embeddings().weight.device
         self.dtype = model.get_input_embeddings().weight.dtype
-        # The lean step (lean_step.py) and whether it runs its CUDA form (residuals in the matmuls,
-        # query heads folded): its keys and values are one tensor a layer, the layers' views into it.
+        # The lean step (lean_step.py) and whether it runs its CUDA form (residuals in the matmuls, the
+        # rotary as a batched matmul, query heads folded): its keys and values are one tensor a layer,
+        # the layers' views into it.
         # Built before the weights' addresses are read: it re-points q/k/v and gate/up to stacked rows.
         self.lean = lean_step_weights(model) if lean else None
         self.fused = self.device.type == "cuda"

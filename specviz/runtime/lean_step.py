@@ -3,13 +3,15 @@
 Why: at batch 1 on a GPU a decode step of transformers' Llama or Qwen2 layer runs about 36-40 ops,
 each a kernel (RMSNorm as 6-8, rotary as 5 a tensor, q, k, v, gate and up as five matmuls, SiLU and
 the product apart, K and V written apart). Inside a CUDA graph each still costs 2-3 us, so a small
-draft's step is priced by its kernel count, not its bytes. This step runs the same math in 13 ops a
-layer for one token and 15 for a verify pass (scripts/lean_step_ops.py, benchmarks/gpu-lean-step.md):
+draft's step is priced by its kernel count, not its bytes. This step runs the same math in 11 ops a
+layer for one token and 13 for a verify pass in the form the graph path runs on CUDA (`fused`; 16 in
+the form that rounds as transformers does) (scripts/lean_step_ops.py, benchmarks/gpu-lean-step.md):
 
     a = rms_norm(x)                              (torch's fused rms_norm: one kernel on CUDA)
     [q | k | v] = W_qkv a + b_qkv                (q, k, v rows stacked: one matmul, bias in it)
     [q | k | v] = [q | k | v] cos + roll([q | k | v]) sin±     (rotary on q and k; v heads get
-                                                  cos = 1, sin = 0, so they pass unchanged)
+                                                  cos = 1, sin = 0, so they pass unchanged; fused:
+                                                  one batched matmul by each head's rotation matrix)
     cache[:, :, positions] = [k | v]             (a layer's keys and values in one tensor: one write)
     o = sdpa(q, cache_k, cache_v, mask)          (query heads folded per key/value head: no repeat_kv)
     h = x + W_o o                                (addmm: the residual add inside the matmul)
@@ -18,8 +20,10 @@ layer for one token and 15 for a verify pass (scripts/lean_step_ops.py, benchmar
 The rotary form: transformers' rotate_half(x) = cat(-x2, x1); here roll(x) = cat(x2, x1) times a
 sine whose first half is negated: the same product to the bit ((-a) b = a (-b) in IEEE). cos and sin
 are computed once a step from the step's position tensor, as transformers' rotary embedding does
-(same ops, same shapes), and the mask once a step; the layers share them. Fewer than 13 needs fusions
-eager torch has not (SiLU times the product, the rotary inside the cache write): Triton or compile.
+(same ops, same shapes), and the mask once a step; the layers share them, as they share the fused
+form's rotation matrices (2 nonzeros a column: a read of heads x head dim² entries a layer, under 1.5%
+of a Qwen2.5-7B verify pass's weight bytes). Fewer than 11 needs fusions eager torch has not (SiLU
+times the product, the rotary inside the cache write, the norm in the next matmul): Triton or compile.
 
 Weights: q/k/v and gate/up are stacked into one matrix each, and the model's own q_proj, k_proj,
 v_proj, gate_proj and up_proj parameters are re-pointed to rows of the stacked matrices (views), so
@@ -30,7 +34,7 @@ Exactness (tests/test_lean_step.py, fp32 on the CPU, against transformers' forwa
 mask and positions): a one-token feed's logits and K/V entries are transformers' to the bit; feeds of
 several tokens (a prefill, a verify pass, a tree) agree within 1e-5 of the logits' scale, as MKL may
 block a stacked matmul differently from its parts for some row counts; the `fused` form (residuals in
-the matmuls, the rotary's sum in an addcmul, heads always folded: what the graph path runs on CUDA)
+the matmuls, the rotary as a batched matmul, heads always folded: what the graph path runs on CUDA)
 within 1e-5. Checked on the bundled pair, SmolLM2-135M and 7B-shaped Qwen2 models at small width.
 In bf16 the fused RMSNorm rounds once where transformers rounds twice: within the graph check's
 tolerance, unmeasured on a GPU so far. The step reads no device value on the host (shapes fixed by the
@@ -195,6 +199,18 @@ def _rotary(w: LeanStepWeights, rope: torch.Tensor, dtype) -> tuple[torch.Tensor
     return cos_rows, sin_rows
 
 
+def _rotation(cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """The rotary as matrices, for the fused form: (n, heads + 2 kv heads, head dim, head dim), each row
+    vector x of a head times its matrix R giving x cos + roll(x) sin± in one batched matmul. R = diag(cos)
+    + S diag(sin±) with S[j, i] = 1 iff j = i + head dim / 2 (mod head dim): column i holds cos_i at row i
+    and sin±_i at the row roll brings to i, every other entry an exact zero (a v head's R is the
+    identity). Built once a step, read by every layer; in bf16 the matmul accumulates the two products
+    in fp32 and rounds once."""
+    hd = cos.shape[-1]
+    shift = torch.eye(hd, dtype=cos.dtype, device=cos.device).roll(hd // 2, dims=0)     # S
+    return torch.diag_embed(cos) + shift * sin.unsqueeze(-2)
+
+
 def _plus_linear(x: torch.Tensor, a: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                  fused: bool) -> torch.Tensor:
     """x + a Wᵀ (+ b). `fused` (and no bias): one addmm, the residual as the matmul's accumulator; the
@@ -229,12 +245,13 @@ def step(w: LeanStepWeights, kv: list[torch.Tensor], tokens: torch.Tensor, posit
     """One feed: tokens (n,) written at cache slots `positions` (n,), rotated by positions `rope` (n,),
     attending to the first `span` slots through the additive `mask` (n, span); the last `keep` rows'
     logits (keep, vocabulary rows of the head) in the model's dtype. `fused` (the graph path sets it on
-    CUDA): each residual add inside its matmul, the rotary's sum in an addcmul, query heads always
+    CUDA): each residual add inside its matmul, the rotary as one batched matmul, query heads always
     folded per kv head (fewer kernels; on the CPU within ~1e-6 of transformers in fp32, not to the
     bit). Unfused, every op rounds as transformers' forward does."""
     n, hd, rep = tokens.numel(), w.head_dim, w.heads // w.kv_heads
     dtype = w.embedding.dtype
     cos, sin = _rotary(w, rope, dtype)
+    turn = _rotation(cos, sin) if fused else None
     folded = None
     if fused or n == 1:            # the mask once a step, repeated for each query head of a group
         folded = mask.repeat(rep, 1)[None, None] if rep > 1 else mask[None, None]   # (1, 1, rep n, span)
@@ -242,8 +259,8 @@ def step(w: LeanStepWeights, kv: list[torch.Tensor], tokens: torch.Tensor, posit
     for layer, cache in zip(w.layers, kv):
         a = F.rms_norm(x, (x.shape[-1],), layer.norm1, w.eps)
         qkv = F.linear(a, layer.qkv, layer.qkv_bias).view(n, -1, hd)              # (n, H + 2 KV, hd)
-        if fused:                  # q cos + roll(q) sin± in two kernels (the product and sum rounded once)
-            qkv = torch.addcmul(qkv * cos, qkv.roll(hd // 2, dims=-1), sin)
+        if fused:                  # q cos + roll(q) sin± as one batched matmul: each head's row times its R
+            qkv = torch.matmul(qkv.unsqueeze(-2), turn).view(n, -1, hd)
         else:                      # rounded as transformers' q cos + rotate_half(q) sin
             qkv = qkv * cos + qkv.roll(hd // 2, dims=-1) * sin
         cache.index_copy_(2, positions, qkv[:, w.heads:].view(n, 2, w.kv_heads, hd).permute(1, 2, 0, 3))

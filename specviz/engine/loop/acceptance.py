@@ -76,8 +76,10 @@ class Verdict:
         return len(self.path)
 
 
-def judge(proposal: Proposal, logits: torch.Tensor, cfg: SpecConfig, gen: torch.Generator) -> Verdict:
-    """logits (n + 1, V): row 0 the target at the root, row i + 1 after node i -> the round's Verdict."""
+def judge(proposal: Proposal, logits: torch.Tensor, cfg: SpecConfig, gen: torch.Generator,
+          read=None) -> Verdict:
+    """logits (n + 1, V): row 0 the target at the root, row i + 1 after node i -> the round's Verdict.
+    `read` makes the one host read (the lane's phase marks' `read`, which times around it); default `tolist`."""
     x, q, n = proposal.tokens, proposal.q, proposal.size
     device = x.device
     p = warp(logits, cfg)                                          # (n + 1, V)
@@ -116,7 +118,8 @@ def judge(proposal: Proposal, logits: torch.Tensor, cfg: SpecConfig, gen: torch.
         (weights.double() if weights is not None else p_x.new_zeros(0, dtype=torch.float64)),
         pack_pictures(p, q, p_at, rows, candidates),
     ])
-    return _walk(proposal, packed.tolist(), greedy=u is None, n_top=top_ids.size(-1),      # the round's one
+    values = read(packed) if read is not None else packed.tolist()
+    return _walk(proposal, values, greedy=u is None, n_top=top_ids.size(-1),      # the round's one
                  vocab=p.size(-1), block=weights is not None)                             # device-to-host read
 
 

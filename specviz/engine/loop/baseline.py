@@ -52,7 +52,7 @@ def _step(out: Output, target: ModelWithCache, cfg: SpecConfig, gen, lane: str, 
     probs = warp(logits, cfg)
     token = choose(logits, probs, cfg, gen)                       # (1,)
     p = probs[0].gather(0, token)                                 # (1,) its probability, on the device
-    token_id, p = torch.cat([token.double(), p.double()]).tolist()   # one host read
+    token_id, p = phases.read(torch.cat([token.double(), p.double()]))   # one host read, the step's one sync
     phases.mark()
     target_s, sample_s = phases.seconds()
     token_id = int(token_id)

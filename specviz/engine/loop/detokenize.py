@@ -89,6 +89,7 @@ class IncrementalDetokenizer:
         self.prefix_offset = 0   # window start: tokens before it are settled
         self.read_offset = 0     # tokens up to here have been turned into emitted text
         self.text = ""
+        self._pieces: dict[int, str] = {}   # piece_of's answers: a token's piece does not change
 
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
@@ -107,5 +108,9 @@ class IncrementalDetokenizer:
 
     def piece_of(self, token_id: int) -> str:
         """A token decoded on its own (for drafts, which are not output yet): a part of a
-        multi-byte character reads as its bytes, <0xE2>, not U+FFFD."""
-        return token_text(self.tokenizer, token_id)
+        multi-byte character reads as its bytes, <0xE2>, not U+FFFD. Decoded once a token id and
+        run: a round's events name its drafts, residual tops and pictures' tokens again and again."""
+        piece = self._pieces.get(token_id)
+        if piece is None:
+            piece = self._pieces[token_id] = token_text(self.tokenizer, token_id)
+        return piece

@@ -112,7 +112,7 @@ class Rounds:
 
         # 3. Judge: from the root, keep a child with min(1, r/q) (r: p less the siblings rejected before
         #    it), until a node's children are all rejected (correction from r) or it has none (bonus).
-        v = judge(proposal, logits, cfg, self.gen)
+        v = judge(proposal, logits, cfg, self.gen, read=phases.read)   # the round's one sync
         phases.mark()
         at = clock.read()
 

@@ -256,12 +256,19 @@ def wait_text(page, selector: str, until, timeout_s: float = 15.0) -> str:
     return text
 
 
+def settled_text(text: str) -> bool:
+    """An element's text once Gradio has replaced its progress placeholder ("processing | 0.1/0.1s",
+    "queue: 1/1 | 0.0/0.1s", "0.1s"): a sentence, not a timer."""
+    t = text.strip()
+    return bool(re.search(r"[A-Za-z]{3,}", t)) and not re.match(r"(processing|queue:)", t)
+
+
 def note_settled(a: float | None):
     """When the k note has caught up with the race (refreshed after it): not empty, and where it assumes an
     a far from this race's `a`, naming the latest race (None: any text will do)."""
     def until(text: str) -> bool:
         m = re.search(r"acceptance a = (\d+\.\d+)", text)
-        return bool(text.strip()) and (a is None or m is None or "latest race accepted" in text
+        return settled_text(text) and (a is None or m is None or "latest race accepted" in text
                                        or abs(float(m.group(1)) - a) <= SEEN_DIFFERS)
     return until
 
@@ -299,7 +306,7 @@ def walk_one(browser, url: str, race: Race, out: str, max_new: int, phone_shot: 
         seen["k_note"] = wait_text(page, "#k-note", note_settled(a), 10.0)
         page.get_by_role("tab", name="Explain").click()
         page.click("#whatif-here")
-        seen["explain"] = wait_text(page, "#whatif-here-note", bool, 15.0)
+        seen["explain"] = wait_text(page, "#whatif-here-note", settled_text, 15.0)
         page.click("#race-tab-button")
         return {"race": asdict(race), "seconds": round(seconds, 1), "seen": seen, "figures": figs(seen),
                 "screenshots": shots, "violations": check(seen, race)}

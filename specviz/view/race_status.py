@@ -34,7 +34,9 @@ def _summary(view: RaceView, led, others: float | None, greedy: bool, dtype: str
     Repeated (engine/analysis/repeat.py): then the headline is the median with its range, and its verdict."""
     verdict = rep.verdict if rep is not None else led.verdict
     glyph, label = VERDICTS.get(verdict, VERDICTS["unmeasured"])
-    because = (tree_why(*(lanes or tallies(view.stats)), len(tree)) if tree else None) or why(led)
+    tree_because = tree_why(*(lanes or tallies(view.stats)), len(tree)) if tree else None
+    # a tree's own why, then what qualifies the verdict (a wide interval, a busy machine), as the chain's says
+    because = " ".join(x for x in (tree_because, led.uncertain) if x) if tree_because else why(led)
     spec, plain = view.dones.get("spec"), view.dones.get("base")
     head = headline(spec, plain, greedy, view.stats.compared()) if spec is not None and plain is not None else None
     text = f"{glyph} {label}: " + (head.line if head else "the race finished.")

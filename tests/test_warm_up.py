@@ -63,3 +63,26 @@ def test_a_race_asked_for_during_warm_up_says_so_and_runs_when_ready(tiny_dirs, 
     last = list(race)[-1]
     assert "status-done" in last.status
     wait_for(lambda: app.pairs.warming.left("tiny") is None)
+
+
+def test_a_warm_up_ends_after_the_pairs_timing_which_holds_the_decoding_slot(tiny_dirs, tmp_path, monkeypatch):
+    """The k advice times a loaded pair in a decoding slot; a background warm-up that ended at load would
+    leave the first visitor's race waiting behind that timing. It ends once the timing has."""
+    monkeypatch.setenv("SPECVIZ_HOME", str(tmp_path))
+    preset = tiny_preset(tiny_dirs)
+    app = app_with({"tiny": preset})
+    release = threading.Event()
+    timing = threading.Thread(target=release.wait, args=(60,), daemon=True)
+    app.pairs.on_loaded = lambda p, pair: (timing.start(), timing)[1]
+    app.pairs.preload(preset)
+    wait_for(lambda: app.pairs.loaded("tiny") and timing.is_alive())
+    assert app.pairs.warming.left("tiny") is not None           # loaded, but still warming: timing the pair
+    release.set()
+    wait_for(lambda: app.pairs.warming.left("tiny") is None)
+
+
+def test_the_advisor_hands_back_its_timing_only_when_it_times(tiny_dirs, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_HOME", str(tmp_path))
+    app = app_with({"tiny": tiny_preset(tiny_dirs)})
+    app.advisor.enabled = False
+    assert app.advisor.measure_later(tiny_preset(tiny_dirs), app.pairs.pair(tiny_preset(tiny_dirs))) is None

@@ -38,13 +38,16 @@ class Advisor:
         self.costs = CostModels()
         self.seen_a: dict[str, float] = {}         # preset key -> the a its latest race here accepted
 
-    def measure_later(self, preset: Preset, pair: ModelPair) -> None:
+    def measure_later(self, preset: Preset, pair: ModelPair) -> threading.Thread | None:
         """Time a freshly loaded pair in the background (Pairs.on_loaded): the visitor whose pick loaded
-        it does not wait for the timing, and the timing waits for a decoding slot."""
+        it does not wait for the timing, and the timing waits for a decoding slot. Returns the timing's
+        thread (None: nothing to time), which a background warm-up waits for (Pairs.preload)."""
         if not self.enabled or preset.acceptance is None or pair.draft is None:
-            return
+            return None
         self.advising.add(preset.key)        # before the pair is cached: pending from load to advice
-        threading.Thread(target=self._measure, args=(preset, pair), daemon=True, name="k-advice").start()
+        timing = threading.Thread(target=self._measure, args=(preset, pair), daemon=True, name="k-advice")
+        timing.start()
+        return timing
 
     def _measure(self, preset: Preset, pair: ModelPair) -> None:
         try:

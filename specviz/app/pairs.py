@@ -4,7 +4,8 @@ the server allows them), the cache of loaded pairs (read-only models) and their 
 A custom pair is registered under its own key, so the decoding functions (app/gpu_calls.py) look every
 pair up by key alone. On ZeroGPU every preset is loaded at start (`load_all`) and kept: the GPU worker
 is forked from this process, and a pair loaded here later would not be in it. A pair that loads is
-warmed up, then handed to `on_loaded` (the k advice times it: app/advisor.py).
+warmed up, then handed to `on_loaded` (the k advice times it: app/advisor.py); a background warm-up
+(`preload`) ends once that timing has, since it holds the decoding slot the first race needs.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .visitor_text import for_visitor
 
 CUSTOM = "custom"
 log = logging.getLogger(__name__)
+TIMING_WAIT_S = 120.0         # a background warm-up waits this long at most for the pair's timing (app/advisor.py)
 FAILED_LOAD_MEMORY_S = 60.0    # a pair that failed to load fails at once for this long (then is tried again)
 
 
@@ -47,7 +49,8 @@ class Pairs:
         self.custom: dict[str, Preset] = {}
         self._custom_lock = threading.Lock()
         self.cache = PairCache(max(keep, len(presets)) if on_zerogpu else keep, remember_failures_s=FAILED_LOAD_MEMORY_S)
-        self.on_loaded: Callable[[Preset, ModelPair], None] | None = None
+        self.on_loaded: Callable[[Preset, ModelPair], threading.Thread | None] | None = None
+        self._timing: dict[str, threading.Thread] = {}      # preset key -> its timing, while a warm-up waits
 
     def preset(self, key) -> Preset:
         if not isinstance(key, str) or key not in self.presets:
@@ -132,7 +135,9 @@ class Pairs:
             return pair
         warm_up(pair)
         if self.on_loaded is not None:      # before the pair is cached: the advice is pending from load on
-            self.on_loaded(preset, pair)
+            timing = self.on_loaded(preset, pair)
+            if timing is not None:          # the pair's timing holds a decoding slot: a warm-up waits for it
+                self._timing[preset.key] = timing
         return pair
 
     def preload(self, preset: Preset) -> None:
@@ -144,6 +149,9 @@ class Pairs:
             ok = False
             try:
                 self.pair(preset)
+                timing = self._timing.pop(preset.key, None)
+                if timing is not None:      # the machine's timing of the pair holds the decoding slot: the
+                    timing.join(TIMING_WAIT_S)    # warm-up ends after it, so the first race starts at once
                 ok = True
             except SpecvizError:
                 pass              # the visitor who picks it gets the error, in one line

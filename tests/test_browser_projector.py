@@ -2,6 +2,8 @@
 
 A picked token's docked p-and-q picture covers neither that token nor both panes; a long race's round
 timeline pages to readable rounds, and its key is not cut; the class link is shown as a QR code."""
+import contextlib
+
 import pytest
 
 from tests.browser_support import app_url, browser, run_race, wait_finished  # noqa: F401  (fixtures among them)
@@ -22,19 +24,28 @@ BOXES = """() => {
 }"""
 
 
+@contextlib.contextmanager
+def projector_page(browser, app_url, size=(1280, 720)):
+    """The page at `size`, its projector switch on; the browser context closed after."""
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    try:
+        pg = context.new_page()
+        pg.goto(app_url)
+        pg.wait_for_selector("#run")
+        pg.click("#projector input")
+        pg.wait_for_selector("body.projector", state="attached")
+        yield pg
+    finally:
+        context.close()
+
+
 def _overlap(a: dict, b: dict) -> bool:
     return min(a["r"], b["r"]) - max(a["l"], b["l"]) > 1 and min(a["b"], b["b"]) - max(a["t"], b["t"]) > 1
 
 
 @pytest.mark.parametrize("size", PROJECTORS, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_the_docked_picture_covers_neither_its_token_nor_both_panes(browser, app_url, size):
-    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
-    pg = context.new_page()
-    try:
-        pg.goto(app_url)
-        pg.wait_for_selector("#run")
-        pg.click("#projector input")
-        pg.wait_for_selector("body.projector", state="attached")
+    with projector_page(browser, app_url, size) as pg:
         run_race(pg, "def add(a, b):\n    return", max_new=24, temperature=1.0)
         wait_finished(pg)
         for which in ("first", "last"):          # a token at the pane's start and one at its end
@@ -50,8 +61,6 @@ def test_the_docked_picture_covers_neither_its_token_nor_both_panes(browser, app
             assert box["pop"]["r"] - box["pop"]["l"] >= 250                      # wide enough to read
             pg.keyboard.press("Escape")
             assert pg.locator("#tip-pop").is_hidden()
-    finally:
-        context.close()
 
 
 # The timeline's rounds and plain passes drawn now, the narrowest drawn round, and whether the key is cut.
@@ -70,13 +79,7 @@ TIMELINE = """() => {
 
 
 def test_a_long_races_timeline_pages_to_readable_rounds_and_its_key_is_whole(browser, app_url):
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    pg = context.new_page()
-    try:
-        pg.goto(app_url)
-        pg.wait_for_selector("#run")
-        pg.click("#projector input")
-        pg.wait_for_selector("body.projector", state="attached")
+    with projector_page(browser, app_url) as pg:
         run_race(pg, "import os\n", max_new=96, temperature=1.0)
         wait_finished(pg)
         whole = pg.evaluate(TIMELINE)
@@ -96,17 +99,10 @@ def test_a_long_races_timeline_pages_to_readable_rounds_and_its_key_is_whole(bro
         run_race(pg, "import os\n", max_new=8)                  # a new race: drawn whole, no pager for a few rounds
         wait_finished(pg)
         assert pg.locator("#timeline .tl-pager").is_hidden() and pg.locator("#timeline .tl-off").count() == 0
-    finally:
-        context.close()
 
 
 def test_the_class_link_is_shown_as_a_qr_code_to_project(browser, app_url):
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    pg = context.new_page()
-    try:
-        pg.goto(app_url)
-        pg.wait_for_selector("#run")
-        pg.click("#projector input")
+    with projector_page(browser, app_url) as pg:
         pg.click("#copy-link")
         pg.wait_for_selector("#share-qr svg", state="visible", timeout=30_000)
         box = pg.locator("#share-qr svg").bounding_box()
@@ -114,5 +110,3 @@ def test_the_class_link_is_shown_as_a_qr_code_to_project(browser, app_url):
         size = int(pg.get_attribute("#share-qr svg", "viewBox").split()[-1])
         assert size > 21 + 8 and (size - 8 - 17) % 4 == 0            # a QR symbol (17 + 4v) and its 4-module margins
         assert "Scan" in pg.inner_text("#share-qr")
-    finally:
-        context.close()

@@ -167,6 +167,26 @@ def test_the_train_stage_restores_store_shards_no_work_folder_has(tmp_path):
     assert "1 sitting" in line and "4 restored" in line and str(store) in line
 
 
+def test_data_status_counts_by_kind_and_temperature_and_prices_the_rest(tmp_path, capsys):
+    from specviz.cli import main
+
+    folder = work_folder(tmp_path, "w", '[["chat", "q"]]', {0: records(1), 1: records(2)})
+    store = tmp_path / "store"
+    assert main(["train-models", "--pair", "smollm2", "--stage", "keep", "--work-dir", str(folder),
+                 "--keep-dir", str(store), "--seed", "1"]) == 0
+    kept = capsys.readouterr().out
+    assert "keep: 2 shards" in kept
+    assert json.loads((folder / "sitting.json").read_text())["seed"] == 1
+    tokens = sum(shard_store.provenance(p)["tokens"] for p in shard_store.shards(store))
+    assert main(["train-models", "--pair", "smollm2", "--stage", "data-status", "--keep-dir", str(store),
+                 "--goal-tokens", str(tokens + 7200), "--gen-rate", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"2 shards, 6 sequences, {tokens:,} target-written tokens" in out
+    assert "chat    0.7       2          6" in out and "1.0 hours at 2 tokens/s" in out
+    assert main(["train-models", "--pair", "smollm2", "--stage", "keep", "--work-dir", str(tmp_path / "nothing"),
+                 "--keep-dir", str(store)]) == 2
+    assert "no on-policy shards there" in capsys.readouterr().err
+
 
 def test_the_store_stays_out_of_the_wheel_and_the_sdist():
     from pathlib import Path
@@ -206,3 +226,34 @@ def test_restore_on_the_real_target_gives_back_its_recorded_distributions(smollm
         assert np.array_equal(full["top_ids"][clear, 0], recorded_ids[clear, 0])
         if temperature == 0:
             assert check["argmax_matches"] == check["positions"]
+
+
+def test_a_new_sitting_leaves_out_the_prompts_the_store_holds(tmp_path):
+    from specviz.training.distill_data import build_prompts
+
+    class Tokenizer:        # ids from characters; the chat template wraps them in 1 ... 2
+        chat_template = "stub"
+
+        def apply_chat_template(self, messages, **kw):
+            return [1] + [ord(c) for c in messages[0]["content"]] + [2]
+
+        def __call__(self, text, add_special_tokens=False):
+            return {"input_ids": [ord(c) for c in text]}
+
+    tok = Tokenizer()
+    old = work_folder(tmp_path, "old", "[]", {})
+    done = Record(tok.apply_chat_template([{"content": "What is rust?"}]), [5, 6],
+                  np.zeros((2, 32), np.uint16), np.zeros((2, 32), np.float16), 0.0)
+    save_shard(old / "onpolicy" / "shard-0000.npz", [done], "chat")
+    store = tmp_path / "store"
+    accumulate.keep_folder(old, store, dict(SITTING, sitting=shard_store.sitting_id(old)), lambda line: None)
+    stored = accumulate.stored_prompts(store)
+    assert stored == {tuple(done.prompt_ids)}
+
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "questions.json").write_text(json.dumps(["Tell me about owls.", "What is rust?"]))
+    lines = []
+    chat = {s.text for s in build_prompts(new, None, tok, 0, lines.append, stored=stored) if s.kind == "chat"}
+    assert "Tell me about owls." in chat and "What is rust?" not in chat
+    assert any("1 of the candidates are in the store already" in line for line in lines)

@@ -257,3 +257,42 @@ def test_a_new_sitting_leaves_out_the_prompts_the_store_holds(tmp_path):
     chat = {s.text for s in build_prompts(new, None, tok, 0, lines.append, stored=stored) if s.kind == "chat"}
     assert "Tell me about owls." in chat and "What is rust?" not in chat
     assert any("1 of the candidates are in the store already" in line for line in lines)
+
+
+def test_the_data_stage_keeps_each_new_shard_with_its_sittings_provenance(tmp_path, monkeypatch):
+    from specviz.runtime import packed_linear
+    from specviz.training import distill_data, smollm2_draft
+
+    class Tokenizer:
+        eos_token_id = 0
+        chat_template = "stub"
+
+        def apply_chat_template(self, messages, **kw):
+            return [1] + [ord(c) for c in messages[0]["content"]] + [2]
+
+        def __call__(self, text, add_special_tokens=False):
+            return {"input_ids": [ord(c) % 1000 + 3 for c in text]}
+
+    def fake_records(model, ids, max_new_tokens, temperature, eos, pad, seed=0):
+        return [Record(p, [4, 5, 0], np.zeros((3, 32), np.uint16), np.zeros((3, 32), np.float16), temperature)
+                for p in ids]
+
+    monkeypatch.setattr(smollm2_draft, "load_target", lambda device: (None, Tokenizer(), None))
+    monkeypatch.setattr(packed_linear, "mkl_packing_available", lambda: False)
+    monkeypatch.setattr(distill_data, "generate_records", fake_records)
+    work, store = tmp_path / "work", tmp_path / "store"
+    work.mkdir()
+    (work / "questions.json").write_text(json.dumps([f"Question number {i}?" for i in range(30)]))
+    recipe = smollm2_draft.DraftRecipe(seed=5, gen_batch=64, max_new_tokens=3, passes=[0.0])
+    smollm2_draft.prepare_data(work, recipe, "cpu", lambda line: None, store=store)
+    made = shard_store.work_shards(work)
+    kept = shard_store.shards(store)
+    assert made and len(kept) == len(made)
+    sitting = json.loads((work / "sitting.json").read_text())
+    assert sitting["seed"] == 5 and sitting["settings_from"] == "the data stage" and sitting["device"] == "cpu"
+    prov = shard_store.provenance(kept[-1])
+    index = int(kept[-1].stem.split("-")[1])
+    assert prov["sitting"] == sitting["sitting"] and prov["shard_seed"] == 5 + index and prov["max_new_tokens"] == 3
+    # a resumed data stage finds everything kept already
+    smollm2_draft.prepare_data(work, recipe, "cpu", lambda line: None, store=store)
+    assert shard_store.shards(store) == kept

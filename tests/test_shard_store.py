@@ -66,6 +66,11 @@ def test_a_compact_shard_keeps_the_tokens_and_the_provenance_in_a_few_bytes_a_to
     tokens = int(back["gen_lens"].sum() + back["prompt_lens"].sum())
     assert path.stat().st_size < 2.5 * tokens + 1500
     assert path.stat().st_size * 10 < (folder / "onpolicy" / "shard-0007.npz").stat().st_size   # no top-32
+    # a shard written before shards named their precision reads as fp32
+    older = {k: v for k, v in np.load(folder / "onpolicy" / "shard-0007.npz").items() if k != "precision"}
+    np.savez(folder / "onpolicy" / "shard-0008.npz", **older)
+    assert json.loads(str(shard_store.compact(folder / "onpolicy" / "shard-0008.npz", sitting, 8)[1]["provenance"]))[
+        "precision"] == "fp32"
 
 
 def test_names_stay_unique_across_sittings_and_keeping_twice_adds_nothing(tmp_path):

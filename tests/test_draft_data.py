@@ -2,7 +2,6 @@
 folder leaves out the prompts the first planned, and the train stage reads both folders' shards."""
 import json
 
-from specviz.training.distill import split_shards
 from specviz.training.distill_data import build_prompts
 from specviz.training.smollm2_draft import seen_prompts, shard_split
 
@@ -68,16 +67,20 @@ def test_other_work_folders_are_checked_before_anything_runs(tmp_path):
         other_folders(work, [tmp_path / "typo"], "prompts.json")
 
 
-def test_shards_of_several_work_folders_split_each_by_its_own_indices(tmp_path):
+def test_shards_of_several_work_folders_split_by_their_store_names(tmp_path):
+    from specviz.training.shard_store import is_validation, sitting_id, store_name
+
     folders = [tmp_path / "a", tmp_path / "b"]
-    for folder, count in zip(folders, (5, 3)):
+    for folder, count in zip(folders, (60, 40)):
         (folder / "onpolicy").mkdir(parents=True)
+        (folder / "prompts.json").write_text(json.dumps([["chat", folder.name]]))
         for i in range(count):
             (folder / "onpolicy" / f"shard-{i:04d}.npz").write_bytes(b"")
     train, val = shard_split(folders[0], [folders[1]])
-    alone = [split_shards(sorted((f / "onpolicy").glob("shard-*.npz"))) for f in folders]
-    assert train == alone[0][0] + alone[1][0] and val == alone[0][1] + alone[1][1]
-    assert len(val) == 2 and len(train) == 6                  # index 0 of each folder is held out
+    assert len(train) + len(val) == 100 and not set(train) & set(val) and val
+    for path in train + val:
+        name = store_name(sitting_id(path.parent.parent), int(path.stem.split("-")[1]))
+        assert is_validation(name) == (path in val)          # the store's split: the same in every sitting
 
 
 def test_shards_say_how_the_target_ran_and_older_shards_read_as_fp32(tmp_path):

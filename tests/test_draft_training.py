@@ -95,10 +95,16 @@ def test_smollm2_recipe_continues_an_exported_draft(tmp_path, monkeypatch):
                               np.zeros((LENGTH - 1, 1), np.float16), 0.0))
         return out
 
+    def shards(folder, held_out, trained, **kw):     # one held-out shard and one trained on, by the store's split
+        from specviz.training.shard_store import is_validation, sitting_id, store_name
+        (folder / "onpolicy").mkdir(parents=True)
+        (folder / "prompts.json").write_text(f'[["code", "{folder.name}"]]')
+        names = [is_validation(store_name(sitting_id(folder), i)) for i in range(1000)]
+        save_shard(folder / "onpolicy" / f"shard-{names.index(True):04d}.npz", held_out, **kw)
+        save_shard(folder / "onpolicy" / f"shard-{names.index(False):04d}.npz", trained, **kw)
+
     work = tmp_path / "work"
-    (work / "onpolicy").mkdir(parents=True)
-    save_shard(work / "onpolicy" / "shard-0000.npz", records(1000, 24), "code")   # index 0: validation
-    save_shard(work / "onpolicy" / "shard-0001.npz", records(0, 200), "code")
+    shards(work, records(1000, 24), records(0, 200), kind="code")
     head = list(range(0, VOCAB, 2)) + [VOCAB - 1]        # a head of its own, not the shards' most frequent tokens
     first = make_draft(target, [0], head, "test/target")
     with torch.no_grad():
@@ -106,7 +112,8 @@ def test_smollm2_recipe_continues_an_exported_draft(tmp_path, monkeypatch):
     smollm2_draft.export(first, Tokenizer(), tmp_path / "first", {}, describe=lambda card: "first\n")
     from transformers import AutoModelForCausalLM
     from specviz.training.distill import head_index, read_shards
-    val = read_shards([work / "onpolicy" / "shard-0000.npz"])
+    from specviz.training.smollm2_draft import shard_split
+    val = read_shards(shard_split(work)[1])
     shipped = AutoModelForCausalLM.from_pretrained(tmp_path / "first", dtype=torch.float32).borrow_from(target)
     fresh = make_draft(target, [0], head, "test/target")
     expected, fresh_loss = (validate(d, val, head_index(d))["loss"] for d in (shipped, fresh))
@@ -136,9 +143,7 @@ def test_smollm2_recipe_continues_an_exported_draft(tmp_path, monkeypatch):
     # Joining another folder's shards (--also-work-dir): both folders' validation shards, the folders on the
     # card, and a checkpoint of its own, so a resume never mixes this data set's steps with the other's.
     more = tmp_path / "more"
-    (more / "onpolicy").mkdir(parents=True)
-    save_shard(more / "onpolicy" / "shard-0000.npz", records(2000, 24), "chat", "bf16")
-    save_shard(more / "onpolicy" / "shard-0001.npz", records(3000, 50), "chat", "bf16")
+    shards(more, records(2000, 24), records(3000, 50), kind="chat", precision="bf16")
     before = set(work.glob("*.ckpt"))
     card3 = smollm2_draft.train(tmp_path / "fourth", work, smollm2_draft.DraftRecipe(train_minutes=0.05, batch_size=16),
                                 "cpu", lambda line: None, continue_from=tmp_path / "next", others=[more])
@@ -156,6 +161,18 @@ def test_smollm2_recipe_continues_an_exported_draft(tmp_path, monkeypatch):
     assert card4["held_out_start"] and card4["recipe"]["argmax_weight"] == 0.5
     assert [p.name for p in set(work.glob("*.ckpt")) - before] and all("-argmax0.5" in p.name for p in set(work.glob("*.ckpt")) - before)
     assert "0.5 x the cross-entropy of the target's argmax" in (tmp_path / "fifth" / "README.md").read_text()
+
+    # The committed store: a fresh work folder with no shards of its own trains on the store's, restored by
+    # teacher forcing, and the card names the store's shards and sittings.
+    store = tmp_path / "store"
+    (tmp_path / "fresh").mkdir()
+    assert smollm2_draft.keep(more, store, smollm2_draft.DraftRecipe(seed=4), lambda line: None)["kept"] == 2
+    card5 = smollm2_draft.train(tmp_path / "sixth", tmp_path / "fresh", smollm2_draft.DraftRecipe(train_minutes=0.05,
+                                batch_size=16), "cpu", lambda line: None, continue_from=tmp_path / "next", store=store)
+    assert card5["data"]["store"]["restored"] == 2 and card5["data"]["train_sequences"] == 50
+    assert card5["data"]["validation_sequences"] == 24 and card5["data"]["store"]["train_tokens"] == 50 * (LENGTH - 1)
+    assert len(list((tmp_path / "fresh" / "restored").glob("*.npz"))) == 2
+    assert "from the committed store" in (tmp_path / "sixth" / "README.md").read_text()
 
 
 def test_keep_best_ends_with_the_best_validated_weights(tmp_path):

@@ -20,9 +20,12 @@ def add_parser(sub) -> None:
     p.add_argument("--max-files", type=int, default=None, help="use only the first N corpus files (quick trials)")
     p.add_argument("--seed", type=int, default=0)
     g = p.add_argument_group("--pair smollm2")
-    g.add_argument("--stage", default="all", choices=["all", "data", "train", "features", "train-features"],
-                   help="data: prompts and on-policy shards only; train: distil and export the plain draft "
-                   "from the shards there; features: the target's hidden states over the shards; "
+    g.add_argument("--stage", default="all",
+                   choices=["all", "data", "train", "keep", "data-status", "features", "train-features"],
+                   help="data: prompts and on-policy shards only (each also kept in --keep-dir); train: distil and "
+                   "export the plain draft from the shards there and in --keep-dir; keep: copy the work folder's "
+                   "shards into --keep-dir, compact (idempotent); data-status: what --keep-dir holds; features: "
+                   "the target's hidden states over the shards; "
                    "train-features: the feature draft (EAGLE-style), started from the plain draft")
     g.add_argument("--layers", default="0,1", help="target layers the draft's layers start from, e.g. 0,1")
     g.add_argument("--head-size", type=int, default=8192, help="tokens the draft can propose")
@@ -48,6 +51,12 @@ def add_parser(sub) -> None:
     g.add_argument("--also-work-dir", action="append", default=[], metavar="DIR",
                    help="another work folder (repeatable): the data stage leaves out the prompts it planned, the "
                         "train stage joins its shards to this folder's")
+    g.add_argument("--keep-dir", default="data/onpolicy/smollm2", help="the committed store of on-policy data: "
+                   "the data stage keeps each shard there, compact (token ids and provenance); the train stage "
+                   "restores and trains on all of it; '' for none")
+    g.add_argument("--gen-rate", type=float, default=None, help="data-status: tokens a second the data stage makes "
+                   "(its log says), for the hours the rest of --goal-tokens takes")
+    g.add_argument("--goal-tokens", type=int, default=5_000_000, help="data-status: target-written tokens wanted")
     g.add_argument("--start-from", default="assets/models/smollm2-draft", help="feature draft: the plain draft it starts as")
     p.set_defaults(func=run)
 
@@ -76,7 +85,7 @@ def run_smollm2(args, device: str, log) -> int:
     from pathlib import Path
 
     from ..errors import ConfigError          # a user's mistake: one line and status 2, as every subcommand
-    from ..training.smollm2_draft import DraftRecipe, extract_features, prepare_data, train, train_features
+    from ..training.smollm2_draft import DraftRecipe, extract_features, keep, prepare_data, train, train_features
 
     recipe = DraftRecipe(layers=[int(x) for x in args.layers.split(",")], head_size=args.head_size,
                          questions=args.questions,
@@ -91,16 +100,41 @@ def run_smollm2(args, device: str, log) -> int:
         raise ConfigError("--also-work-dir joins folders for the data and train stages; the feature draft reads "
                           "one folder")
     work, others = Path(args.work_dir or ".specviz-train/smollm2"), [Path(d) for d in args.also_work_dir]
+    store = Path(args.keep_dir) if args.keep_dir else None
+    if args.stage in ("keep", "data-status"):
+        return store_stage(args, work, store, recipe)
     work.mkdir(parents=True, exist_ok=True)
     if args.stage in ("all", "data"):
-        prepare_data(work, recipe, device, log, others=others)
+        prepare_data(work, recipe, device, log, others=others, store=store)
     if args.stage in ("all", "train"):
         train(Path(args.out or "assets/models/smollm2-draft"), work, recipe, device, log,
               continue_from=None if args.continue_from is None else Path(args.continue_from),
-              others=others)
+              others=others, store=store)
     if args.stage == "features":
         extract_features(work, recipe, device, log)
     if args.stage == "train-features":
         train_features(Path(args.out or "assets/models/smollm2-feature-draft"), Path(args.start_from), work, recipe,
                        device, log)
+    return 0
+
+
+def store_stage(args, work, store, recipe) -> int:
+    """--stage keep (a work folder's shards into the store) and --stage data-status (what the store holds):
+    neither loads a model."""
+    from ..errors import ConfigError
+    from ..training.accumulate import status
+    from ..training.shard_store import work_shards
+    from ..training.smollm2_draft import keep
+
+    if store is None:
+        raise ConfigError(f"--stage {args.stage} needs a store: give --keep-dir DIR")
+    if args.stage == "data-status":
+        if args.gen_rate is not None and args.gen_rate <= 0:
+            raise ConfigError(f"--gen-rate must be a positive number of tokens a second, not {args.gen_rate:g}")
+        print(status(store, args.goal_tokens, args.gen_rate))
+        return 0
+    if not work_shards(work):
+        raise ConfigError(f"--work-dir {work}: no on-policy shards there (onpolicy/shard-NNNN.npz) to keep")
+    keep(work, store, recipe, lambda line: print(line, flush=True))
+    print(status(store, args.goal_tokens, args.gen_rate))
     return 0

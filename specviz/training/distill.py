@@ -8,7 +8,8 @@
 - Loss: at every position the target generated, the cross-entropy of the draft's distribution
   (over its head tokens) against the target's recorded top-K distribution, i.e. forward
   KL(p || q) up to a constant, on the mass that falls on the head's tokens.
-- Validation: shards whose index is a multiple of VALIDATION_EVERY (never trained on): greedy
+- Validation: held-out shards, never trained on (the plain draft's train stage holds out by store name,
+  shard_store.is_validation; split_shards, for the feature draft, by index, a multiple of VALIDATION_EVERY): greedy
   agreement (draft argmax == target argmax, the greedy acceptance rate of a single draft) and
   sum_x min(p, q) at T = 1 (the sampled acceptance rate), over the recorded top-K.
 """

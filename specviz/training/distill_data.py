@@ -18,7 +18,7 @@ import numpy as np
 
 from ..models.chat import chat_ids
 from .corpus import split_corpus
-from .draft_prompts import PromptSpec, code_prefixes, is_validation, mix, prose_prefixes
+from .draft_prompts import PromptSpec, code_prefixes, is_validation, mix, prose_prefixes, template_requests
 from .onpolicy import Record, generate_records
 
 TEMPERATURES = [0.0, 0.0, 0.0, 0.7, 1.0]   # drawn per shard: 60% greedy
@@ -83,12 +83,15 @@ def save_shard(path: Path, records: list[Record], kind: str, precision: str = "f
 
 
 def build_prompts(work: Path, model, tokenizer, questions: int, log, seed: int = 0,
-                  batch: int = 64, seen: set[str] = frozenset()) -> list[PromptSpec]:
+                  batch: int = 64, seen: set[str] = frozenset(),
+                  stored: set[tuple[int, ...]] = frozenset()) -> list[PromptSpec]:
     """Stage 1 and 2: self-instruct requests, then the prompt mix (cached in the work folder).
 
     seen: prompt texts other work folders planned; they are left out of the mix, so a second folder
     adds new sequences instead of repeating the templated requests greedily. A mix already cached
-    here is kept as it is; if it holds any of them, that is said."""
+    here is kept as it is; if it holds any of them, that is said.
+    stored: the prompts (as token ids) the committed store holds already (accumulate.stored_prompts): those
+    texts are left out of the mix too, so a sitting without the earlier work folders adds new sequences."""
     questions_file, prompts_file = work / "questions.json", work / "prompts.json"
     if not questions_file.exists():
         t0 = time.monotonic()
@@ -97,7 +100,14 @@ def build_prompts(work: Path, model, tokenizer, questions: int, log, seed: int =
         log(f"self-instruct: {len(questions)} requests kept in {time.monotonic() - t0:.0f} s")
     if not prompts_file.exists():
         train_texts, _ = split_corpus()
-        specs = mix(json.loads(questions_file.read_text()), code_prefixes(train_texts), prose_prefixes(), seed, seen)
+        asked, code, prose = json.loads(questions_file.read_text()), code_prefixes(train_texts), prose_prefixes()
+        if stored:
+            pools = [("chat", t) for t in template_requests() + asked] + [("code", t) for t in code] + \
+                    [("prose", t) for t in prose]
+            kept = {text for kind, text in pools if tuple(prompt_ids(tokenizer, PromptSpec(kind, text))) in stored}
+            log(f"prompts: {len(kept)} of the candidates are in the store already: left out")
+            seen = set(seen) | kept
+        specs = mix(asked, code, prose, seed, seen)
         prompts_file.write_text(json.dumps([[s.kind, s.text] for s in specs], indent=0))
     specs = [PromptSpec(kind, text) for kind, text in json.loads(prompts_file.read_text())]
     repeated = sum(s.text in seen for s in specs)
@@ -109,9 +119,10 @@ def build_prompts(work: Path, model, tokenizer, questions: int, log, seed: int =
 
 def generate_shards(work: Path, model, tokenizer, specs: list[PromptSpec], batch: int, max_new_tokens: int,
                     budget_s: float, log, seed: int = 0, passes: list[float] | None = None,
-                    precision: str = "fp32") -> list[Path]:
+                    precision: str = "fp32", on_saved: Callable[[Path], None] | None = None) -> list[Path]:
     """Stage 3: on-policy shards until every prompt is done or the time budget is spent.
-    precision: how the caller runs the target's matmuls ("fp32" or "bf16" autocast), written in each shard."""
+    precision: how the caller runs the target's matmuls ("fp32" or "bf16" autocast), written in each shard.
+    on_saved: called with each new shard's path once it is written (the data stage keeps it in the store)."""
     folder = work / "onpolicy"
     folder.mkdir(exist_ok=True)
     shards = plan_shards(specs, batch, seed, passes)
@@ -129,6 +140,8 @@ def generate_shards(work: Path, model, tokenizer, specs: list[PromptSpec], batch
         records = generate_records(model, ids, max_new_tokens, shard["temperature"], eos, tokenizer.eos_token_id,
                                    seed=seed + i)
         save_shard(path, records, shard["kind"], precision)
+        if on_saved is not None:
+            on_saved(path)
         made += 1
         tokens = sum(len(r.generated) for r in records)
         log(f"on-policy shard {i + 1}/{len(shards)} ({shard['kind']}, T={shard['temperature']}): "

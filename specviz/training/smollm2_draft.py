@@ -101,21 +101,37 @@ def seen_prompts(others: list[Path]) -> set[str]:
 
 
 def shard_split(work: Path, others: list[Path] = ()) -> tuple[list[Path], list[Path]]:
-    """(training, validation) shards of `work` and of each other work folder, each split by its own indices."""
-    from .distill import split_shards
+    """(training, validation) shards of `work` and of each other work folder, split by each shard's store
+    name (shard_store.is_validation: the split the committed store uses, the same in every sitting)."""
+    from .accumulate import gather
 
-    train_paths, val_paths = [], []
-    for folder in [work, *others]:
-        t, v = split_shards(sorted(Path(folder, "onpolicy").glob("shard-*.npz")))
-        train_paths += t
-        val_paths += v
+    train_paths, val_paths, _ = gather([work, *others], None, None, lambda line: None, Path(work, "restored"))
     return train_paths, val_paths
 
 
+def sitting(work: Path, recipe: DraftRecipe, device: str | None, from_data_stage: bool) -> dict:
+    """The sitting's provenance (accumulate.sitting_record) from the recipe's data settings."""
+    from ..models.fetch import fetched
+    from .accumulate import sitting_record
+
+    settings = {"seed": recipe.seed, "max_new_tokens": recipe.max_new_tokens, "gen_batch": recipe.gen_batch,
+                "passes": recipe.passes}
+    return sitting_record(work, settings, SMOLLM2.hub_id, fetched(SMOLLM2.hub_id), device, from_data_stage)
+
+
+def keep(work: Path, store: Path, recipe: DraftRecipe, log: Callable[[str], None]) -> dict:
+    """Stage keep: a work folder's full shards into the store, compact (idempotent; no model is loaded)."""
+    from .accumulate import keep_folder
+
+    return keep_folder(work, store, sitting(work, recipe, None, from_data_stage=False), log)
+
+
 def prepare_data(work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None],
-                 others: list[Path] = ()) -> None:
-    """Stages 1-3 (skipped where done); prompts the `others` work folders planned are left out."""
+                 others: list[Path] = (), store: Path | None = None) -> None:
+    """Stages 1-3 (skipped where done); prompts the `others` work folders planned are left out.
+    store: where each shard is also kept, compact (shard_store.py); None: nowhere."""
     from ..runtime.packed_linear import mkl_packing_available, pack_linears
+    from .accumulate import Keeper, keep_folder, stored_prompts
 
     seen = seen_prompts(other_folders(work, list(others), "prompts.json"))
 
@@ -125,31 +141,43 @@ def prepare_data(work: Path, recipe: DraftRecipe, device: str, log: Callable[[st
         pack_linears(target, choose=False)   # MKL: 2-3x faster batched fp32 decoding on a CPU, logits to 1e-4
     with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16):
         specs = build_prompts(work, target, tokenizer, recipe.questions, log, recipe.seed, batch=recipe.gen_batch,
-                              seen=seen)
+                              seen=seen, stored=stored_prompts(store))
         log(f"prompts: {len(specs)} {dict(Counter(s.kind for s in specs))}")
+        on_saved = None
+        if store is not None:
+            record = sitting(work, recipe, device, from_data_stage=True)
+            keep_folder(work, store, record, log)        # shards of an earlier, interrupted run of this folder
+            keeper = Keeper(store, record)
+            on_saved = keeper.keep
         generate_shards(work, target, tokenizer, specs, recipe.gen_batch, recipe.max_new_tokens,
-                        recipe.gen_minutes * 60, log, recipe.seed, recipe.passes, precision=recipe.gen_precision)
+                        recipe.gen_minutes * 60, log, recipe.seed, recipe.passes, precision=recipe.gen_precision,
+                        on_saved=on_saved)
 
 
 def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None],
-          continue_from: Path | None = None, others: list[Path] = ()) -> dict:
-    """Stages 4-5: distil the draft from the shards in `work`, export it to `out`.
+          continue_from: Path | None = None, others: list[Path] = (), store: Path | None = None) -> dict:
+    """Stages 4-5: distil the draft from the shards in `work` and in the store, export it to `out`.
 
     continue_from: a draft this script exported before. Its layers, norm and head tokens are the
     starting point instead of the target's layers (more data for a draft trained elsewhere, e.g.
     on a GPU); its held-out figures on the validation shards (this folder's and the others') are
     measured first, so the card compares before and after on the same sequences.
     others: more work folders whose shards join this one's (training and validation alike); the
-    checkpoint's name and the card say which."""
+    checkpoint's name and the card say which.
+    store: the committed store (shard_store.py): its shards that no work folder holds are restored by
+    teacher forcing the target into `work`/restored/; the card says which of its shards and sittings trained
+    the draft. Training and validation split by store name, the same split in every sitting."""
     from .distill import (coverage, generated_counts, head_index, head_tokens, make_draft, read_shards,
                           train_draft, validate)
+    from .accumulate import gather
     from .trainer import TrainSettings
 
     others = other_folders(work, list(others), "onpolicy")
     _, tokenizer, target = load_target(device)
-    train_paths, val_paths = shard_split(work, others)
+    train_paths, val_paths, from_store = gather([work, *others], store, target, log, work / "restored")
     if not train_paths or not val_paths:
-        raise RuntimeError(f"no on-policy shards in {work}/onpolicy: run the data stages first")
+        raise RuntimeError(f"no on-policy shards in {work}/onpolicy or the store {store} (training and held-out "
+                           f"both needed: {len(train_paths)} and {len(val_paths)} found): run the data stages first")
     train_seqs, val_seqs = read_shards(train_paths), read_shards(val_paths)
     start = None
     if continue_from is not None:
@@ -179,7 +207,8 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
             "validation_tokens": int(sum(len(s.ids) - s.prompt_len for s in val_seqs)),
             "head_covers": round(coverage(counts, head), 4),      # of the shards trained on, whichever run chose it
             # what the shards hold, whatever this stage's own --passes says: {temperature: training shards}
-            "shard_temperatures": temperatures_found, "shard_precisions": precisions_found}
+            "shard_temperatures": temperatures_found, "shard_precisions": precisions_found,
+            "store": from_store}
     log(f"data: {data}")
     draft = start if start is not None else make_draft(target, recipe.layers, head, SMOLLM2.hub_id)
     settings = TrainSettings(budget_s=recipe.train_minutes * 60, batch_size=recipe.batch_size, lr=recipe.lr,
@@ -191,6 +220,9 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
     # in the same folder starts afresh instead of resuming this one; a run that joins other folders'
     # shards, after the folders, so a resume never mixes one data set's steps with another's.
     joined = "" if not others else "-with-" + hashlib.sha256("\n".join(map(str, others)).encode()).hexdigest()[:8]
+    # A run that reads store shards, after the set it read: a store grown by a later sitting starts afresh.
+    if from_store["shards"]:
+        joined += "-store-" + from_store["set_sha"]
     # A loss leaning on the argmax is another run: its own checkpoint.
     loss = "" if not recipe.argmax_weight else f"-argmax{recipe.argmax_weight:g}"
     ckpt = work / (f"draft-{recipe.name}{loss}{joined}.ckpt" if start is None
@@ -334,6 +366,11 @@ def joined(data: dict) -> str:
     return ", with the shards of " + ", ".join(f"`{f}`" for f in folders) if folders else ""
 
 
+def stored(data: dict) -> str:
+    from .accumulate import store_summary_line
+    return store_summary_line(data.get("store") or {})
+
+
 def kept(training: dict) -> str:
     step = training.get("kept_step")
     if step is None or step == training["steps"]:
@@ -377,7 +414,7 @@ target's embedding module and the target's output rows for those tokens (`Borrow
   headers from the Python standard library's training split) and prose (Python documentation);
 - {d['train_sequences']} training sequences, {d['train_tokens']:,} target-written tokens
   ({d['train_shards']} shards{joined(d)}); held out: {d['validation_sequences']} sequences, {d['validation_tokens']:,} tokens;
-- decoding temperatures: {temperatures(r, d)}; the target's matmuls: {precisions(d)};
+{stored(d)}- decoding temperatures: {temperatures(r, d)}; the target's matmuls: {precisions(d)};
   up to {r['max_new_tokens']} new tokens each; the target's top-32 log-probabilities kept per token;
 - the head's {r['head_size']} tokens cover {d['head_covers']:.1%} of the training tokens.
 

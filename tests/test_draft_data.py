@@ -2,6 +2,8 @@
 folder leaves out the prompts the first planned, and the train stage reads both folders' shards."""
 import json
 
+import pytest
+
 from specviz.training.distill_data import build_prompts
 from specviz.training.smollm2_draft import seen_prompts, shard_split
 
@@ -150,3 +152,45 @@ def test_no_benchmark_prompt_is_a_templated_training_request_beyond_the_listed_o
              for prompt in json.loads((root / "benchmarks" / name).read_text())
              if difflib.get_close_matches(prompt["text"].lower(), templates, n=1, cutoff=0.78)}
     assert close == KNOWN_NEAR_DUPLICATES
+
+
+def test_two_parts_share_one_plan_and_together_write_every_shard_once(tmp_path, monkeypatch):
+    import numpy as np
+
+    from specviz.training import distill_data
+    from specviz.training.draft_prompts import PromptSpec
+    from specviz.training.onpolicy import Record
+
+    class Tokenizer:
+        eos_token_id = 0
+
+        def __call__(self, text, add_special_tokens=False):
+            return {"input_ids": [1, 2, 3]}
+
+    seeds = []
+
+    def fake_records(model, ids, max_new_tokens, temperature, eos, pad, seed=0):
+        seeds.append(seed)
+        return [Record(p, [4, 0], np.zeros((2, 4), np.uint16), np.zeros((2, 4), np.float16), temperature) for p in ids]
+
+    monkeypatch.setattr(distill_data, "generate_records", fake_records)
+    specs = [PromptSpec("code", f"def f{i}():") for i in range(10)]
+    plan = distill_data.plan_shards(specs, 2, seed=5)
+    first = distill_data.generate_shards(tmp_path, None, Tokenizer(), specs, 2, 8, 60.0, lambda line: None,
+                                         seed=5, part=(0, 2))
+    assert [p.name for p in first] == [f"shard-{i:04d}.npz" for i in range(0, len(plan), 2)]
+    both = distill_data.generate_shards(tmp_path, None, Tokenizer(), specs, 2, 8, 60.0, lambda line: None,
+                                        seed=5, part=(1, 2))
+    assert [p.name for p in both] == [f"shard-{i:04d}.npz" for i in range(len(plan))]
+    # each shard drawn once, with the seed a single process gives it
+    assert sorted(seeds) == [5 + i for i in range(len(plan))]
+
+
+@pytest.mark.parametrize("text", ["1", "a/b", "2/2", "-1/3", "0/0"])
+def test_a_malformed_gen_part_is_one_line(text):
+    from specviz.cli.train import gen_part
+    from specviz.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--gen-part"):
+        gen_part(text)
+    assert gen_part("1/3") == (1, 3)

@@ -301,3 +301,13 @@ def test_the_data_stage_keeps_each_new_shard_with_its_sittings_provenance(tmp_pa
     # a resumed data stage finds everything kept already
     smollm2_draft.prepare_data(work, recipe, "cpu", lambda line: None, store=store)
     assert shard_store.shards(store) == kept
+
+
+def test_a_shard_kept_meanwhile_by_another_process_of_the_sitting_is_not_an_error(tmp_path):
+    store = tmp_path / "store"
+    folder = work_folder(tmp_path, "w", '[["chat", "a"]]', {0: records(1)})
+    sitting = dict(SITTING, sitting=shard_store.sitting_id(folder))
+    late = accumulate.Keeper(store, sitting)          # read the store before the other process wrote
+    accumulate.keep_folder(folder, store, sitting, lambda line: None)
+    assert late.keep(folder / "onpolicy" / "shard-0000.npz") is None
+    assert len(shard_store.shards(store)) == 1

@@ -38,6 +38,11 @@ def add_parser(sub) -> None:
                         "on a CPU with AMX (argmax as fp32's at 98%% of positions); fp32 by default")
     g.add_argument("--max-new-tokens", type=int, default=160, help="longest continuation recorded")
     g.add_argument("--gen-minutes", type=float, default=150.0, help="time budget for the on-policy data")
+    g.add_argument("--gen-part", default="0/1", metavar="R/N",
+                   help="data stage: only the shards whose index is R modulo N, so N processes share one work folder "
+                        "(start each with --threads 1: beside other work, one process with two threads loses most of "
+                        "its rate waiting for its second thread)")
+    g.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, one per core)")
     g.add_argument("--train-minutes", type=float, default=60.0, help="time budget for distillation")
     g.add_argument("--batch-size", type=int, default=16, help="sequences per training step")
     g.add_argument("--lr", type=float, default=1e-3)
@@ -100,12 +105,18 @@ def run_smollm2(args, device: str, log) -> int:
         raise ConfigError("--also-work-dir joins folders for the data and train stages; the feature draft reads "
                           "one folder")
     work, others = Path(args.work_dir or ".specviz-train/smollm2"), [Path(d) for d in args.also_work_dir]
+    part = gen_part(args.gen_part)
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ConfigError(f"--threads must be at least 1, not {args.threads}")
+        import torch
+        torch.set_num_threads(args.threads)
     store = Path(args.keep_dir) if args.keep_dir else None
     if args.stage in ("keep", "data-status"):
         return store_stage(args, work, store, recipe)
     work.mkdir(parents=True, exist_ok=True)
     if args.stage in ("all", "data"):
-        prepare_data(work, recipe, device, log, others=others, store=store)
+        prepare_data(work, recipe, device, log, others=others, store=store, part=part)
     if args.stage in ("all", "train"):
         train(Path(args.out or "assets/models/smollm2-draft"), work, recipe, device, log,
               continue_from=None if args.continue_from is None else Path(args.continue_from),
@@ -138,3 +149,16 @@ def store_stage(args, work, store, recipe) -> int:
     keep(work, store, recipe, lambda line: print(line, flush=True))
     print(status(store, args.goal_tokens, args.gen_rate))
     return 0
+
+
+def gen_part(text: str) -> tuple[int, int]:
+    """--gen-part "R/N" as (R, N), 0 <= R < N; a malformed one is the user's mistake (one line)."""
+    from ..errors import ConfigError
+
+    try:
+        r, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ConfigError(f"--gen-part takes R/N, e.g. 0/2, not {text!r}") from None
+    if not 0 <= r < n:
+        raise ConfigError(f"--gen-part {text}: R must be at least 0 and below N")
+    return r, n

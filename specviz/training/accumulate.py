@@ -89,7 +89,11 @@ class Keeper:
         digest = json.loads(str(arrays["provenance"]))["tokens_sha"]
         if digest in self.digests:
             return None
-        if (self.store / f"{name}.npz").exists():
+        there = self.store / f"{name}.npz"
+        if there.exists() and shard_store.provenance(there)["tokens_sha"] == digest:
+            self.digests[digest] = name      # kept meanwhile by another process of the same sitting
+            return None
+        if there.exists():
             raise ConfigError(f"{self.store / name}.npz holds other tokens than {full_path}: not overwritten "
                                f"(two sittings with one prompts.json but other settings?)")
         shard_store.write(self.store, name, arrays)

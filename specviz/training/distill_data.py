@@ -119,10 +119,14 @@ def build_prompts(work: Path, model, tokenizer, questions: int, log, seed: int =
 
 def generate_shards(work: Path, model, tokenizer, specs: list[PromptSpec], batch: int, max_new_tokens: int,
                     budget_s: float, log, seed: int = 0, passes: list[float] | None = None,
-                    precision: str = "fp32", on_saved: Callable[[Path], None] | None = None) -> list[Path]:
+                    precision: str = "fp32", on_saved: Callable[[Path], None] | None = None,
+                    part: tuple[int, int] = (0, 1)) -> list[Path]:
     """Stage 3: on-policy shards until every prompt is done or the time budget is spent.
     precision: how the caller runs the target's matmuls ("fp32" or "bf16" autocast), written in each shard.
-    on_saved: called with each new shard's path once it is written (the data stage keeps it in the store)."""
+    on_saved: called with each new shard's path once it is written (the data stage keeps it in the store).
+    part: (r, n): only the shards whose index is r modulo n, so n processes (one thread each) can share one
+    plan and folder; a single process with two threads loses most of its rate beside other work."""
+    r, n = part
     folder = work / "onpolicy"
     folder.mkdir(exist_ok=True)
     shards = plan_shards(specs, batch, seed, passes)
@@ -130,7 +134,7 @@ def generate_shards(work: Path, model, tokenizer, specs: list[PromptSpec], batch
     eos = {tokenizer.eos_token_id}
     for i, shard in enumerate(shards):
         path = folder / f"shard-{i:04d}.npz"
-        if path.exists():
+        if i % n != r or path.exists():
             continue
         if time.monotonic() - started > budget_s:
             log(f"on-policy: time budget spent after {made} new shards")

@@ -127,9 +127,10 @@ def keep(work: Path, store: Path, recipe: DraftRecipe, log: Callable[[str], None
 
 
 def prepare_data(work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None],
-                 others: list[Path] = (), store: Path | None = None) -> None:
+                 others: list[Path] = (), store: Path | None = None, part: tuple[int, int] = (0, 1)) -> None:
     """Stages 1-3 (skipped where done); prompts the `others` work folders planned are left out.
-    store: where each shard is also kept, compact (shard_store.py); None: nowhere."""
+    store: where each shard is also kept, compact (shard_store.py); None: nowhere.
+    part: (r, n): this process writes only the shards whose index is r modulo n (distill_data.generate_shards)."""
     from ..runtime.packed_linear import mkl_packing_available, pack_linears
     from .accumulate import Keeper, keep_folder, stored_prompts
 
@@ -151,7 +152,7 @@ def prepare_data(work: Path, recipe: DraftRecipe, device: str, log: Callable[[st
             on_saved = keeper.keep
         generate_shards(work, target, tokenizer, specs, recipe.gen_batch, recipe.max_new_tokens,
                         recipe.gen_minutes * 60, log, recipe.seed, recipe.passes, precision=recipe.gen_precision,
-                        on_saved=on_saved)
+                        on_saved=on_saved, part=part)
 
 
 def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable[[str], None],

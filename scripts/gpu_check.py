@@ -445,7 +445,7 @@ PARTS = {
     "J": (trust.part_j, 10, "a draft with -inf outside its head keeps both models on graphs"),
     "K": (trust.part_k, 30, "bf16 identity on the bundled Llama pair, first difference and its top-2 margin"),
     "L": (trust.part_l, 40, "a stale graph caught on every route: race, step, k advice, calibration, bench, warm-up"),
-    "M": (trust.part_m, 10, "out of memory inside a capture: that run eager and complete, graphs stay on"),
+    "M": (trust.part_m, 10, "out of memory in a capture, in a check's eager step: runs eager, exact"),
     "N": (trust.part_n, 30, "caches dropped, pools cleared and garbage collected beside captures"),
     "O": (trust.part_o, 40, "ten app-level races at once through the decoding slots, each equal to its solo run"),
     "P": (trust.part_p, 30, "forty races over four capacities without empty_cache: reserved memory flat"),

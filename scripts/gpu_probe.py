@@ -22,6 +22,9 @@ acceptance (NOT lossless). Stages:
             and the GPU's idle share and largest gaps inside a short speculative run
   transformers_step  the lanes again stepping through transformers' forward instead of the lean step
             (runtime/lean_step.py, the graph path's default on CUDA): what the lean step gains
+  draft_ahead  the lanes again with the next round's draft launched after the round's events are built
+            (SPECVIZ_DRAFT_AHEAD=off; the lanes stage drafts ahead, the default on CUDA): what overlapping
+            the event building with the next draft gains (engine/loop/ahead.py)
   ksweep    ratio and c at k = 3, 4, 6, 8 (one repeat each)
 
 `--device cpu --pair tiny --tokens 16 --repeats 1` runs every stage on the CPU (numbers mean nothing).
@@ -50,6 +53,7 @@ import transformers  # noqa: E402
 from specviz import SpecConfig, decode_baseline, speculate  # noqa: E402
 from specviz.bench.decode_paths import copy_bandwidth, weight_bytes  # noqa: E402
 from specviz.bench.random_pair import random_pair  # noqa: E402
+from specviz.engine.loop import ahead  # noqa: E402
 from specviz.runtime import graph_model, lean_step  # noqa: E402
 from specviz.runtime.timing import synchronize  # noqa: E402
 
@@ -264,7 +268,8 @@ def lanes(cfg, repeats: int) -> dict:
 
 
 def st_lanes(a):
-    return {"gpu_step": "lean" if lean_step.wanted(a.dev) else "transformers", **lanes(S["cfg"], a.repeats)}
+    return {"gpu_step": "lean" if lean_step.wanted(a.dev) else "transformers", "draft_ahead": ahead.drafts_ahead(a.dev),
+            **lanes(S["cfg"], a.repeats)}
 
 
 def st_syncs(a):
@@ -484,6 +489,20 @@ def st_transformers_step(a):
             graph_model.POOL.forget(model)
 
 
+def st_draft_ahead(a):
+    """The lanes again drafting each round after the previous round's events are built
+    (SPECVIZ_DRAFT_AHEAD=off): the baseline of drafting ahead, which the lanes stage ran on CUDA."""
+    before = os.environ.get(ahead.ENV)
+    os.environ[ahead.ENV] = "off"
+    try:
+        return {"draft_ahead": False, **lanes(S["cfg"], max(1, a.repeats - 1))}
+    finally:
+        if before is None:
+            os.environ.pop(ahead.ENV, None)
+        else:
+            os.environ[ahead.ENV] = before
+
+
 def st_ksweep(a):
     out = {}
     for k in (3, 4, 6, 8):
@@ -496,8 +515,9 @@ def st_ksweep(a):
 
 
 STAGES = {"env": st_env, "micro": st_micro, "pair": st_pair, "lanes": st_lanes, "syncs": st_syncs,
-          "replays": st_replays, "kernels": st_kernels, "transformers_step": st_transformers_step, "ksweep": st_ksweep}
-NEEDS_PAIR = {"lanes", "syncs", "replays", "kernels", "transformers_step", "ksweep"}
+          "replays": st_replays, "kernels": st_kernels, "transformers_step": st_transformers_step,
+          "draft_ahead": st_draft_ahead, "ksweep": st_ksweep}
+NEEDS_PAIR = {"lanes", "syncs", "replays", "kernels", "transformers_step", "draft_ahead", "ksweep"}
 
 
 def main() -> int:

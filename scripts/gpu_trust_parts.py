@@ -10,6 +10,8 @@ real device would fail or freeze. docs/gpu.md says what each proves:
     mode, the k advice's timing (lazy capture), the bench and the warm-up; a correct model's lazily
     captured shapes still trusted;
 (M) out of device memory inside a capture: the run completes eagerly, graphs stay on, random draws work;
+    likewise out of memory in a replay check's eager step: that run completes eagerly and exact, the
+    next one replays;
 (N) caches dropped, pools cleared and garbage collected in one thread while another captures;
 (O) ten app-level races at once through the app's decoding slots, each equal to its solo run;
 (P) forty races over four capacities without `empty_cache`: reserved memory flat after the first ten.
@@ -239,15 +241,48 @@ def part_m(args) -> dict:
     torch.rand(8, device=pair.device).sum().item()                          # random draws still work
     random_pair("tiny", args.device)                                         # so does a model's initialisation
     again = list(decode_baseline(pair, IDS, cfg))[-1]
+    checking, fired = out_of_memory_in_a_check(pair, cfg)
+    after = list(decode_baseline(pair, IDS, cfg))[-1]
     row = {"first_path": first.stats.decode_path, "first_same": list(first.token_ids) == reference,
            "again_path": again.stats.decode_path, "again_same": list(again.token_ids) == reference,
+           "check_oom_fired": fired, "check_oom_path": checking.stats.decode_path,
+           "check_oom_same": list(checking.token_ids) == reference,
+           "after_path": after.stats.decode_path, "after_same": list(after.token_ids) == reference,
            "process_failure": graph_capture.failure(), "distrusted": graph_model.POOL.distrusted(pair.target)}
     row["ok"] = (row["first_same"] and row["again_same"] and row["first_path"].startswith("eager (out of device memory")
                  and row["again_path"] == want_path(args) and row["process_failure"] is None
-                 and row["distrusted"] is None)
+                 and row["distrusted"] is None and fired and row["check_oom_same"] and row["after_same"]
+                 and row["check_oom_path"] == "eager (out of device memory in the replay check's eager step)"
+                 and row["after_path"] == want_path(args))
     print(f"M out of memory in a capture: {row}: {'ok' if row['ok'] else 'FAILED'}")
     forget(pair)
     return row
+
+
+def out_of_memory_in_a_check(pair, cfg):
+    """A run whose first replay check finds no room for its eager step (on CUDA the allocator refuses
+    32 TiB there): the run's Done, and whether the failure was injected."""
+    forget(pair)                                # captured afresh, so the first replay is checked
+    original = graph_capture.GraphSet.run
+    left = {"n": 1}
+
+    def run(self, key, step, *a, **kw):
+        if left["n"] and key in self.replays and key not in self.checked:
+            def no_room():
+                if left["n"]:
+                    left["n"] = 0
+                    if pair.device.type == "cuda":
+                        torch.empty(1 << 45, dtype=torch.uint8, device=pair.device)
+                    raise torch.OutOfMemoryError("CUDA out of memory (stand-in)")
+                return step()
+            return original(self, key, no_room, *a, **kw)
+        return original(self, key, step, *a, **kw)
+    graph_capture.GraphSet.run = run
+    try:
+        done = list(decode_baseline(pair, IDS, cfg))[-1]
+    finally:
+        graph_capture.GraphSet.run = original
+    return done, left["n"] == 0
 
 
 # (N) drops and garbage collection beside captures --------------------------------------------------

@@ -86,3 +86,24 @@ def test_other_errors_in_the_checks_eager_step_still_raise():
     graphs.replays[(1, 1)] = graph_capture._Eager(lambda: torch.ones(1), torch.ones(1))
     with pytest.raises(ValueError):
         graphs.run((1, 1), step, rebuild=lambda: None, at=3)
+
+
+def test_out_of_memory_cloning_the_checks_entries_runs_the_round_eagerly_and_gives_the_pool_back(given_back):
+    """No room to keep the eager step's K/V entries for the comparison: that round's output is the eager
+    step's (already run, its entries written), the set closes for this run, and its graphs' memory goes
+    back at once."""
+    calls = {"n": 0}
+
+    def step():
+        calls["n"] += 1
+        return torch.full((1, 4), float(calls["n"]))
+
+    def state():
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 MiB")
+
+    graphs = GraphSet(EagerCapturer(), torch.device("cpu"))
+    out = graphs.run((1, 1), step, rebuild=lambda: pytest.fail("nothing replayed"), at=5, state=state)
+    assert torch.equal(out, torch.full((1, 4), 2.0))         # the capture's step, then the check's eager step
+    assert graphs.eager_reason == "out of device memory for the replay check" and graphs.distrusted is None
+    assert not graphs.replays and given_back == [torch.device("cpu")]
+    assert torch.equal(graphs.run((1, 1), step, rebuild=lambda: None, at=6), torch.full((1, 4), 3.0))

@@ -455,6 +455,14 @@ class GraphSet:
         self.captured_at.clear()
         self.checked.clear()
 
+    def _close(self, why: str) -> None:
+        """Out of device memory while checking a replay: this run goes on eagerly (not the model's fault),
+        and its graphs' memory goes back to the device at once rather than staying reserved."""
+        self.closed = why
+        self._give_up()
+        with GATE.shared():                     # no capture underway meanwhile (a shared hold nests)
+            give_back_cached(self.device)
+
     def run(self, key: Hashable, step: Step, rebuild: Callable[[], torch.Tensor], at: Hashable = None,
             state: State | None = None) -> torch.Tensor:
         """key's output for the buffers the caller filled, at state `at` (the feed's first position).
@@ -479,17 +487,14 @@ class GraphSet:
                 raise
             # This run goes on eagerly (the set closed, its graphs' memory given back); the step writes
             # only at the fed positions, so running it again overwrites whatever the failed one left.
-            self.closed = "out of device memory in the replay check's eager step"
-            self._give_up()
-            with GATE.shared():                 # no capture underway meanwhile (a shared hold nests)
-                give_back_cached(self.device)
+            self._close("out of device memory in the replay check's eager step")
             return step()
         try:
             written = [t.clone() for t in state()] if state is not None else []
         except Exception as exc:                # noqa: BLE001 - no room to check: this run goes on eagerly
             if not out_of_memory(exc):
                 raise
-            self.closed = "out of device memory for the replay check"
+            self._close("out of device memory for the replay check")
             return expected                     # the eager step's output, its entries written
         replayed = replay.run()
         why, delta = check(expected, replayed, self.dtype)

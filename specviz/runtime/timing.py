@@ -110,20 +110,37 @@ class LaneClock:
 
 class PhaseMarks:
     """Marks between a round's phases; `seconds()` gives the time between consecutive marks. On CUDA
-    the round's host read goes through `read()`, which makes the marks before it readable."""
+    the round's host read goes through `read()`, which makes the marks before it readable.
+
+    A phase may be interrupted: `pause()` ends the part of the running phase counted so far, `resume()`
+    starts counting it again, and the time between belongs to no phase (a round whose draft was made
+    during the previous round is resumed when it runs: its draft is charged to its own draft phase, and
+    neither the previous round's rest nor the other lane's turn counts as its target pass)."""
 
     def __init__(self, device: torch.device):
         self._event = device_events(device)
-        self.marks: list = []                  # (event or None, host time)
+        self.marks: list = []                  # (event or None, host time, "mark" | "pause" | "resume")
         self._read: tuple | None = None        # (the event recorded just before the host read, host time after)
         self.mark()
 
-    def mark(self) -> None:
+    def _add(self, kind: str) -> None:
         event = None
         if self._event is not None and self._read is None:     # before the host read: on the device's clock
             event = self._event()
             event.record()
-        self.marks.append((event, time.perf_counter()))
+        self.marks.append((event, time.perf_counter(), kind))
+
+    def mark(self) -> None:
+        """End the running phase (its time from the last mark or resume) and start the next."""
+        self._add("mark")
+
+    def pause(self) -> None:
+        """Stop counting the running phase until `resume()`."""
+        self._add("pause")
+
+    def resume(self) -> None:
+        """Count the paused phase again from now."""
+        self._add("resume")
 
     def read(self, values: torch.Tensor) -> list:
         """`values.tolist()`: the round's one device-to-host read. The stream's work before it, and so
@@ -137,18 +154,32 @@ class PhaseMarks:
         return out
 
     def seconds(self) -> list[float]:
+        """Each phase's seconds: the spans between marks, a paused stretch (pause to resume) left out."""
+        out, running = [], 0.0
+        for (a, b), span in zip(zip(self.marks, self.marks[1:]), self._spans()):
+            kind = b[2]
+            if kind != "resume":               # the stretch ending at a resume belongs to no phase
+                running += span()
+            if kind == "mark":
+                out.append(running)
+                running = 0.0
+        return out
+
+    def _spans(self):
+        """The seconds between consecutive marks, each read only when asked (a paused stretch never is)."""
         if self._event is None:
-            return [b - a for (_, a), (_, b) in zip(self.marks, self.marks[1:])]
+            return [lambda a=a, b=b: b - a for (_, a, _), (_, b, _) in zip(self.marks, self.marks[1:])]
         if self._read is None:                 # no read went through `read()`: wait for the last mark
             self.marks[-1][0].synchronize()
-            return [a.elapsed_time(b) / 1000.0 for (a, _), (b, _) in zip(self.marks, self.marks[1:])]
+            pairs = zip(self.marks, self.marks[1:])
+            return [lambda a=a, b=b: a.elapsed_time(b) / 1000.0 for (a, _, _), (b, _, _) in pairs]
         edge, after = self._read
-        out = []
-        for (a, host_a), (b, host_b) in zip(self.marks, self.marks[1:]):
+        spans = []
+        for (a, host_a, _), (b, host_b, _) in zip(self.marks, self.marks[1:]):
             if b is not None:                  # both before the read: device time
-                out.append(a.elapsed_time(b) / 1000.0)
+                spans.append(lambda a=a, b=b: a.elapsed_time(b) / 1000.0)
             elif a is not None:                # across the read: device time to it, host time after it
-                out.append(a.elapsed_time(edge) / 1000.0 + host_b - after)
+                spans.append(lambda a=a, host_b=host_b: a.elapsed_time(edge) / 1000.0 + host_b - after)
             else:                              # both after: host time (the device is caught up)
-                out.append(host_b - host_a)
-        return out
+                spans.append(lambda host_a=host_a, host_b=host_b: host_b - host_a)
+        return spans

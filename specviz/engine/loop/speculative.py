@@ -5,11 +5,12 @@ Each round (`Rounds.step`, steps numbered as in gpt-fast's `speculative_decode`)
 proposes a tree of the round's widths (a chain of k: k ones); (2) the target checks every node in one
 pass (runtime/tree_pass.py: a chain's is the ordinary causal pass), which gives p at the root and after
 every node; (3) the judge (acceptance.py) walks down from the root and draws the correction or bonus,
-with one device-to-host read; (4) both caches keep only the accepted path (a chain's: a crop); (5) the
-tokens are committed and the round's events built (`commit_round`); (6) adaptive k (chains); (7) the
-tally and RoundEnd. The round's compute, event building included, runs on the lane's own clock
-(lane.py); the events are yielded afterwards, so a consumer (or the other lane of a race) never counts
-against this lane. Closing the generator stops the work at the next yield, within one round.
+with one device-to-host read; (4) both caches keep only the accepted path (a chain's: a crop); (5)
+adaptive k (chains); (6) the next round's draft, when its tokens are certain (ahead.py: on CUDA the
+device drafts while the host goes on); (7) the tokens are committed and the round's events built
+(`commit_round`); (8) the tally and RoundEnd. The round's compute, event building included, runs on
+the lane's own clock (lane.py); the events are yielded afterwards, so a consumer (or the other lane of
+a race) never counts against this lane. Closing the generator stops the work at the next yield, within one round.
 A tree's events are a chain's with the tree in them: `Drafted` carries each node's parent, depth and
 rank among its siblings, every `Accepted` / `Rejected` names its node and rank, `Resampled` / `Bonus`
 the node they follow; a chain's leave those fields None.
@@ -23,6 +24,7 @@ import torch
 
 from ...errors import ConfigError
 from .acceptance import Verdict, judge
+from .ahead import Ahead, committed, drafts_ahead
 from ...runtime.cached_model import ModelWithCache, cached_model, positions_needed, step_shapes, uncached
 from ...runtime.tree_pass import feed_proposal, keep_path
 from .config import SpecConfig, planned_nodes
@@ -52,29 +54,32 @@ def speculate(pair: ModelPair, prompt: str | list[int], config: SpecConfig | Non
         raise ConfigError(f"{pair.draft_name} reads the target's hidden states, which a tree's pass does not give "
                           f"for every node's children: draft a chain with it (leave tree unset)")
     out = Output(pair, encode_prompt(pair, prompt), cfg)    # bad input fails here, before any work
-    return _run(pair, out, cfg, cancel, lane)
+    return _run(pair, out, cfg, cancel, lane, drafts_ahead(pair.device))
 
 
-def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str) -> Iterator[Event]:
+def _run(pair: ModelPair, out: Output, cfg: SpecConfig, cancel, lane: str, ahead: bool) -> Iterator[Event]:
     gen = make_generator(pair.device, cfg.seed)
     positions = positions_needed(out, cfg)
     drafter = make_drafter(pair, cfg, gen, positions)
     target = cached_model(pair.target, pair.vocab_size, cfg.fast, positions,
                           keep_hidden=drafter.reads_target_features, graphs=cfg.cuda_graphs,
                           shapes=step_shapes(cfg, "verify"))
-    rounds = Rounds(pair, out, target, drafter, cfg, gen, lane)
+    rounds = Rounds(pair, out, target, drafter, cfg, gen, lane, ahead, cancel)
     yield from run_lane(out, cancel, lane, LaneClock(pair.device), rounds.tally, rounds.step, target, drafter,
                         extra_stats=rounds.stats)
 
 
 class Rounds:
     """One lane's rounds: the models, the shape of the next round (adaptive k changes a chain's k), the
-    tally, and for a tree the per-depth tally of first / second choices."""
+    tally, for a tree the per-depth tally of first / second choices, and the next round's draft when it
+    was made ahead (`draft_ahead`: ahead.py)."""
 
     def __init__(self, pair: ModelPair, out: Output, target: ModelWithCache, drafter: Drafter, cfg: SpecConfig,
-                 gen: torch.Generator, lane: str):
+                 gen: torch.Generator, lane: str, draft_ahead: bool = False, cancel: threading.Event | None = None):
         self.pair, self.out, self.target, self.drafter = pair, out, target, drafter
         self.cfg, self.gen, self.lane = cfg, gen, lane
+        self.draft_ahead, self.cancel = draft_ahead, cancel
+        self.ahead: Ahead | None = None      # the next round's draft, made during this one
         self.k = cfg.k
         self.tally = LaneTally()
         self.tree = cfg.tree is not None
@@ -93,16 +98,19 @@ class Rounds:
     def step(self, clock: LaneClock) -> list[Event]:
         """One round, numbered as in the papers; the phase marks split its time for the tally."""
         out, cfg, r = self.out, self.cfg, self.tally.rounds + 1
-        phases = PhaseMarks(self.pair.device)     # draft | target pass | acceptance | bookkeeping, no extra sync
         before = len(out.ids)
-        shape = cfg.tree if self.tree else (1,) * self.k
-        # A round emits at most depth + 1 tokens: draft no deeper than the lane may still add, minus the bonus.
-        widths = shape[: max(0, min(len(shape), out.remaining - 1))]
+        widths = self._widths(out.remaining)
 
-        # 1. Draft: a tree of those widths (a chain: one node a depth), each node with the q it came from.
-        proposal = self.drafter.propose(out.ids, widths) if widths else empty(self.pair.vocab_size, self.pair.device)
+        # 1. Draft: a tree of those widths (a chain: one node a depth), each node with the q it came from;
+        #    made during the previous round when its tokens were certain (ahead.py), else now.
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None:
+            proposal, phases = ahead.take(out.ids, widths)
+        else:
+            phases = PhaseMarks(self.pair.device)     # draft | target pass | acceptance | bookkeeping, no extra sync
+            proposal = self._propose(out.ids, widths)
+            phases.mark()
         n = proposal.size
-        phases.mark()
 
         # 2. One target pass over the uncached tokens and every node; row 0 of the logits is p at the
         #    root (the last committed token), row i + 1 p after node i.
@@ -120,19 +128,26 @@ class Rounds:
         keep_path(self.target, before, v.path)
         self.drafter.update(v.path, self.target.hidden if self.drafter.reads_target_features else None, fed_from)
 
-        # 5. Commit the tokens in order, building the round's events; a stop rule may end it early.
+        # 5. Adaptive k (a chain): one more after a fully accepted round, one fewer after a rejection.
+        k_used = self.k
+        if cfg.adaptive_k and n == len(widths) > 0:
+            self.k = min(self.k + 1, cfg.k_max) if len(v.path) == n else max(self.k - 1, cfg.k_min)
+
+        # 6. The next round's draft, launched before this round's events are built (on CUDA the device
+        #    drafts while the host builds them); its time is its own round's, not this one's.
+        if self.draft_ahead:
+            phases.pause()
+            self.ahead = self._ahead(v)
+            phases.resume()
+
+        # 7. Commit the tokens in order, building the round's events; a stop rule may end it early.
         events = commit_round(out, proposal, v, r, self.rule, self.lane, at, self.tree)
         accepted = sum(e.kind == "accepted" for e in events)
         rejected = [e for e in events if e.kind == "rejected"]
         emitted = len(out.ids) - before
-
-        # 6. Adaptive k (a chain): one more after a fully accepted round, one fewer after a rejection.
-        k_used = self.k
-        if cfg.adaptive_k and n == len(widths) > 0:
-            self.k = min(self.k + 1, cfg.k_max) if len(v.path) == n else max(self.k - 1, cfg.k_min)
         phases.mark()
 
-        # 7. Tally the round and close it with RoundEnd (its phases' seconds and the running totals).
+        # 8. Tally the round and close it with RoundEnd (its phases' seconds and the running totals).
         draft_s, target_s, accept_s, bookkeeping_s = phases.seconds()
         for event in events:
             self.tally.add(event)
@@ -153,6 +168,32 @@ class Rounds:
         self.tally.add(end)
         events.append(end)
         return events
+
+    def _widths(self, remaining: int) -> tuple[int, ...]:
+        """The shape a round drafts when the lane may still add `remaining` tokens: a round emits at most
+        depth + 1 tokens, so it drafts no deeper than that, minus the bonus."""
+        shape = self.cfg.tree if self.tree else (1,) * self.k
+        return tuple(shape[: max(0, min(len(shape), remaining - 1))])
+
+    def _propose(self, ids: list[int], widths: tuple[int, ...]) -> Proposal:
+        return self.drafter.propose(ids, widths) if widths else empty(self.pair.vocab_size, self.pair.device)
+
+    def _ahead(self, v: Verdict) -> Ahead | None:
+        """The next round's draft, made now from the tokens this round will commit, when that round is
+        certain to draft from them (None: it is not, or it drafts nothing). Called after both caches kept
+        the accepted path and adaptive k moved, before the events: the drafter and the random generator
+        see what they would see after the events."""
+        tokens = committed(v)
+        widths = self._widths(self.out.remaining - len(tokens))
+        if not widths or any(t in self.out.eos for t in tokens):   # the run ends here, or drafts nothing next
+            return None
+        if self.cancel is not None and self.cancel.is_set():        # Stop already pressed: no next round
+            return None
+        ids = self.out.ids + tokens
+        phases = PhaseMarks(self.pair.device)
+        proposal = self.drafter.propose(ids, widths)
+        phases.mark()
+        return Ahead(ids, widths, proposal, phases)
 
 
 def commit_round(out: Output, proposal: Proposal, v: Verdict, r: int, rule: str, lane: str, at: float,

@@ -116,3 +116,14 @@ def test_a_stale_file_shows_nothing_and_takes_no_room(browser, tiny_dirs, tmp_pa
     finally:
         context.close()
         demo.close()
+
+
+def test_a_share_link_that_names_a_pair_opens_on_that_pairs_line(browser, served):
+    url, files = served
+    context, pg = open_at(browser, url + "?pair=code", 1366, 768)
+    try:
+        line = line_of(pg, "code")
+        assert float(line.get_attribute("data-code")) == files["code"]["kinds"]["code"]["acceptance"]
+        assert pg.locator("#pair-expect .pair-expect").count() == 1
+    finally:
+        context.close()

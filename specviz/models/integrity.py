@@ -5,7 +5,7 @@ so a damaged copy would race with wrong weights. Two records are checked before 
 
 - the shipped models: `assets/models/SHA256SUMS` (sha256sum's format, `<hex>  <folder>/<file>`), written by
   `write_manifest` (`python -m specviz.models.integrity` after retraining) over every file of each model
-  folder except notes (*.md, training.json); any folder with a SHA256SUMS beside it is checked the same way;
+  folder except notes (*.md, training.json, expect.json: the measured figures, models/expect.py); any folder with a SHA256SUMS beside it is checked the same way;
 - a fetched model: the sums fetch.py records in the folder's specviz-source.json when it converts it
   (`sha256`); a folder fetched before this existed has none and loads unchecked.
 
@@ -22,7 +22,8 @@ from pathlib import Path
 from ..errors import LoadError
 
 MANIFEST = "SHA256SUMS"
-NOTES = {"README.md", "training.json", "specviz-source.json"}   # notes, and the fetch marker that holds the sums
+# notes (expect.json: figures a quiet machine may add to later), and the fetch marker that holds the sums
+NOTES = {"README.md", "training.json", "expect.json", "specviz-source.json"}
 _verified: dict[str, tuple] = {}
 
 

@@ -2,7 +2,8 @@
 
 `build_form(app)` lays it out (call inside the page's Blocks) and wires the listeners that keep it
 consistent on its own: a pair's pick sets its examples, its preset's k, chat default and confidence
-stop; the prompt's tip follows the chat switch; a share link's settings (view/share.py) fill it when
+stop, and any change of the pair the line of what to expect from it (view/expect_line.py); the
+prompt's tip follows the chat switch; a share link's settings (view/share.py) fill it when
 the page opens (view/form_fill.py, which a loaded trace's replay uses too), and the link button beside
 Run writes that link for the current form, with "lock for a class" and "use these examples" as
 options in the panel it opens; the k measured for a pair on
@@ -25,6 +26,7 @@ from ..app.state import AppState
 from ..engine.loop.drafters import DRAFTERS
 from . import lenient    # the form's inputs: the app checks their values
 from .render import clean, figures_line
+from .expect_line import expect_html
 from .form_fill import FILLED, opened
 from .share import MAX_PROMPTS, form_defaults, link_query
 from .qr_svg import svg as qr_svg
@@ -98,6 +100,8 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
             if app.pairs.allow_custom_models:
                 choices.append(("your own hub models (type their ids below)", CUSTOM))
             preset = lenient.Dropdown(choices, value=first.key, label=BY_NAME["preset"].label, elem_id="preset")
+            # What to expect from the pair: its measured acceptance on prompts it never saw (view/expect_line.py).
+            expect_line = gr.HTML(expect_html(first), elem_id="pair-expect")
             fetch_line = gr.HTML(_fetch_html(app), elem_id="fetch-status")
             with gr.Row(visible=app.pairs.allow_custom_models):
                 custom_target = made("custom_target", placeholder="owner/name")
@@ -145,6 +149,8 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
     picked = preset.input(partial(_on_preset, app), [preset, prompt],
                           [examples.dataset, k, chat, k_note, confidence_stop, prompt], api_name=False)
     preset.input(partial(_watch_k, app), [preset], [k_watch], api_name=False, show_progress="hidden")
+    # Any change of the pair (a pick, a share link, a loaded trace): its expected figures follow.
+    preset.change(partial(_pair_expect, app), [preset], [expect_line], api_name=False, show_progress="hidden")
     # The k measured for the pair on this machine (a background calibration after its load): at
     # page load (after the share link's values), after a pick, and while k_watch ticks.
     measured = partial(_k_measured, app)
@@ -267,6 +273,10 @@ def _on_preset(app: AppState, key, prompt=None):
     new_prompt = p.examples[0] if an_example and p.examples else gr.skip()
     return (gr.Dataset(samples=[[e] for e in p.examples]), p.k,
             gr.Checkbox(value=p.chat, interactive=p.chat), _k_note_html(app, p), p.confidence_stop, new_prompt)
+
+
+def _pair_expect(app: AppState, key) -> str:
+    return expect_html(app.pairs.presets.get(key) if isinstance(key, str) else None)
 
 
 def _watch_k(app: AppState, key):

@@ -1,0 +1,125 @@
+"""The draft gate: a new draft ships only if it beats the current one on prompts neither trained on.
+
+Both drafts are measured in one process on the same prompts (bench/expect.py: greedy, pooled acceptance
+per kind). The candidate passes only if
+
+    a_chat(candidate) > a_chat(current)    and    a_code(candidate) >= a_code(current)
+
+(a pair with no chat figure, such as the bundled Python model, needs a_code strictly higher: a draft
+that changes nothing is not shipped). Before any model loads, the gate refuses a candidate whose training
+prompts (a training work folder's prompts.json and questions.json, when given) contain a gate prompt's
+text: its figure there would be a memory, not a prediction. Shipping (`ship`) replaces the current draft's
+folder with the candidate's files, writes its expect.json and, where a SHA256SUMS beside the folder
+lists it, that folder's lines of the sums.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from ..models import integrity
+from ..models.expect import KINDS, write_expect
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def training_prompts(work_dir: str | Path) -> list[str]:
+    """The prompt texts a training work folder planned: prompts.json ([kind, text] pairs, texts, or
+    {"text"} objects) and questions.json (the self-instruct requests), where present."""
+    folder = Path(work_dir)
+    found = [folder / name for name in ("prompts.json", "questions.json") if (folder / name).is_file()]
+    if not found:
+        raise FileNotFoundError(f"--work-dir {folder}: no prompts.json or questions.json there")
+    texts = []
+    for path in found:
+        for item in json.loads(path.read_text(encoding="utf-8")):
+            if isinstance(item, str):
+                texts.append(item)
+            elif isinstance(item, (list, tuple)) and item and isinstance(item[-1], str):
+                texts.append(item[-1])
+            elif isinstance(item, dict) and isinstance(item.get("text"), str):
+                texts.append(item["text"])
+    return texts
+
+
+def overlaps(prompts: list[dict], trained: list[str]) -> list[str]:
+    """The gate prompts whose text (whitespace and case aside) is, or is inside, a training prompt."""
+    seen = [_normal(t) for t in trained]
+    return [p["text"] for p in prompts if any(_normal(p["text"]) in t for t in seen)]
+
+
+def verdict(candidate: dict, current: dict) -> tuple[bool, list[str]]:
+    """(passes, one reason per kind) from both drafts' figures per kind (measure()'s "kinds")."""
+    kinds = [k for k in KINDS if k in candidate and k in current]
+    if not kinds:
+        return False, ["no kind of prompt was measured for both drafts"]
+    reasons, ok = [], True
+    strict = {"chat"} if "chat" in kinds else {"code"}          # the kind that must improve
+    for kind in kinds:
+        new, old = candidate[kind]["acceptance"], current[kind]["acceptance"]
+        if kind in strict:
+            good, need = new > old, "higher"
+        else:
+            good, need = new >= old, "not lower"
+        ok &= good
+        reasons.append(f"{kind}: {new:.3f} against {old:.3f}, must be {need}: {'yes' if good else 'NO'}")
+    return ok, reasons
+
+
+def table(candidate: dict, current: dict, names: tuple[str, str] = ("candidate", "current")) -> str:
+    """Both drafts' acceptance per kind (accepted/judged) as a small text table."""
+    kinds = [k for k in KINDS if k in candidate or k in current]
+    width = max(len(n) for n in names) + 2
+    head = f"{'draft':<{width}}" + "".join(f"{k + ' a (accepted/judged)':>28}" for k in kinds)
+    rows = [head, "-" * len(head)]
+    for name, figures in zip(names, (candidate, current)):
+        cells = []
+        for kind in kinds:
+            f = figures.get(kind)
+            cells.append(f"{f['acceptance']:.3f} ({f['accepted']}/{f['judged']})" if f else "-")
+        rows.append(f"{name:<{width}}" + "".join(f"{c:>28}" for c in cells))
+    return "\n".join(rows)
+
+
+def ship(candidate: str | Path, current: str | Path, record: dict) -> Path:
+    """Replace the current draft's folder with the candidate's files and its expect.json (`record`); update
+    the SHA256SUMS beside it where that lists the folder. The old folder is removed only once the new
+    one is complete."""
+    candidate, current = Path(candidate), Path(current)
+    staged = current.with_name(current.name + ".shipping")
+    shutil.rmtree(staged, ignore_errors=True)
+    staged.mkdir()
+    for path in candidate.iterdir():
+        if path.is_file() and path.name != "expect.json":
+            shutil.copy2(path, staged / path.name)
+    write_expect(staged, record)
+    old = current.with_name(current.name + ".replaced")
+    shutil.rmtree(old, ignore_errors=True)
+    if current.exists():
+        current.replace(old)
+    staged.replace(current)
+    shutil.rmtree(old, ignore_errors=True)
+    update_sums(current)
+    return current
+
+
+def update_sums(folder: Path) -> Path | None:
+    """Rewrite the lines of `folder` in the SHA256SUMS beside it (when that file lists the folder),
+    leaving every other folder's lines as they are."""
+    manifest = folder.parent / integrity.MANIFEST
+    if not manifest.is_file():
+        return None
+    lines = manifest.read_text(encoding="utf-8").splitlines()
+    prefix = f"{folder.name}/"
+    if not any(line.partition("  ")[2].startswith(prefix) for line in lines):
+        return None
+    kept = [line for line in lines if not line.partition("  ")[2].startswith(prefix)]
+    mine = [f"{digest}  {folder.name}/{name}" for name, digest in integrity.sums_of(folder).items()]
+    at = next((i for i, line in enumerate(lines) if line.partition("  ")[2].startswith(prefix)), len(kept))
+    ordered = kept[:at] + mine + kept[at:]
+    manifest.write_text("\n".join(ordered) + "\n", encoding="utf-8")
+    return manifest

@@ -1,0 +1,102 @@
+"""The draft gate: a candidate ships only if its chat acceptance is higher and its code acceptance not lower
+than the current draft's, never when it trained on a gate prompt; shipping replaces the folder, writes its
+expect.json and only its own lines of SHA256SUMS."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from specviz.bench import draft_gate
+from specviz.models import integrity
+from specviz.models.expect import draft_fingerprint, read_expect
+from tests.test_pair_expect import a_record
+
+
+def figures(chat: float | None, code: float) -> dict:
+    out = {"code": {"acceptance": code, "accepted": round(100 * code), "judged": 100}}
+    if chat is not None:
+        out["chat"] = {"acceptance": chat, "accepted": round(100 * chat), "judged": 100}
+    return out
+
+
+@pytest.mark.parametrize("candidate, current, passes", [
+    (figures(0.66, 0.89), figures(0.51, 0.89), True),        # chat higher, code equal
+    (figures(0.66, 0.88), figures(0.51, 0.89), False),       # code lower
+    (figures(0.51, 0.95), figures(0.51, 0.89), False),       # chat not higher
+    (figures(None, 0.80), figures(None, 0.79), True),        # code only: code must be higher
+    (figures(None, 0.79), figures(None, 0.79), False),
+])
+def test_the_gate_passes_only_on_higher_chat_and_code_not_lower(candidate, current, passes):
+    ok, reasons = draft_gate.verdict(candidate, current)
+    assert ok is passes and len(reasons) == len(current)
+    table = draft_gate.table(candidate, current)
+    assert "candidate" in table and "current" in table and f"({current['code']['accepted']}/100)" in table
+
+
+def test_the_gate_finds_a_gate_prompt_among_the_training_prompts(tmp_path):
+    (tmp_path / "prompts.json").write_text(json.dumps([["chat", "Why  do leaves change color in AUTUMN?"],
+                                                       ["code", "import os\n\n\ndef walk(top):\n    pass"]]))
+    trained = draft_gate.training_prompts(tmp_path)
+    prompts = [{"text": "Why do leaves change color in autumn?"}, {"text": "def walk(top):"},
+               {"text": "What is a black hole?"}]
+    assert draft_gate.overlaps(prompts, trained) == ["Why do leaves change color in autumn?", "def walk(top):"]
+    with pytest.raises(FileNotFoundError):
+        draft_gate.training_prompts(tmp_path / "nowhere")
+
+
+def test_shipping_replaces_the_folder_writes_its_figures_and_only_its_sums(tiny_dirs, tmp_path):
+    root = tmp_path / "models"
+    for name, source_dir in (("current", "random"), ("other", "target")):
+        shutil.copytree(tiny_dirs[source_dir], root / name)
+    integrity.write_manifest(root)
+    other_lines = [line for line in (root / "SHA256SUMS").read_text().splitlines() if "  other/" in line]
+    candidate = tmp_path / "candidate"
+    shutil.copytree(tiny_dirs["cut"], candidate)
+    draft_gate.ship(candidate, root / "current", a_record(candidate))
+    assert read_expect(root / "current")["kinds"]["code"]["acceptance"] == 0.889
+    assert draft_fingerprint(root / "current") == draft_fingerprint(candidate)
+    integrity._verified.clear()
+    integrity.verify(root / "current", "current")                 # the sums match the shipped files
+    assert [line for line in (root / "SHA256SUMS").read_text().splitlines() if "  other/" in line] == other_lines
+    assert not any(p.name.endswith((".shipping", ".replaced")) for p in root.iterdir())
+
+
+def _script(name: str):
+    import importlib.util
+    from specviz.paths import ROOT
+    spec = importlib.util.spec_from_file_location(f"script_{name}", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_the_gate_fails_a_copy_of_the_current_draft_and_ships_nothing(tmp_path, monkeypatch, capsys):
+    """End to end on the bundled pair: a candidate equal to the current draft does not beat it (exit 1),
+    and --ship then leaves the current folder as it was."""
+    from specviz.paths import MODELS
+    monkeypatch.setenv("SPECVIZ_DRAFT_STEP", "int8")
+    shutil.copytree(MODELS / "draft", tmp_path / "candidate")
+    shutil.copytree(MODELS / "draft", tmp_path / "models" / "draft")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "models" / "draft").iterdir()}
+    code = _script("draft_gate").main(["--candidate", str(tmp_path / "candidate"), "--preset", "bundled",
+                                       "--current", str(tmp_path / "models" / "draft"), "--ship"])
+    out = capsys.readouterr().out
+    assert code == 1 and "FAIL: the current draft stays" in out and "must be higher: NO" in out
+    assert "no --work-dir given" in out and "candidate" in out and "current" in out
+    assert {p.name: p.read_bytes() for p in (tmp_path / "models" / "draft").iterdir()} == before
+
+
+@pytest.mark.slow
+def test_pair_expect_writes_what_the_shipped_file_holds(tmp_path, monkeypatch):
+    """The script's record for the bundled pair: the shipped expect.json's figures, settings and command."""
+    from specviz.paths import MODELS
+    monkeypatch.setenv("SPECVIZ_DRAFT_STEP", "int8")
+    out = tmp_path / "bundled.json"
+    assert _script("pair_expect").main(["--preset", "bundled", "--out", str(out)]) == 0
+    got, shipped = json.loads(out.read_text()), read_expect(MODELS / "draft")
+    for key in ("pair", "draft_fingerprint", "prompts", "k", "temperature", "max_new_tokens", "command", "kinds",
+                "per_prompt", "draft_step"):
+        assert got[key] == shipped[key], key

@@ -97,6 +97,14 @@ def test_pair_expect_writes_what_the_shipped_file_holds(tmp_path, monkeypatch):
     out = tmp_path / "bundled.json"
     assert _script("pair_expect").main(["--preset", "bundled", "--out", str(out)]) == 0
     got, shipped = json.loads(out.read_text()), read_expect(MODELS / "draft")
-    for key in ("pair", "draft_fingerprint", "prompts", "k", "temperature", "max_new_tokens", "command", "kinds",
-                "per_prompt", "draft_step"):
+    for key in ("pair", "draft_fingerprint", "prompts", "k", "temperature", "max_new_tokens", "draft_step"):
         assert got[key] == shipped[key], key
+    # the shipped file's speedups come from a quiet machine's --speedup run: the counts are compared, not the timing
+    assert shipped["command"].startswith(got["command"])
+    assert without_speedup(got["kinds"]) == without_speedup(shipped["kinds"])
+    assert [without_speedup(row) for row in got["per_prompt"]] == [without_speedup(row) for row in shipped["per_prompt"]]
+
+
+def without_speedup(record: dict) -> dict:
+    return {key: (without_speedup(value) if isinstance(value, dict) else value)
+            for key, value in record.items() if key != "speedup"}

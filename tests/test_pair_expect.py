@@ -104,7 +104,8 @@ def test_the_bundled_pairs_figures_are_what_the_script_measures(monkeypatch):
     prompts = expect.kind_prompts(record["prompts"], preset.chat)
     got = expect.measure(pair, prompts, SpecConfig(k=record["k"], max_new_tokens=record["max_new_tokens"]),
                          log=lambda line: None)
-    assert got["kinds"]["code"] == record["kinds"]["code"]
+    counts = ("acceptance", "accepted", "judged", "prompts")     # the speedup is a timing: not remeasured
+    assert {n: got["kinds"]["code"][n] for n in counts} == {n: record["kinds"]["code"][n] for n in counts}
 
 
 def test_prompts_sent_as_chat_are_left_out_for_a_pair_without_a_chat_template():

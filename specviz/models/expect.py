@@ -4,7 +4,7 @@ Each shipped draft folder may hold `expect.json`, written by `python scripts/pai
 (specviz/bench/expect.py measures it): per kind of prompt (chat, code), greedy, at the file's k, the
 acceptance rate a = accepted / judged drafts summed over the prompts (the definition of
 engine/metrics/measures.py) and, when a quiet machine timed it, the median speedup over those prompts.
-The page shows it beside the pair menu; the draft gate (scripts/draft_gate.py) writes it when it ships a draft.
+The page shows it above the race; the draft gate (scripts/draft_gate.py) writes it when it ships a draft.
 
 The file names the draft it was measured with: `draft_fingerprint`, 12 hex digits of the SHA-256 over the
 folder's weight files (each file's name and sha256, in name order; the same definition as the trainer's

@@ -1,6 +1,8 @@
-"""The line under the pair menu, in a real browser: for each pair it reads that pair's expect.json (chat
-first, code, the speedups when measured), follows a change of the pair, opens its source on a click or a
-tap (nothing hover-only), keeps every text escaped, and fits a phone (390 px) and a laptop (1366x768)."""
+"""The line of what to expect from the pair, in a real browser: for each pair it reads that pair's
+expect.json (chat first, code, the speedups when measured), follows a change of the pair, opens its source
+on a click or a tap (nothing hover-only), keeps every text escaped, and fits a phone (390 px) and a laptop
+(1366x768). It sits above the race's panes, not in the settings a phone folds away: a phone visitor reads
+it on the first screen without opening anything, and every screen shows one copy."""
 import json
 import shutil
 
@@ -125,5 +127,81 @@ def test_a_share_link_that_names_a_pair_opens_on_that_pairs_line(browser, served
         line = line_of(pg, "code")
         assert float(line.get_attribute("data-code")) == files["code"]["kinds"]["code"]["acceptance"]
         assert pg.locator("#pair-expect .pair-expect").count() == 1
+    finally:
+        context.close()
+
+
+
+def visible_lines(pg) -> list:
+    """The copies of the expect line a visitor sees now."""
+    return [line for line in pg.locator(".pair-expect").all() if line.is_visible()]
+
+
+def open_phone(browser, url):
+    """A phone's page as it opens: the settings folded away, nothing tapped."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    pg = context.new_page()
+    pg.goto(url)
+    pg.wait_for_selector("#run")
+    wait_settings_fold(pg)
+    return context, pg
+
+
+def beside_the_race(pg, line, w: int, h: int) -> None:
+    """On the first screen, inside its width, in the race's column and above its panes."""
+    box, pane = line.bounding_box(), pg.locator("#spec-pane").bounding_box()
+    results = pg.locator("#results").bounding_box()
+    assert box["x"] >= results["x"] and box["x"] + box["width"] <= w, (box, results)
+    assert box["y"] >= 0 and box["y"] + box["height"] <= h and box["y"] < pane["y"], (box, pane)
+
+
+def test_a_phone_reads_the_line_beside_the_race_without_opening_anything(browser, served):
+    url, files = served
+    context, pg = open_phone(browser, url)
+    try:
+        assert not pg.locator("#preset input").is_visible()          # the settings are folded
+        line = line_of(pg, "both")
+        assert line.is_visible()
+        assert "44% of drafts on chat and 81% on code (k = 3, greedy)" in line.locator(".pe-line").inner_text()
+        assert float(line.get_attribute("data-chat")) == files["both"]["kinds"]["chat"]["acceptance"]
+        beside_the_race(pg, line, 390, 844)
+        assert len(visible_lines(pg)) == 1
+        assert pg.evaluate("document.documentElement.scrollWidth") <= 390
+        # Another pair picked in the settings, folded again: the line above the race is that pair's.
+        pg.click("#settings > button.label-wrap")
+        pg.wait_for_selector("#preset input", state="visible")
+        pg.locator("#preset input").click()
+        pg.get_by_role("option", name="code only pair").click()
+        line = line_of(pg, "code")
+        assert len(visible_lines(pg)) == 1                              # still one copy, settings open
+        pg.click("#settings > button.label-wrap")
+        pg.wait_for_selector("#preset input", state="hidden")
+        assert float(line.get_attribute("data-code")) == files["code"]["kinds"]["code"]["acceptance"]
+        assert line.get_attribute("data-chat") is None
+        beside_the_race(pg, line, 390, 844)
+    finally:
+        context.close()
+
+
+def test_a_laptop_sees_one_copy_beside_the_race_on_the_first_screen(browser, served):
+    url, _ = served
+    context, pg = open_at(browser, url, 1366, 768)
+    try:
+        line = line_of(pg, "both")
+        assert pg.locator("#preset input").is_visible()                # the settings are open here
+        assert len(visible_lines(pg)) == 1 and line.is_visible()
+        beside_the_race(pg, line, 1366, 768)
+    finally:
+        context.close()
+
+
+def test_a_share_link_opens_a_phone_on_that_pairs_line_beside_the_race(browser, served):
+    url, files = served
+    context, pg = open_phone(browser, url + "?pair=code")
+    try:
+        line = line_of(pg, "code")
+        assert float(line.get_attribute("data-code")) == files["code"]["kinds"]["code"]["acceptance"]
+        assert line.is_visible() and len(visible_lines(pg)) == 1
+        beside_the_race(pg, line, 390, 844)
     finally:
         context.close()

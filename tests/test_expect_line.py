@@ -49,3 +49,31 @@ def test_both_shipped_pairs_show_their_line():
     smollm2, bundled = expect_html(get_preset("smollm2")), expect_html(get_preset("bundled"))
     assert "on chat and" in smollm2 and 'data-chat="' in smollm2
     assert "Python only" in bundled and 'data-chat="' not in bundled and 'data-code="' in bundled
+
+
+
+def test_the_race_shows_the_line_and_it_follows_every_change_of_the_pair(tiny_dirs, draft_copy):
+    """The line sits in the race tab (beside the race on every screen, never in the settings a phone folds
+    away), starts with the pair the page opens on and is rewritten on each change of the pair menu."""
+    from specviz.view.ui import build_demo
+    from tests.helpers import app_with
+    write_expect(draft_copy, a_record(draft_copy))
+    measured = tiny_preset({"target": tiny_dirs["target"], "cut": str(draft_copy)}, key="tiny")
+    plain = tiny_preset(tiny_dirs, key="plain")
+    demo = build_demo(app_with({"tiny": measured, "plain": plain}))
+    lines = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "pair-expect"]
+    menu = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "preset")
+    assert len(lines) == 1 and lines[0].value == expect_html(measured) != ""          # one copy, one wording
+    settings = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "settings")
+    race = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "race-tab")
+
+    def inside(block, box) -> bool:
+        while block is not None and block is not box:
+            block = block.parent
+        return block is box
+    assert inside(lines[0], race) and not inside(lines[0], settings)
+    following = [fn for fn in demo.fns.values() if lines[0] in fn.outputs
+                 and any(target == menu._id and event == "change" for target, event in fn.targets)]
+    assert len(following) == 1
+    assert following[0].fn("plain") == ""                  # a pair without figures: nothing
+    assert following[0].fn("tiny") == expect_html(measured)

@@ -5,11 +5,12 @@ plain steps, target passes of 2..k_max + 1 tokens, each k's draft steps in their
 the threads it serves with; every timed repeat seeds the pair's cost model (engine/analysis/cost_model.py),
 and every race with it adds its own c and v. The advice is the cost model's: the k with the highest
 E(a, k) / (k c(k) + v(k + 1)) for the acceptance rate a the preset's draft reached on held-out prompts
-(spaces.yaml `acceptance`, measured in benchmarks/), with the ks within noise of it. Where the figures
-are noise or too few, or where no k is expected to gain, there is no advice: the line says why, and the
-preset's k stays, said to be not measured here. The line is a prediction and says so: it names the cost
-model as "typical here" with its count, the a it assumes, and where the pair's latest race accepted a
-clearly different share, that race's a beside it (never as the advice's own).
+(spaces.yaml `acceptance`, else the draft's expect.json pooled over chat and code: Preset.acceptance), with
+the ks within noise of it. Where the figures are noise or too few, or where no k is expected to gain, there
+is no advice: the line says why, and the preset's k stays, said to be not measured here. The line is a
+prediction and says so: it names the cost model as "typical here" with its count, the a it assumes, and
+where the pair's latest race accepted a clearly different share, that race's a beside it (never as the
+advice's own).
 """
 from __future__ import annotations
 

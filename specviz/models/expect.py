@@ -4,7 +4,8 @@ Each shipped draft folder may hold `expect.json`, written by `python scripts/pai
 (specviz/bench/expect.py measures it): per kind of prompt (chat, code), greedy, at the file's k, the
 acceptance rate a = accepted / judged drafts summed over the prompts (the definition of
 engine/metrics/measures.py) and, when a quiet machine timed it, the median speedup over those prompts.
-The page shows it beside the pair menu; the draft gate (scripts/draft_gate.py) writes it when it ships a draft.
+The page shows it above the race; the draft gate (scripts/draft_gate.py) writes it when it ships a draft;
+its pooled a (`pooled_acceptance`) is the one the k advice assumes where spaces.yaml gives none.
 
 The file names the draft it was measured with: `draft_fingerprint`, 12 hex digits of the SHA-256 over the
 folder's weight files (each file's name and sha256, in name order; the same definition as the trainer's
@@ -111,3 +112,21 @@ def preset_draft_folder(preset) -> Path | None:
     if preset.draft and Path(preset.draft).is_absolute() and Path(preset.draft).is_dir():
         return Path(preset.draft)
     return None
+
+
+def pooled_acceptance(record: dict) -> float | None:
+    """The record's a over all its kinds: accepted / judged summed over chat and code (the benchmark's
+    pooled a, measures.acceptance_rate's definition over the pooled tallies); None where a kind lacks
+    its counts or nothing was judged."""
+    kinds = record["kinds"].values()
+    if not all(isinstance(f.get("accepted"), int) and isinstance(f.get("judged"), int) for f in kinds):
+        return None
+    judged = sum(f["judged"] for f in kinds)
+    return sum(f["accepted"] for f in kinds) / judged if judged > 0 else None
+
+
+def held_out_acceptance(preset) -> float | None:
+    """A preset's draft's pooled a on prompts it never saw, from its expect.json (None: no current file):
+    the a the k advice assumes where spaces.yaml gives none (models/presets.py)."""
+    record = read_expect(preset_draft_folder(preset))
+    return pooled_acceptance(record) if record is not None else None

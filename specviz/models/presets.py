@@ -9,7 +9,7 @@ first tier that lists it winning (a key names one pair in every tier: tests/test
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -17,6 +17,7 @@ import yaml
 from ..engine.loop.config import CONFIDENCE_STOP_MAX
 from ..errors import ConfigError, ProfileError
 from .. import paths
+from .expect import held_out_acceptance
 from .loading import HUB_ID
 
 
@@ -29,7 +30,8 @@ class Preset:
     k: int = 4
     examples: tuple[str, ...] = field(default_factory=tuple)
     chat: bool = False                 # wrap prompts in the target's chat template by default (instruct models)
-    # The draft's acceptance rate on held-out prompts (greedy, benchmarks/): with the costs the app
+    # The draft's acceptance rate on held-out prompts (greedy, benchmarks/): spaces.yaml's `acceptance`, else
+    # the draft folder's expect.json pooled over its kinds (models/expect.py). With the costs the app
     # measures at load, it picks the k this machine runs best (app/k_advice.py). None: keep `k`.
     acceptance: float | None = None
     # Drafting stops early in a round once the draft gives its own token less than this
@@ -127,8 +129,11 @@ def parse_presets(raw, where: str, k_range: tuple[int, int] = (1, 32)) -> dict[s
         stop = item.get("confidence_stop", 0.0)
         expect(isinstance(stop, (int, float)) and not isinstance(stop, bool) and 0 <= stop <= CONFIDENCE_STOP_MAX,
                f"{at}.confidence_stop", f"must be a number from 0 (off) to {CONFIDENCE_STOP_MAX}")
-        out[item["key"]] = Preset(item["key"], item["label"], target, draft, k, tuple(examples),
-                                  chat=item.get("chat", False), acceptance=acceptance, confidence_stop=float(stop))
+        preset = Preset(item["key"], item["label"], target, draft, k, tuple(examples),
+                        chat=item.get("chat", False), acceptance=acceptance, confidence_stop=float(stop))
+        if acceptance is None:      # the draft's own measurement, where its folder carries one
+            preset = replace(preset, acceptance=held_out_acceptance(preset))
+        out[item["key"]] = preset
     return out
 
 

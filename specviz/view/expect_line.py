@@ -1,4 +1,4 @@
-"""The line under the pair menu that tells a visitor what to expect from the chosen pair.
+"""The line above the race that tells a visitor what to expect from the pair chosen in the menu.
 
 One calm line from the draft's expect.json (app/pair_expect.py words it): its acceptance on chat and on
 code prompts it never saw, with the speedups when a quiet machine measured them, and a "source" fold that

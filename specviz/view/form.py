@@ -2,7 +2,8 @@
 
 `build_form(app)` lays it out (call inside the page's Blocks) and wires the listeners that keep it
 consistent on its own: a pair's pick sets its examples, its preset's k, chat default and confidence
-stop, and any change of the pair the line of what to expect from it (view/expect_line.py); the
+stop, and any change of the pair the line of what to expect from it (view/expect_line.py), which the
+race tab shows above its panes (`show_expect_in`: a phone folds these settings away); the
 prompt's tip follows the chat switch; a share link's settings (view/share.py) fill it when
 the page opens (view/form_fill.py, which a loaded trace's replay uses too), and the link button beside
 Run writes that link for the current form, with "lock for a class" and "use these examples" as
@@ -56,6 +57,17 @@ class Form:
         """The form's components in FORM_FIELDS order (RunRequest.from_form reads them so)."""
         return [self.fields[name] for name in FORM_FIELDS]
 
+    def show_expect_in(self, line: gr.HTML) -> None:
+        """The pair's expect line (view/expect_line.py) in `line`, which the race tab places above its panes
+        (on a phone the settings fold away, so the line is not under the pair menu): the pair the page opens
+        on now, then every change of the pair (a pick, a share link, a replayed trace)."""
+        preset = self.fields["preset"]
+        preset.change(partial(_pair_expect, self.app), [preset], [line], api_name=False, show_progress="hidden")
+
+    def expect_now(self) -> str:
+        """The expect line of the pair the page opens on."""
+        return expect_html(self.app.pairs.default_preset())
+
     def refresh_k_after(self, event) -> None:
         """After `event` (a race may have loaded its pair, which is then measured): its k now, or a watch for it."""
         event.then(partial(_k_measured, self.app), [self.fields["preset"], self.link],
@@ -100,8 +112,7 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
             if app.pairs.allow_custom_models:
                 choices.append(("your own hub models (type their ids below)", CUSTOM))
             preset = lenient.Dropdown(choices, value=first.key, label=BY_NAME["preset"].label, elem_id="preset")
-            # What to expect from the pair: its measured acceptance on prompts it never saw (view/expect_line.py).
-            expect_line = gr.HTML(expect_html(first), elem_id="pair-expect")
+            # What to expect from the pair is said above the race, never folded away (Form.show_expect_in).
             fetch_line = gr.HTML(_fetch_html(app), elem_id="fetch-status")
             with gr.Row(visible=app.pairs.allow_custom_models):
                 custom_target = made("custom_target", placeholder="owner/name")
@@ -149,8 +160,6 @@ def build_form(app: AppState, demo: gr.Blocks) -> Form:
     picked = preset.input(partial(_on_preset, app), [preset, prompt],
                           [examples.dataset, k, chat, k_note, confidence_stop, prompt], api_name=False)
     preset.input(partial(_watch_k, app), [preset], [k_watch], api_name=False, show_progress="hidden")
-    # Any change of the pair (a pick, a share link, a loaded trace): its expected figures follow.
-    preset.change(partial(_pair_expect, app), [preset], [expect_line], api_name=False, show_progress="hidden")
     # The k measured for the pair on this machine (a background calibration after its load): at
     # page load (after the share link's values), after a pick, and while k_watch ticks.
     measured = partial(_k_measured, app)

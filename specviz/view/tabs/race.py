@@ -1,6 +1,7 @@
-"""The Race tab: two streaming panes (speculative and plain decoding of the same prompt), their
-meters, the stats strip, the ledger, the race's plots (acceptance by kind of token among them, each
-declared once in view/race_plots.py), the trace download and "Load a trace" (view/replay.py replays a
+"""The Race tab: the line of what to expect from the pair (it follows the form's pair menu, view/form.py),
+two streaming panes (speculative and plain decoding of the same prompt), their meters, the stats strip,
+the ledger, the race's plots (acceptance by kind of token among them, each declared once in
+view/race_plots.py), the trace download and "Load a trace" (view/replay.py replays a
 downloaded trace here, with no model run, and fills the form with its settings and prompt).
 Run clears the last race and shows this tab at once, then view/handlers.py's `run_race` streams
 RaceUpdates into it; its outputs are wired by RaceUpdate's field names, so no handler matches a
@@ -48,7 +49,11 @@ READ_TRACE = f"""async (_, link) => {{
 
 def build(shared: Shared) -> gr.Tab:
     """The tab, its components and the Run/Stop listeners."""
+    form = shared.form
     with gr.Tab("Race", id="race", elem_id="race-tab") as tab:
+        # What to expect from the pair (view/expect_line.py): here, beside the race on every screen, not
+        # in the settings, which a phone folds away at load; it follows the pair menu.
+        form.show_expect_in(gr.HTML(form.expect_now(), elem_id="pair-expect"))
         status = gr.HTML(elem_id="status")      # the race's own line: not shown over other tabs
         with gr.Row(equal_height=True, elem_id="panes"):
             with gr.Column(min_width=240):
@@ -75,7 +80,6 @@ def build(shared: Shared) -> gr.Tab:
                "base_meter": base_meter, "base_pane": base_pane, **plots,
                "download": download, "cancel": shared.cancel, "ledger": ledger, "timeline": timeline}
     wired = [outputs[name] for name in RaceUpdate._fields]       # by name (handlers.RaceUpdate)
-    form = shared.form
     # Instant feedback first (and no stale "done" from the previous run), then the race.
     # The page's races stream through their own live feed (view/live_channel.py: Gradio's page does
     # fixed work for every message); the API's /race, on a button the page does not show, through Gradio.

@@ -1,0 +1,47 @@
+"""One measurement for the page's line and the k advice: a preset that gives no `acceptance` in spaces.yaml
+takes its draft's expect.json pooled over chat and code (accepted / judged summed over the kinds), the a
+the k advice then assumes; a figure written in spaces.yaml still wins, and a draft with no current file
+gives none (the preset's own k is offered then)."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from specviz import paths
+from specviz.models.expect import held_out_acceptance, pooled_acceptance, read_expect, write_expect
+from specviz.models.presets import get_preset, parse_presets
+from specviz.paths import MODELS
+from tests.helpers import tiny_preset
+from tests.test_pair_expect import a_record, draft_copy  # noqa: F401 - a fixture
+
+SMOLLM2_DRAFT = "assets/models/smollm2-draft"
+
+
+def test_smollm2s_k_advice_assumes_its_drafts_pooled_acceptance_written_nowhere_else():
+    record = read_expect(MODELS / "smollm2-draft")
+    kinds = record["kinds"].values()
+    pooled = sum(f["accepted"] for f in kinds) / sum(f["judged"] for f in kinds)
+    assert get_preset("smollm2").acceptance == pytest.approx(pooled, abs=1e-12)
+    assert round(pooled, 2) == 0.51                        # the figure spaces.yaml used to hard-code
+    listed = [p for tier in yaml.safe_load(paths.SPACES_YAML.read_text())["tiers"].values()
+              for p in tier.get("presets", []) if p.get("draft") == SMOLLM2_DRAFT]
+    assert listed and all("acceptance" not in p for p in listed)
+
+
+def test_spaces_yaml_s_own_figure_wins_and_a_hub_draft_has_none():
+    item = {"key": "s", "label": "s", "target": "HuggingFaceTB/SmolLM2-135M-Instruct", "k": 3}
+    read = parse_presets([{**item, "draft": SMOLLM2_DRAFT}], "t")["s"].acceptance
+    assert read == pytest.approx(pooled_acceptance(read_expect(MODELS / "smollm2-draft")))
+    assert parse_presets([{**item, "draft": SMOLLM2_DRAFT, "acceptance": 0.3}], "t")["s"].acceptance == 0.3
+    assert parse_presets([{**item, "draft": "HuggingFaceTB/SmolLM2-135M"}], "t")["s"].acceptance is None
+
+
+def test_the_pool_is_accepted_over_judged_across_kinds_and_none_without_current_counts(tiny_dirs, draft_copy):
+    preset = tiny_preset({"target": tiny_dirs["target"], "cut": str(draft_copy)})
+    assert held_out_acceptance(preset) is None                                   # no expect.json
+    write_expect(draft_copy, a_record(draft_copy))                               # 100/195 chat, 160/180 code
+    assert held_out_acceptance(preset) == pytest.approx(260 / 375)
+    write_expect(draft_copy, a_record(draft_copy, kinds={"code": {"acceptance": 0.7}}))    # no counts
+    assert held_out_acceptance(preset) is None
+    write_expect(draft_copy, a_record(draft_copy, draft_fingerprint="0123456789ab"))       # stale
+    assert held_out_acceptance(preset) is None

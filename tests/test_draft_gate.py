@@ -14,10 +14,10 @@ from specviz.models.expect import draft_fingerprint, read_expect
 from tests.test_pair_expect import a_record
 
 
-def figures(chat: float | None, code: float) -> dict:
-    out = {"code": {"acceptance": code, "accepted": round(100 * code), "judged": 100}}
+def figures(chat: float | None, code: float, judged: int = 100) -> dict:
+    out = {"code": {"acceptance": code, "accepted": round(judged * code), "judged": judged}}
     if chat is not None:
-        out["chat"] = {"acceptance": chat, "accepted": round(100 * chat), "judged": 100}
+        out["chat"] = {"acceptance": chat, "accepted": round(judged * chat), "judged": judged}
     return out
 
 
@@ -25,14 +25,17 @@ def figures(chat: float | None, code: float) -> dict:
     (figures(0.66, 0.89), figures(0.51, 0.89), True),        # chat higher, code equal
     (figures(0.66, 0.88), figures(0.51, 0.89), False),       # code lower
     (figures(0.51, 0.95), figures(0.51, 0.89), False),       # chat not higher
-    (figures(None, 0.80), figures(None, 0.79), True),        # code only: code must be higher
+    (figures(0.56, 0.89), figures(0.51, 0.89), False),       # chat higher, within the noise of 100 drafts
+    (figures(0.56, 0.89, 2000), figures(0.51, 0.89, 2000), True),   # the same gain over 2,000 drafts
+    (figures(None, 0.89), figures(None, 0.79), True),        # code only: code must be higher
+    (figures(None, 0.80), figures(None, 0.79), False),       # ... beyond the noise
     (figures(None, 0.79), figures(None, 0.79), False),
 ])
 def test_the_gate_passes_only_on_higher_chat_and_code_not_lower(candidate, current, passes):
     ok, reasons = draft_gate.verdict(candidate, current)
     assert ok is passes and len(reasons) == len(current)
     table = draft_gate.table(candidate, current)
-    assert "candidate" in table and "current" in table and f"({current['code']['accepted']}/100)" in table
+    assert "candidate" in table and "current" in table and f"({current['code']['accepted']}/{current['code']['judged']})" in table
 
 
 def test_the_gate_finds_a_gate_prompt_among_the_training_prompts(tmp_path):
@@ -84,7 +87,7 @@ def test_the_gate_fails_a_copy_of_the_current_draft_and_ships_nothing(tmp_path, 
     code = _script("draft_gate").main(["--candidate", str(tmp_path / "candidate"), "--preset", "bundled",
                                        "--current", str(tmp_path / "models" / "draft"), "--ship"])
     out = capsys.readouterr().out
-    assert code == 1 and "FAIL: the current draft stays" in out and "must be higher: NO" in out
+    assert code == 1 and "FAIL: the current draft stays" in out and "must be higher by 1.645 standard errors (here 0.00): NO" in out
     assert "no --work-dir given" in out and "candidate" in out and "current" in out
     assert {p.name: p.read_bytes() for p in (tmp_path / "models" / "draft").iterdir()} == before
 

@@ -3,10 +3,14 @@
 Both drafts are measured in one process on the same prompts (bench/expect.py: greedy, pooled acceptance
 per kind). The candidate passes only if
 
-    a_chat(candidate) > a_chat(current)    and    a_code(candidate) >= a_code(current)
+    a_chat(candidate) > a_chat(current) beyond the noise    and    a_code(candidate) >= a_code(current)
 
-(a pair with no chat figure, such as the bundled Python model, needs a_code strictly higher: a draft
-that changes nothing is not shipped). Before any model loads, the gate refuses a candidate whose training
+(a pair with no chat figure, such as the bundled Python model, needs a_code higher beyond the noise: a
+draft that changes nothing is not shipped). "Beyond the noise": the gain is at least Z_MIN standard
+errors of a difference of two proportions, sqrt(p (1 - p) (1/n_candidate + 1/n_current)) with p the
+pooled acceptance and n the judged drafts. The judged drafts of one prompt are not independent, so this
+is a floor under the noise, not a full test: with ~500 judged drafts a kind, a gain under about 0.05 is
+not enough. Before any model loads, the gate refuses a candidate whose training
 prompts (a training work folder's prompts.json and questions.json, when given) contain a gate prompt's
 text: its figure there would be a memory, not a prediction. Shipping (`ship`) replaces the current draft's
 folder with the candidate's files, writes its expect.json and, where a SHA256SUMS beside the folder
@@ -15,12 +19,15 @@ lists it, that folder's lines of the sums.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 from pathlib import Path
 
 from ..models import integrity
 from ..models.expect import KINDS, write_expect
+
+Z_MIN = 1.645     # one-sided 95% for a difference of two proportions
 
 
 def _normal(text: str) -> str:
@@ -52,6 +59,15 @@ def overlaps(prompts: list[dict], trained: list[str]) -> list[str]:
     return [p["text"] for p in prompts if any(_normal(p["text"]) in t for t in seen)]
 
 
+def gain_z(new: dict, old: dict) -> float:
+    """The candidate's gain in acceptance over the current draft's, in standard errors of the difference
+    of two proportions (pooled p over both drafts' judged drafts); 0 when nothing was judged."""
+    n1, n2 = new["judged"], old["judged"]
+    pooled = (new["accepted"] + old["accepted"]) / max(1, n1 + n2)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / max(1, n1) + 1 / max(1, n2)))
+    return (new["acceptance"] - old["acceptance"]) / se if se > 0 else 0.0
+
+
 def verdict(candidate: dict, current: dict) -> tuple[bool, list[str]]:
     """(passes, one reason per kind) from both drafts' figures per kind (measure()'s "kinds")."""
     kinds = [k for k in KINDS if k in candidate and k in current]
@@ -62,7 +78,8 @@ def verdict(candidate: dict, current: dict) -> tuple[bool, list[str]]:
     for kind in kinds:
         new, old = candidate[kind]["acceptance"], current[kind]["acceptance"]
         if kind in strict:
-            good, need = new > old, "higher"
+            z = gain_z(candidate[kind], current[kind])
+            good, need = new > old and z >= Z_MIN, f"higher by {Z_MIN} standard errors (here {z:.2f})"
         else:
             good, need = new >= old, "not lower"
         ok &= good

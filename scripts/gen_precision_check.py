@@ -32,6 +32,18 @@ from specviz.training.onpolicy import generate_records  # noqa: E402
 from specviz.training.smollm2_draft import load_target  # noqa: E402
 
 
+def precision_lanes():
+    """(prompts, eos id, lanes): the first 64 templated chat requests as token ids, and the SmolLM2 target
+    twice, {"fp32": (packed fp32 model, no context), "bf16": (unpacked copy, bf16 autocast)}, as the data
+    stage runs it at each --gen-precision (scripts/gen_rate.py times the same lanes)."""
+    _, tokenizer, fp32 = load_target("cpu")
+    bf16 = copy.deepcopy(fp32)
+    pack_linears(fp32)
+    prompts = [prompt_ids(tokenizer, PromptSpec("chat", t)) for t in template_requests()[:64]]
+    lanes = {"fp32": (fp32, contextlib.nullcontext), "bf16": (bf16, lambda: torch.autocast("cpu", dtype=torch.bfloat16))}
+    return prompts, tokenizer.eos_token_id, lanes
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lengths", default="64,160", help="new tokens a run, comma-separated")
@@ -40,12 +52,8 @@ def main() -> int:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    _, tokenizer, fp32 = load_target("cpu")
-    bf16 = copy.deepcopy(fp32)
-    pack_linears(fp32)
-    prompts = [prompt_ids(tokenizer, PromptSpec("chat", t)) for t in template_requests()[:64]]
-    eos = tokenizer.eos_token_id
-    lanes = {"fp32": (fp32, contextlib.nullcontext), "bf16": (bf16, lambda: torch.autocast("cpu", dtype=torch.bfloat16))}
+    prompts, eos, lanes = precision_lanes()
+    fp32, bf16 = lanes["fp32"][0], lanes["bf16"][0]
 
     def run(name: str, n: int):
         model, ctx = lanes[name]

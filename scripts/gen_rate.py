@@ -11,8 +11,6 @@ tokens takes follow from the rate.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import copy
 import json
 import platform
 import statistics
@@ -24,11 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from specviz.runtime.packed_linear import pack_linears  # noqa: E402
-from specviz.training.distill_data import prompt_ids  # noqa: E402
-from specviz.training.draft_prompts import PromptSpec, template_requests  # noqa: E402
+from gen_precision_check import precision_lanes  # noqa: E402  (the same two lanes, timed here by batch)
 from specviz.training.onpolicy import generate_records  # noqa: E402
-from specviz.training.smollm2_draft import load_target  # noqa: E402
 
 
 def main() -> int:
@@ -41,12 +36,7 @@ def main() -> int:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    _, tokenizer, fp32 = load_target("cpu")
-    bf16 = copy.deepcopy(fp32)
-    pack_linears(fp32)
-    prompts = [prompt_ids(tokenizer, PromptSpec("chat", t)) for t in template_requests()[:64]]
-    eos = tokenizer.eos_token_id
-    lanes = {"fp32": (fp32, contextlib.nullcontext), "bf16": (bf16, lambda: torch.autocast("cpu", dtype=torch.bfloat16))}
+    prompts, eos, lanes = precision_lanes()
     names = args.precisions.split(",")
 
     def run(name: str, batch: int, n: int) -> float:

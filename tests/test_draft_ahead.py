@@ -21,7 +21,6 @@ from specviz.errors import ConfigError
 from specviz.runtime import graph_model, timing
 
 from .helpers import N, PROMPTS, last, reference
-from .test_syncs import Crossings, DeviceEvents
 
 # What the clock decides (seconds, timestamps, rates) and what timing chose (the lean draft's format).
 CLOCKED = {"t", "elapsed_s", "draft_s", "verify_s", "target_s", "accept_s", "bookkeeping_s", "tokens_per_s",
@@ -182,31 +181,6 @@ def test_a_stop_string_or_stop_leaves_one_draft_unjudged_and_nothing_else(pair, 
     assert last(before).stop_reason == last(after).stop_reason == "cancelled"
     assert [untimed(to_dict(e)) for e in before[:-1]] == [untimed(to_dict(e)) for e in after[:-1]]
     assert last(before).stats.draft_forwards - last(after).stats.draft_forwards == 4   # round 3's draft, unjudged
-
-
-@pytest.mark.parametrize("cfg", [SpecConfig(k=4, max_new_tokens=24),
-                                 SpecConfig(k=3, max_new_tokens=24, temperature=1.0),
-                                 SpecConfig(k=4, max_new_tokens=24, cuda_graphs=True)])
-def test_drafting_ahead_on_device_events_keeps_one_read_a_round(pair, cfg, monkeypatch):
-    """As on CUDA (the clocks and phase marks on CPU stand-ins of its events): one host read a round, no
-    device synchronize, one wait a lane; every event read only after the device reached it (the marks of
-    a draft made ahead are read in its own round, after that round's read); phases within the lane."""
-    monkeypatch.setenv(ahead.ENV, "on")
-    if cfg.cuda_graphs:
-        last(speculate(pair, PROMPTS[0], cfg))
-    gen = speculate(pair, PROMPTS[0], cfg)
-    device = DeviceEvents(monkeypatch)
-    count = Crossings(monkeypatch, on_read=device.catch_up)
-    events = list(gen)
-    monkeypatch.undo()
-    done = last(events)
-    rounds = done.stats.tally.rounds
-    assert rounds > 1
-    assert count.reads == rounds and device.device_syncs == 0 and device.waits == 1
-    ends = [e for e in events if e.kind == "round_end"]
-    assert all(min(e.draft_s, e.target_s, e.accept_s, e.bookkeeping_s) >= 0 for e in ends)
-    assert all(e.draft_s > 0 for e in ends if e.drafted)
-    assert 0 < sum(e.draft_s + e.verify_s + e.bookkeeping_s for e in ends) <= done.stats.tally.elapsed_s
 
 
 def test_a_paused_phase_counts_neither_the_pause_nor_a_stretch_before_a_resume(monkeypatch):

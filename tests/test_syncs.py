@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from specviz import SpecConfig, decode_baseline, speculate
+from specviz.engine.loop import ahead
 from specviz.runtime import cached_model, graph_model, timing, transfer, tree_pass
 
 from .helpers import PROMPTS, last
@@ -152,11 +153,15 @@ class DeviceEvents:
                 return
 
 
+@pytest.mark.parametrize("draft_ahead", ["off", "on"])
 @pytest.mark.parametrize("cfg", [SpecConfig(k=4, max_new_tokens=24), SpecConfig(k=3, max_new_tokens=24, temperature=1.0),
                                  SpecConfig(k=4, max_new_tokens=24, cuda_graphs=True)])
-def test_the_clocks_on_device_events_add_no_sync_to_a_round(pair, cfg, monkeypatch):
+def test_the_clocks_on_device_events_add_no_sync_to_a_round(pair, cfg, draft_ahead, monkeypatch):
     """The lane clock and the phase marks as they run on CUDA (events, stand-ins here): the round's
-    verdict is its one sync; the lane's total waits once, at its end; every event read had completed."""
+    verdict is its one sync; the lane's total waits once, at its end; every event read had completed.
+    Drafting ahead as on CUDA (engine/loop/ahead.py) or not: the marks of a draft made ahead are read in
+    its own round, after that round's read, and its draft time is charged to that round."""
+    monkeypatch.setenv(ahead.ENV, draft_ahead)
     if cfg.cuda_graphs:
         last(speculate(pair, PROMPTS[0], cfg))
     gen = speculate(pair, PROMPTS[0], cfg)
@@ -170,6 +175,7 @@ def test_the_clocks_on_device_events_add_no_sync_to_a_round(pair, cfg, monkeypat
     assert count.reads == rounds and device.device_syncs == 0 and device.waits == 1
     ends = [e for e in events if e.kind == "round_end"]
     assert all(min(e.draft_s, e.target_s, e.accept_s, e.bookkeeping_s) >= 0 for e in ends)
+    assert all(e.draft_s > 0 for e in ends if e.drafted)
     phases = sum(e.draft_s + e.verify_s + e.bookkeeping_s for e in ends)
     assert 0 < phases <= done.stats.tally.elapsed_s == done.t       # the phases lie within the lane's segments
     stamps = [e.t for e in events]

@@ -328,11 +328,10 @@ def export(draft, tokenizer, out: Path, card: dict, describe: Callable[[dict], s
 
 
 def fingerprint(folder: Path) -> str:
-    """12 hex digits of the SHA-256 over a draft folder's weight files (each file's name and sha256, in
-    name order)."""
-    from ..models.integrity import sha256
-    lines = "".join(f"{path.name} {sha256(path)}\n" for path in sorted(folder.glob("*.safetensors")))
-    return hashlib.sha256(lines.encode()).hexdigest()[:12]
+    """12 hex digits of the SHA-256 over a draft folder's weight files: the fingerprint expect.json
+    records (models/expect.py), so a checkpoint's name and the page's figures name a draft alike."""
+    from ..models.expect import draft_fingerprint
+    return draft_fingerprint(folder)
 
 
 def shard_tally(paths: list[Path]) -> tuple[dict[str, int], dict[str, int]]:

@@ -8,8 +8,9 @@ Both drafts (--current: assets/models/smollm2-draft by default) run greedy at th
 on the gate's prompts (benchmarks/heldout-prompts.json by default: the tuning set, which chooses drafts and
 reports no figure). The candidate passes only if its chat acceptance is higher than the current draft's and
 its code acceptance is not lower (specviz/bench/draft_gate.py). Exit code 0 on a pass, 1 otherwise, 2 on a
-mistake. With --work-dir (once per training work folder) the gate first refuses a candidate trained on a gate
-or figures prompt; without it that check is skipped, and said so.
+mistake. With --work-dir (once per training work folder) and --store (the committed on-policy store the
+train stage read), the gate and figures prompts the candidate trained on are left out, each named, and the
+gate refuses when a kind keeps fewer than half its prompts; without either that check is skipped, and said so.
 --ship, on a pass: the candidate's files replace the current folder, its expect.json is measured on the
 figures prompts (benchmarks/unseen-prompts.json: used for nothing else, so the page's figure is not the one
 that chose it) and written, and the SHA256SUMS beside the folder is updated where it lists the folder.
@@ -27,7 +28,7 @@ from specviz import SpecConfig  # noqa: E402
 from specviz.bench import draft_gate, expect  # noqa: E402
 from specviz.errors import SpecvizError  # noqa: E402
 from specviz.models.expect import preset_draft_folder  # noqa: E402
-from specviz.models.loading import load_pair  # noqa: E402
+from specviz.models.loading import load_pair, load_tokenizer  # noqa: E402
 from specviz.models.presets import all_presets, get_preset  # noqa: E402
 from specviz.paths import MODELS  # noqa: E402
 
@@ -45,6 +46,8 @@ def parser() -> argparse.ArgumentParser:
                     help="with --ship: the prompts the shipped expect.json is measured on")
     ap.add_argument("--work-dir", action="append", default=[], help="a training work folder of the candidate "
                     "(its prompts.json): refuse if it trained on a gate prompt (repeat for several)")
+    ap.add_argument("--store", default=None, help="the on-policy store the candidate trained on (e.g. "
+                    "data/onpolicy/smollm2): its prompts count as training prompts too")
     ap.add_argument("--max-new-tokens", type=int, default=96)
     ap.add_argument("--ship", action="store_true", help="on a pass, replace the current draft with the candidate")
     return ap
@@ -70,18 +73,28 @@ def measured(preset, folder: Path, prompts: list[dict], cfg: SpecConfig, name: s
         gc.collect()
 
 
-def training_check(args, prompts: list[dict]) -> bool:
-    """False (and why) when a candidate's training prompts hold a gate or figures prompt."""
-    if not args.work_dir:
-        print("note: no --work-dir given: not checked whether the candidate trained on a gate prompt")
-        return True
+def training_check(args, preset, prompts: list[dict], figures_prompts: list[dict]):
+    """(gate prompts, figures prompts) the candidate never trained on, each left-out one named; None when a
+    kind would keep fewer than half its prompts."""
+    if not args.work_dir and not args.store:
+        print("note: no --work-dir or --store given: not checked whether the candidate trained on a gate prompt")
+        return prompts, figures_prompts
     trained = [t for folder in args.work_dir for t in draft_gate.training_prompts(folder)]
-    found = draft_gate.overlaps(prompts, trained)
-    for text in found:
-        print(f"REFUSED: the candidate's training prompts contain the gate prompt {text[:70]!r}")
-    if not found:
-        print(f"checked: none of the {len(prompts)} prompts is among the candidate's {len(trained)} training prompts")
-    return not found
+    if args.store:
+        tokenizer = load_tokenizer(preset.target)
+        trained += draft_gate.store_prompts(args.store, tokenizer.decode)
+    kept = []
+    for name, group in (("gate", prompts), ("figures", figures_prompts)):
+        mine, left_out, refused = draft_gate.untrained(group, trained)
+        for text in left_out:
+            print(f"left out: the candidate trained on the {name} prompt {text[:70]!r}")
+        if refused:
+            print(f"REFUSED: {refused} ({name} prompts)")
+            return None
+        kept.append(mine)
+    print(f"checked against the candidate's {len(trained)} training prompts: {len(kept[0])} of {len(prompts)} gate "
+          f"prompts kept" + (f", {len(kept[1])} of {len(figures_prompts)} figures prompts" if figures_prompts else ""))
+    return kept[0], kept[1]
 
 
 def main(argv=None) -> int:
@@ -96,8 +109,10 @@ def main(argv=None) -> int:
         figures_prompts = expect.kind_prompts(args.figures_prompts, preset.chat) if args.ship else []
         if not prompts:
             raise SpecvizError(f"no chat or code prompts in {', '.join(args.prompts)} for {preset.key}")
-        if not training_check(args, prompts + figures_prompts):
+        checked = training_check(args, preset, prompts, figures_prompts)
+        if checked is None:
             return 1
+        prompts, figures_prompts = checked
         cfg = SpecConfig(k=preset.k, temperature=0.0, max_new_tokens=args.max_new_tokens,
                          confidence_stop=preset.confidence_stop)
         new = measured(preset, candidate, prompts, cfg, "candidate")

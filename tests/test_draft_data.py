@@ -154,6 +154,22 @@ def test_no_benchmark_prompt_is_a_templated_training_request_beyond_the_listed_o
     assert close == KNOWN_NEAR_DUPLICATES
 
 
+def test_a_plan_holds_no_benchmark_prompt_even_a_templated_one():
+    from specviz.training.draft_prompts import evaluation_texts, mix, template_requests
+
+    evaluation = evaluation_texts()
+    assert len(evaluation) >= 30                         # heldout, unseen and the race's prompts were read
+    palindrome = "Write a Python function that checks whether a string is a palindrome."
+    assert palindrome in template_requests()             # the template stays: the record of earlier data
+    code = ["def f():", "Continue:  write a python function that checks whether a STRING is a palindrome. Then"]
+    plan = mix([palindrome, "What is rust?"], code, ["Prose."], seed=0)
+    texts = {s.text for s in plan}
+    assert palindrome not in texts and code[1] not in texts          # whitespace and case aside, inside a text too
+    assert "What is rust?" in texts and "def f():" in texts
+    assert not any(t.lower() in evaluation for t in texts)
+    assert palindrome in {s.text for s in mix([palindrome], [], [], evaluation=[])}   # an empty list leaves all
+
+
 def test_two_parts_share_one_plan_and_together_write_every_shard_once(tmp_path, monkeypatch):
     import numpy as np
 

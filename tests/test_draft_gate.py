@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from specviz.bench import draft_gate
@@ -49,6 +50,37 @@ def test_the_gate_finds_a_gate_prompt_among_the_training_prompts(tmp_path):
         draft_gate.training_prompts(tmp_path / "nowhere")
 
 
+def test_prompts_the_candidate_trained_on_are_left_out_and_too_many_refuse():
+    prompts = [{"kind": "chat", "text": f"Question {i}?"} for i in range(4)] + [{"kind": "code", "text": "def f():"}]
+    kept, left_out, refused = draft_gate.untrained(prompts, ["<user> question 1?  </user>", "Other"])
+    assert left_out == ["Question 1?"] and refused is None
+    assert [p["text"] for p in kept] == ["Question 0?", "Question 2?", "Question 3?", "def f():"]
+    kept, left_out, refused = draft_gate.untrained(prompts, ["Question 0?", "Question 1?", "Question 2?"])
+    assert refused == "only 1 of the 4 chat prompts were never trained on"
+    assert draft_gate.untrained(prompts, [])[1:] == ([], None)
+
+
+def test_the_store_s_prompts_are_read_back_as_text(tmp_path):
+    """What a candidate trained on the store saw, from every sitting's shards: the prompts, decoded."""
+    from specviz.training import shard_store
+    from specviz.training.distill_data import save_shard
+    from specviz.training.onpolicy import Record
+
+    work = tmp_path / "w"
+    (work / "onpolicy").mkdir(parents=True)
+    (work / "prompts.json").write_text("[]")
+    recs = [Record([1, 2, 3], [9, 9], np.zeros((2, 32), np.uint16), np.zeros((2, 32), np.float16), 0.0),
+            Record([4, 5], [9], np.zeros((1, 32), np.uint16), np.zeros((1, 32), np.float16), 0.0)]
+    save_shard(work / "onpolicy" / "shard-0000.npz", recs, "chat", "fp32")
+    sitting = {"sitting": shard_store.sitting_id(work), "seed": 1}
+    name, arrays = shard_store.compact(work / "onpolicy" / "shard-0000.npz", sitting, 0)
+    shard_store.write(tmp_path / "store", name, arrays)
+    words = {1: "why", 2: "is", 3: "SKY", 4: "def", 5: "f():"}
+    texts = draft_gate.store_prompts(tmp_path / "store", lambda ids: " ".join(words[i] for i in ids))
+    assert texts == ["why is SKY", "def f():"]
+    assert draft_gate.overlaps([{"text": "Why is  the sky"}, {"text": "why is sky"}], texts) == ["why is sky"]
+
+
 def test_shipping_replaces_the_folder_writes_its_figures_and_only_its_sums(tiny_dirs, tmp_path):
     root = tmp_path / "models"
     for name, source_dir in (("current", "random"), ("other", "target")):
@@ -88,7 +120,7 @@ def test_the_gate_fails_a_copy_of_the_current_draft_and_ships_nothing(tmp_path, 
                                        "--current", str(tmp_path / "models" / "draft"), "--ship"])
     out = capsys.readouterr().out
     assert code == 1 and "FAIL: the current draft stays" in out and "must be higher by 1.645 standard errors (here 0.00): NO" in out
-    assert "no --work-dir given" in out and "candidate" in out and "current" in out
+    assert "no --work-dir or --store given" in out and "candidate" in out and "current" in out
     assert {p.name: p.read_bytes() for p in (tmp_path / "models" / "draft").iterdir()} == before
 
 

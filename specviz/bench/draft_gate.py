@@ -10,9 +10,10 @@ draft that changes nothing is not shipped). "Beyond the noise": the gain is at l
 errors of a difference of two proportions, sqrt(p (1 - p) (1/n_candidate + 1/n_current)) with p the
 pooled acceptance and n the judged drafts. The judged drafts of one prompt are not independent, so this
 is a floor under the noise, not a full test: with ~500 judged drafts a kind, a gain under about 0.05 is
-not enough. Before any model loads, the gate refuses a candidate whose training
-prompts (a training work folder's prompts.json and questions.json, when given) contain a gate prompt's
-text: its figure there would be a memory, not a prediction. Shipping (`ship`) replaces the current draft's
+not enough. Before any model loads, the gate leaves out every gate prompt whose text is among the
+candidate's training prompts (a training work folder's prompts.json and questions.json, the committed
+store's prompts, when given): a figure there would be a memory, not a prediction. Each one left out is
+named, and the gate refuses when a kind would keep fewer than half its prompts. Shipping (`ship`) replaces the current draft's
 folder with the candidate's files, writes its expect.json and, where a SHA256SUMS beside the folder
 lists it, that folder's lines of the sums.
 """
@@ -57,6 +58,33 @@ def overlaps(prompts: list[dict], trained: list[str]) -> list[str]:
     """The gate prompts whose text (whitespace and case aside) is, or is inside, a training prompt."""
     seen = [_normal(t) for t in trained]
     return [p["text"] for p in prompts if any(_normal(p["text"]) in t for t in seen)]
+
+
+def store_prompts(store: str | Path, decode) -> list[str]:
+    """The prompt texts of the committed store's shards (shard_store.py), decoded with `decode` (the
+    target's tokenizer.decode): what a candidate trained on the store saw, whichever sitting wrote it."""
+    from ..training import shard_store
+    texts = []
+    for path in shard_store.shards(Path(store)):
+        shard = shard_store.read(path)
+        start = 0
+        for n in shard["prompt_lens"].tolist():
+            texts.append(decode(shard["prompts"][start:start + n].tolist()))
+            start += n
+    return texts
+
+
+def untrained(prompts: list[dict], trained: list[str]) -> tuple[list[dict], list[str], str | None]:
+    """(the prompts the candidate never trained on, the texts left out, why the gate refuses or None).
+    It refuses when a kind keeps fewer than half of its prompts: the rest would not speak for the kind."""
+    found = set(overlaps(prompts, trained))
+    kept = [p for p in prompts if p["text"] not in found]
+    for kind in sorted({p.get("kind") for p in prompts}):
+        before = sum(p.get("kind") == kind for p in prompts)
+        after = sum(p.get("kind") == kind for p in kept)
+        if 2 * after < before:
+            return kept, sorted(found), f"only {after} of the {before} {kind} prompts were never trained on"
+    return kept, sorted(found), None
 
 
 def gain_z(new: dict, old: dict) -> float:

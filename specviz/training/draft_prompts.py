@@ -12,13 +12,24 @@ Three kinds, as the app's users write them:
 Nothing here needs the network. A fixed hash of each prompt's text sends ~3% of them to a
 validation split that the draft never trains on. The benchmark's prompt files are written separately;
 tests/test_draft_data.py lists the few that come close to a templated request (and why each is there).
+A plan (`mix`) leaves out every request that holds a benchmark prompt's text, so data written from now
+on never holds a prompt that chooses or measures a draft; the templates themselves stay as they were,
+the record of what earlier drafts trained on.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 from dataclasses import dataclass
+from pathlib import Path
+
+from ..paths import BENCHMARKS
+
+# The benchmark's prompt files: they choose drafts and k (heldout), measure figures (unseen) and race
+# (smollm2-prompts). A training plan holds none of their texts.
+EVALUATION_FILES = ("heldout-prompts.json", "unseen-prompts.json", "smollm2-prompts.json")
 
 VALIDATION_MODULUS = 32
 
@@ -200,15 +211,38 @@ def prose_prefixes() -> list[str]:
     return out
 
 
+def _normal(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def evaluation_texts(folder: Path = BENCHMARKS) -> list[str]:
+    """The benchmark prompts' texts (whitespace and case normalized); none where the files are absent,
+    as in an installed package, which has no benchmarks/."""
+    texts = []
+    for name in EVALUATION_FILES:
+        path = Path(folder) / name
+        if path.is_file():
+            texts += [_normal(p["text"]) for p in json.loads(path.read_text(encoding="utf-8"))]
+    return texts
+
+
+def holds_evaluation_prompt(text: str, evaluation: list[str]) -> bool:
+    """True when `text` is, or contains, a benchmark prompt (whitespace and case aside)."""
+    mine = _normal(text)
+    return any(e in mine for e in evaluation)
+
+
 def mix(self_instruct: list[str], code: list[str], prose: list[str], seed: int = 0,
-        seen: frozenset[str] | set[str] = frozenset()) -> list[PromptSpec]:
+        seen: frozenset[str] | set[str] = frozenset(), evaluation: list[str] | None = None) -> list[PromptSpec]:
     """Every distinct chat request (templates and self-instruct), then code and prose prompts in
     proportion (0.6 and 0.4 code and prose prompts per chat prompt), shuffled. Texts in `seen` (planned
-    by another work folder) are taken out of each pool first, so the proportions hold over what is new."""
+    by another work folder) and texts holding a benchmark prompt (`evaluation`, by default the
+    benchmark files') are taken out of each pool first, so the proportions hold over what is new."""
     rng = random.Random(seed)
+    evaluation = evaluation_texts() if evaluation is None else evaluation
 
     def take(pool: list[str], n: int) -> list[str]:
-        pool = sorted(set(pool) - set(seen))
+        pool = sorted(t for t in set(pool) - set(seen) if not holds_evaluation_prompt(t, evaluation))
         rng.shuffle(pool)
         return pool[:n]
 

@@ -17,14 +17,19 @@ from tests.test_pair_expect import a_record, draft_copy  # noqa: F401 - a fixtur
 SMOLLM2_DRAFT = "assets/models/smollm2-draft"
 
 
-def test_smollm2s_k_advice_assumes_its_drafts_pooled_acceptance_written_nowhere_else():
-    record = read_expect(MODELS / "smollm2-draft")
+@pytest.mark.parametrize("key, folder, draft, figure", [
+    ("smollm2", "smollm2-draft", SMOLLM2_DRAFT, 0.51),    # the figure spaces.yaml used to hard-code
+    ("bundled", "draft", "bundled", 0.74),                 # it hard-coded 0.78, another measurement
+])
+def test_each_shipped_pairs_k_advice_assumes_its_drafts_pooled_acceptance_written_nowhere_else(
+        key, folder, draft, figure):
+    record = read_expect(MODELS / folder)
     kinds = record["kinds"].values()
     pooled = sum(f["accepted"] for f in kinds) / sum(f["judged"] for f in kinds)
-    assert get_preset("smollm2").acceptance == pytest.approx(pooled, abs=1e-12)
-    assert round(pooled, 2) == 0.51                        # the figure spaces.yaml used to hard-code
+    assert get_preset(key).acceptance == pytest.approx(pooled, abs=1e-12)
+    assert round(pooled, 2) == figure
     listed = [p for tier in yaml.safe_load(paths.SPACES_YAML.read_text())["tiers"].values()
-              for p in tier.get("presets", []) if p.get("draft") == SMOLLM2_DRAFT]
+              for p in tier.get("presets", []) if p.get("draft") == draft]
     assert listed and all("acceptance" not in p for p in listed)
 
 

@@ -266,7 +266,7 @@ def test_the_k_advice_says_it_is_a_prediction_and_names_a_race_that_differs():
     tight = model({k: [0.05] * 3 for k in range(1, 9)}, {k + 1: [1.0 + 0.05 * k] * 3 for k in range(1, 9)})
     advice = from_model(tight, 0.51, (1, 8))
     line = advice.line(seen_a=0.61)
-    assert "(a prediction)" in line and "typical here" in line and "assuming the draft's held-out acceptance a = 0.51" in line
+    assert "(a prediction)" in line and "typical here" in line and "assuming the draft's acceptance a = 0.51 (on held-out prompts)" in line
     assert "The latest race accepted a = 0.61, above the draft's usual 0.51" in line
     assert "latest race" not in advice.line(seen_a=0.52)
 

@@ -330,3 +330,29 @@ def test_run_clears_the_strip_and_a_stopped_race_is_never_final(pair, tiny_dirs)
         view.add(event)
         cancel.set()                                       # Stop, right after the first event
     assert "cancelled" in view.stats.stop_reasons.values() and 'data-final' not in view.strip()
+
+
+def test_a_finished_strip_reads_the_lanes_its_ledger_was_built_from():
+    """Once the race ended, the strip's a, a_d, tau, E and passes are the ledger's lanes' (the engine's
+    Done.stats), not the page's fold of the events: a trace whose saved stats and events disagreed showed
+    the fold's a in the strip and the stats' a in the ledger box and the why, on one screen."""
+    import re
+    from specviz.engine.metrics import theory
+    from specviz.engine.metrics.measures import LaneStats
+    from specviz.view.ledger_view import build as build_ledger
+    from specviz.view.race_view import RaceView
+    view = RaceView(3)
+    view.stats.tallies["spec"] = LaneTally(rounds=10, drafted=28, accepted=18, rejected=8, tokens=29, draft_s=0.14,
+                                           verify_s=1.3, target_s=1.25, accept_s=0.03, elapsed_s=1.5)
+    view.stats.tallies["base"] = LaneTally(tokens=29, target_s=2.8, accept_s=0.05, elapsed_s=2.9)
+    done = LaneTally(rounds=9, drafted=27, accepted=21, rejected=5, tokens=30, draft_s=0.14, verify_s=1.2,
+                     target_s=1.15, accept_s=0.03, elapsed_s=1.5)
+    view.stats.done["spec"] = LaneStats.of(done)
+    led = build_ledger(view.stats)
+    assert led.a == pytest.approx(21 / 26)
+    strip = view.strip(led)
+    shown = [float(x) for x in re.findall(r'<div class="value"[^>]*>([\d.]+)<', strip)[:3]]
+    assert shown == [round(21 / 26, 2), round(21 / 27, 2), round(30 / 9, 2)]
+    assert "a = 21 / 26 judged" in strip and "a_d = 21 / 27 drafted" in strip and "tau = 30 / 9 passes" in strip
+    assert f"theory E = {theory.expected_tokens_per_round(21 / 26, 3):.2f}" in strip and ">9 vs 29<" in strip
+    assert "3 drafts a round" not in strip and "k = 3, c = " in strip

@@ -356,3 +356,19 @@ def test_a_finished_strip_reads_the_lanes_its_ledger_was_built_from():
     assert "a = 21 / 26 judged" in strip and "a_d = 21 / 27 drafted" in strip and "tau = 30 / 9 passes" in strip
     assert f"theory E = {theory.expected_tokens_per_round(21 / 26, 3):.2f}" in strip and ">9 vs 29<" in strip
     assert "3 drafts a round" not in strip and "k = 3, c = " in strip
+
+
+def test_a_lane_s_meter_gives_its_clock_as_the_headline_and_the_ledger_do():
+    """The meter over a pane showed the time of the lane's last token and a rate over the lane's whole clock,
+    while the headline and the ledger's bars give the lane's clock at its end (Done.stats): "1.00 s ·
+    10 tokens · 9.1 tok/s" beside "10 tokens in 1.10 s". It now reads the lanes the ledger reads."""
+    from specviz.engine.metrics.measures import LaneStats
+    from specviz.view.race_view import RaceView
+    view = RaceView(3)
+    view.stats.times["spec"], view.stats.tokens["spec"] = [0.0, *[0.1 * i for i in range(1, 11)]], list(range(11))
+    view.stats.tallies["spec"] = LaneTally(rounds=4, drafted=12, accepted=6, rejected=3, tokens=10, elapsed_s=1.05)
+    assert "1.05 s" in view.meter("spec") and "9.5 tok/s" in view.meter("spec")        # streaming: the fold's clock
+    view.stats.done["spec"] = LaneStats.of(LaneTally(rounds=4, drafted=12, accepted=6, rejected=3, tokens=10,
+                                                     elapsed_s=1.1))
+    meter = view.meter("spec")
+    assert "1.10 s" in meter and "10 tokens" in meter and "9.1 tok/s" in meter and "4 rounds" in meter

@@ -80,8 +80,12 @@ class RaceView:
 
     def meter(self, lane: str) -> str:
         s = self.stats
-        t, n = s.times[lane][-1], s.tokens[lane][-1]
-        rate = s.lane_rate(lane)
+        # The lane's clock and counts as the headline and the ledger's bars give them (its Done.stats once it
+        # ended, else the fold so far: ledger_view.tallies), not the time of its last token: the meter's
+        # seconds and tokens/s then agree with each other and with every other line about the lane.
+        tally = tallies(s)[0 if lane == "spec" else 1]
+        t, n = tally.elapsed_s, tally.tokens
+        rate = measures.rate(n, t)
         name = "Speculative decoding" if lane == "spec" else "Plain target decoding"
         reason = s.stop_reasons.get(lane)
         if reason is None:
@@ -91,8 +95,8 @@ class RaceView:
         else:
             state = f'<span class="finished">✓ {STOP_WORDS.get(reason, "done")}</span>'
         extra = ""
-        if lane == "spec" and s.rounds:
-            extra = f"<span>{len(s.rounds)} rounds</span>"
+        if lane == "spec" and tally.rounds:
+            extra = f"<span>{tally.rounds} rounds</span>"
         # Two rows in both lanes (name and state, then the figures): wrapped wherever each lane's text
         # ran out, the two meters differed by a line and the panes below them started out of level.
         return (f'<div class="meter meter-{lane}"><div class="meter-head"><b>{name}</b>{state}</div>'

@@ -280,3 +280,38 @@ def test_a_busy_machine_s_samples_are_dropped_not_averaged_in():
         assert m.add_race(SPEC, p)
     assert not m.add_race(SPEC, LaneTally(tokens=64, elapsed_s=1.9 * 3))      # a step three times its neighbours'
     assert m.dropped_races == 1 and len(m.plain_samples) == 3 and m.runs == 4
+
+
+def _race_exercise(monkeypatch, spec, plain):
+    """The workshop's race exercise on a race folded into these lane tallies (no model runs)."""
+    from specviz.app import workshop
+    from specviz.engine.analysis.stats import RunStats
+    stats = RunStats(k=3)
+    stats.tallies["spec"], stats.tallies["base"] = spec, plain
+    monkeypatch.setattr(workshop, "pick", lambda app, role: "tiny")
+    monkeypatch.setattr(workshop, "race_stats", lambda app, key, **run: stats)
+    monkeypatch.setattr(workshop, "ran", lambda *args, **kwargs: "")
+    return workshop.race(None), stats
+
+
+def test_the_race_exercise_gives_the_race_s_ledger_figures_and_prices_nothing_it_could_not(monkeypatch):
+    """The race exercise's why is the race's ledger (engine/analysis/ledger.py), as the race tab's: its a, tau,
+    c and v, and no round priced where the ledger prices none. It once priced a round itself, with a verify
+    pass of v = 1.00 standing in where none was timed, and a pass timed cheaper than a step as measured."""
+    from specviz.app.workshop import race_ledger
+    from specviz.engine.metrics.measures import LaneTally
+    plain = LaneTally(tokens=29, target_s=2.8, accept_s=0.05, elapsed_s=2.9)
+    spec = LaneTally(rounds=10, drafted=28, accepted=18, rejected=8, tokens=29, draft_s=0.14, verify_s=1.3,
+                     target_s=1.25, accept_s=0.03, elapsed_s=1.5)
+    outcome, stats = _race_exercise(monkeypatch, spec, plain)
+    led = race_ledger(stats)
+    assert f"a round costs {led.k * led.c + led.v:.2f} plain steps" in outcome.why
+    assert f"c = {led.c:.3f} each" in outcome.why and f"v = {led.v:.2f}." in outcome.why
+    assert f"accepted {led.a:.0%}" in outcome.why and f"yielded {led.tau:.2f} tokens" in outcome.why
+    untimed = LaneTally(rounds=10, drafted=28, accepted=18, rejected=8, tokens=29, elapsed_s=1.5)
+    outcome, _ = _race_exercise(monkeypatch, untimed, plain)
+    assert "v = 1.00" not in outcome.why and "a round costs" not in outcome.why and "nothing is priced" in outcome.why
+    disturbed = LaneTally(rounds=10, drafted=28, accepted=18, rejected=8, tokens=29, draft_s=0.14, verify_s=0.8,
+                          target_s=0.75, accept_s=0.03, elapsed_s=1.0)
+    outcome, stats = _race_exercise(monkeypatch, disturbed, plain)
+    assert race_ledger(stats).v < 1 and "a round costs" not in outcome.why and "disturbed" in outcome.why

@@ -372,3 +372,20 @@ def test_a_lane_s_meter_gives_its_clock_as_the_headline_and_the_ledger_do():
                                                      elapsed_s=1.1))
     meter = view.meter("spec")
     assert "1.10 s" in meter and "10 tokens" in meter and "9.1 tok/s" in meter and "4 rounds" in meter
+
+
+def test_the_strip_s_speedup_says_it_is_like_for_like_where_the_lanes_differ_in_length():
+    """Sampled lanes wrote 20 and 30 tokens: the speedup (the headline's) compares each lane's time to its
+    first 20 tokens, as the headline says; the strip's note said "tokens/s, each lane on its own clock",
+    which a reader checking it against the meters' rates found wrong."""
+    from specviz.view.race_view import RaceView
+    view = RaceView(3)
+    view.stats.times["spec"], view.stats.tokens["spec"] = [0.0, *[0.05 * i for i in range(1, 21)]], list(range(21))
+    view.stats.times["base"], view.stats.tokens["base"] = [0.0, *[0.1 * i for i in range(1, 31)]], list(range(31))
+    view.stats.tallies["spec"] = LaneTally(rounds=8, drafted=24, accepted=12, rejected=6, tokens=20, elapsed_s=1.0)
+    view.stats.tallies["base"] = LaneTally(tokens=30, elapsed_s=3.0)
+    strip = view.strip()
+    assert ">2.00×<" in strip and "like for like: each lane&#x27;s time to its first 20 tokens" in strip
+    view.stats.times["base"], view.stats.tokens["base"] = view.stats.times["base"][:21], list(range(21))
+    view.stats.tallies["base"] = LaneTally(tokens=20, elapsed_s=2.0)
+    assert "tokens/s, each lane on its own clock" in view.strip()

@@ -112,6 +112,7 @@ class RaceView:
         s, t = self.stats, self.stats.tallies["spec"]
         th, c, v = s.theory(), s.cost_ratio(), s.verify_ratio()
         speed = s.measured_speedup()
+        over = s.compared()[1]           # the tokens each lane was timed to, where their lengths differ
         passes = (len(s.rounds), s.tokens["base"][-1])
         if led is not None:
             # The ledger's lanes (the engine's Done.stats, where the fold has them: ledger_view.tallies), not
@@ -146,7 +147,9 @@ class RaceView:
              "conditional acceptance a_i."),
             ("target passes", f"{passes[0]} vs {passes[1]}", "speculative vs plain",
              "Target forward passes: one per round in the speculative lane, one per token in the plain lane."),
-            ("measured speedup", "—" if speed is None else f"{speed:.2f}×", "tokens/s, each lane on its own clock",
+            ("measured speedup", "—" if speed is None else f"{speed:.2f}×",
+             "tokens/s, each lane on its own clock" if over is None else
+             f"like for like: each lane's time to its first {over} tokens",
              "speedup = speculative tokens/s over plain tokens/s, each lane timed on its own clock. "
              "docs/metrics.md: speedup."),
             ("theory speedup", f"{th['speedup']:.2f}×" if "speedup" in th else "—",

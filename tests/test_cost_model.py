@@ -315,3 +315,19 @@ def test_the_race_exercise_gives_the_race_s_ledger_figures_and_prices_nothing_it
                           target_s=0.75, accept_s=0.03, elapsed_s=1.0)
     outcome, stats = _race_exercise(monkeypatch, disturbed, plain)
     assert race_ledger(stats).v < 1 and "a round costs" not in outcome.why and "disturbed" in outcome.why
+
+
+def test_a_workshop_figure_the_run_did_not_measure_is_a_dash_not_zero(monkeypatch):
+    """The lookup exercise wrote "a = 0.00 ... c = 0.00" for a run that judged no draft and timed no step
+    (`... or 0`): a measurement it never made. It now writes "—", as the ledger does."""
+    from specviz.app import workshop
+    from specviz.engine.analysis.stats import RunStats
+    from specviz.engine.metrics.measures import LaneTally
+    stats = RunStats(k=3)
+    stats.tallies["spec"] = LaneTally(rounds=4, drafted=0, tokens=10, elapsed_s=1.0)
+    stats.tallies["base"] = LaneTally(tokens=10, elapsed_s=2.0)
+    monkeypatch.setattr(workshop, "pick", lambda app, role: "tiny")
+    monkeypatch.setattr(workshop, "race_stats", lambda app, key, **run: stats)
+    monkeypatch.setattr(workshop, "ran", lambda *args, **kwargs: "")
+    why = workshop.lookup(None).why
+    assert "0.00" not in why and "prompt lookup had a = — at no draft cost, the draft model a = — at c = —." in why

@@ -144,6 +144,11 @@ def ran(app: AppState, key: str, *runs: dict, prompt: str | None = None, setting
     return ran_text(app.pairs.preset(key).label, text, prompt or app.pairs.preset(key).examples[0])
 
 
+def _num(x: float | None, fmt: str = ".2f") -> str:
+    """A figure as the why prints it: "—" where the run measured none (never a 0.00 standing in for it)."""
+    return "—" if x is None else format(x, fmt)
+
+
 def _passes(stats: RunStats) -> tuple[int, int]:
     return stats.tallies["spec"].rounds, stats.tallies["base"].tokens
 
@@ -247,10 +252,10 @@ def best_k(app: AppState) -> Outcome:
     return Outcome([str(k) for k in near],
                    f"k = {best} measured; within noise ({sweep.noise():.0%}): {span}",
                    f"The answer is what the races measured: k = {best}, and {span} within their noise. Larger k wins "
-                   f"more tokens per target pass, but each extra draft step costs c = {sweep.c or 0:.2f} and is "
-                   f"accepted only with probability a = {sweep.a or 0:.2f} given the ones before it. A prediction, not "
+                   f"more tokens per target pass, but each extra draft step costs c = {_num(sweep.c)} and is "
+                   f"accepted only with probability a = {_num(sweep.a)} given the ones before it. A prediction, not "
                    f"a second answer: the formula drawn from those races' figures (and a verify pass costing "
-                   f"{sweep.v or 0:.2f} plain steps) expects its best k at {predicted}.{_advice_words(app, key)}",
+                   f"{_num(sweep.v)} plain steps) expects its best k at {predicted}.{_advice_words(app, key)}",
                    ("sweep", sweep),
                    ran=ran(app, key, settings=f"k = {SWEEP_KS[0]} to {SWEEP_KS[-1]}, greedy, 48 new tokens at most each"))
 
@@ -265,9 +270,9 @@ def lookup(app: AppState) -> Outcome:
               else "prompt lookup" if s_lookup > s_model else "the draft model")
     return Outcome(winner, f"prompt lookup {s_lookup:.2f}×, draft model {s_model:.2f}×",
                    f"The prompt asks for a function the prompt already contains, so copying its next n-gram is a "
-                   f"free and often right guess: prompt lookup had a = {by_lookup.acceptance_rate or 0:.2f} at no "
-                   f"draft cost, the draft model a = {by_model.acceptance_rate or 0:.2f} at c = "
-                   f"{by_model.cost_ratio() or 0:.2f}.",
+                   f"free and often right guess: prompt lookup had a = {_num(by_lookup.acceptance_rate)} at no "
+                   f"draft cost, the draft model a = {_num(by_model.acceptance_rate)} at c = "
+                   f"{_num(by_model.cost_ratio())}.",
                    ran=ran(app, key, model_run, lookup_run, prompt=RENAME_PROMPT))
 
 

@@ -266,7 +266,7 @@ def test_the_k_advice_says_it_is_a_prediction_and_names_a_race_that_differs():
     tight = model({k: [0.05] * 3 for k in range(1, 9)}, {k + 1: [1.0 + 0.05 * k] * 3 for k in range(1, 9)})
     advice = from_model(tight, 0.51, (1, 8))
     line = advice.line(seen_a=0.61)
-    assert "(a prediction)" in line and "typical here" in line and "assuming the draft's held-out acceptance a = 0.51" in line
+    assert "(a prediction)" in line and "typical here" in line and "assuming the draft's acceptance a = 0.51 (on held-out prompts)" in line
     assert "The latest race accepted a = 0.61, above the draft's usual 0.51" in line
     assert "latest race" not in advice.line(seen_a=0.52)
 
@@ -280,3 +280,54 @@ def test_a_busy_machine_s_samples_are_dropped_not_averaged_in():
         assert m.add_race(SPEC, p)
     assert not m.add_race(SPEC, LaneTally(tokens=64, elapsed_s=1.9 * 3))      # a step three times its neighbours'
     assert m.dropped_races == 1 and len(m.plain_samples) == 3 and m.runs == 4
+
+
+def _race_exercise(monkeypatch, spec, plain):
+    """The workshop's race exercise on a race folded into these lane tallies (no model runs)."""
+    from specviz.app import workshop
+    from specviz.engine.analysis.stats import RunStats
+    stats = RunStats(k=3)
+    stats.tallies["spec"], stats.tallies["base"] = spec, plain
+    monkeypatch.setattr(workshop, "pick", lambda app, role: "tiny")
+    monkeypatch.setattr(workshop, "race_stats", lambda app, key, **run: stats)
+    monkeypatch.setattr(workshop, "ran", lambda *args, **kwargs: "")
+    return workshop.race(None), stats
+
+
+def test_the_race_exercise_gives_the_race_s_ledger_figures_and_prices_nothing_it_could_not(monkeypatch):
+    """The race exercise's why is the race's ledger (engine/analysis/ledger.py), as the race tab's: its a, tau,
+    c and v, and no round priced where the ledger prices none. It once priced a round itself, with a verify
+    pass of v = 1.00 standing in where none was timed, and a pass timed cheaper than a step as measured."""
+    from specviz.app.workshop import race_ledger
+    from specviz.engine.metrics.measures import LaneTally
+    plain = LaneTally(tokens=29, target_s=2.8, accept_s=0.05, elapsed_s=2.9)
+    spec = LaneTally(rounds=10, drafted=28, accepted=18, rejected=8, tokens=29, draft_s=0.14, verify_s=1.3,
+                     target_s=1.25, accept_s=0.03, elapsed_s=1.5)
+    outcome, stats = _race_exercise(monkeypatch, spec, plain)
+    led = race_ledger(stats)
+    assert f"a round costs {led.k * led.c + led.v:.2f} plain steps" in outcome.why
+    assert f"c = {led.c:.3f} each" in outcome.why and f"v = {led.v:.2f}." in outcome.why
+    assert f"accepted {led.a:.0%}" in outcome.why and f"yielded {led.tau:.2f} tokens" in outcome.why
+    untimed = LaneTally(rounds=10, drafted=28, accepted=18, rejected=8, tokens=29, elapsed_s=1.5)
+    outcome, _ = _race_exercise(monkeypatch, untimed, plain)
+    assert "v = 1.00" not in outcome.why and "a round costs" not in outcome.why and "nothing is priced" in outcome.why
+    disturbed = LaneTally(rounds=10, drafted=28, accepted=18, rejected=8, tokens=29, draft_s=0.14, verify_s=0.8,
+                          target_s=0.75, accept_s=0.03, elapsed_s=1.0)
+    outcome, stats = _race_exercise(monkeypatch, disturbed, plain)
+    assert race_ledger(stats).v < 1 and "a round costs" not in outcome.why and "disturbed" in outcome.why
+
+
+def test_a_workshop_figure_the_run_did_not_measure_is_a_dash_not_zero(monkeypatch):
+    """The lookup exercise wrote "a = 0.00 ... c = 0.00" for a run that judged no draft and timed no step
+    (`... or 0`): a measurement it never made. It now writes "—", as the ledger does."""
+    from specviz.app import workshop
+    from specviz.engine.analysis.stats import RunStats
+    from specviz.engine.metrics.measures import LaneTally
+    stats = RunStats(k=3)
+    stats.tallies["spec"] = LaneTally(rounds=4, drafted=0, tokens=10, elapsed_s=1.0)
+    stats.tallies["base"] = LaneTally(tokens=10, elapsed_s=2.0)
+    monkeypatch.setattr(workshop, "pick", lambda app, role: "tiny")
+    monkeypatch.setattr(workshop, "race_stats", lambda app, key, **run: stats)
+    monkeypatch.setattr(workshop, "ran", lambda *args, **kwargs: "")
+    why = workshop.lookup(None).why
+    assert "0.00" not in why and "prompt lookup had a = — at no draft cost, the draft model a = — at c = —." in why

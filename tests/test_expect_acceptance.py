@@ -50,3 +50,41 @@ def test_the_pool_is_accepted_over_judged_across_kinds_and_none_without_current_
     assert held_out_acceptance(preset) is None
     write_expect(draft_copy, a_record(draft_copy, draft_fingerprint="0123456789ab"))       # stale
     assert held_out_acceptance(preset) is None
+
+
+def _advised(preset):
+    """An advisor holding settled figures for `preset` (a quiet machine's, hand-made): its advice is given."""
+    from specviz.app.advisor import Advisor
+    from specviz.engine.analysis.calibrate import MachineCosts
+    from specviz.engine.analysis.cost_model import CostModel
+    from tests.helpers import steady
+    costs = MachineCosts(plain_s=1.0, draft_s=0.04, pass_s={1: 1.0, **{n: 1.0 for n in range(2, 10)}},
+                         round_draft_s={k: 0.04 * k for k in range(1, 9)})
+    model = CostModel((preset.key, "cpu", "eager", "here"))
+    model.seed(steady(costs))
+    advisor = Advisor(None, None, (1, 8), enabled=True)
+    advisor._readvise(preset, model)
+    assert advisor.advice[preset.key].k is not None
+    return advisor
+
+
+def test_the_k_note_and_explain_say_their_a_is_the_lines_kinds_pooled():
+    """The line above the race gives one acceptance per kind (chat and code); the k note under the slider and
+    Explain's "this machine's figures" assume one a, those kinds pooled. Each says so, so a newcomer does not
+    read a third measurement beside the line's two; a single-kind draft's a is the line's own figure."""
+    from specviz.view.tabs.explain import machine_figures
+    smollm2, bundled = get_preset("smollm2"), get_preset("bundled")
+    pooled = "on unseen prompts: the line above the race's chat and code figures pooled"
+    advisor = _advised(smollm2)
+    assert f"assuming the draft's acceptance a = {smollm2.acceptance:.2f} ({pooled})" in advisor.k_note(smollm2)
+    *_, note = machine_figures(advisor, {smollm2.key: smollm2}, smollm2.key)
+    assert f"a = {smollm2.acceptance:.2f} assumed (its draft's acceptance {pooled})" in __import__("html").unescape(note)
+    one = "on unseen code prompts: the line above the race's figure"
+    assert f"assuming the draft's acceptance a = {bundled.acceptance:.2f} ({one})" in _advised(bundled).k_note(bundled)
+
+
+def test_a_preset_s_own_acceptance_is_named_as_spaces_yaml_s():
+    from specviz.app.pair_expect import assumed_a_words
+    item = {"key": "s", "label": "s", "target": "HuggingFaceTB/SmolLM2-135M-Instruct", "k": 3, "draft": SMOLLM2_DRAFT}
+    assert "spaces.yaml" in assumed_a_words(parse_presets([{**item, "acceptance": 0.3}], "t")["s"])
+    assert "pooled" in assumed_a_words(parse_presets([item], "t")["s"])

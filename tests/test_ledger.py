@@ -330,3 +330,62 @@ def test_run_clears_the_strip_and_a_stopped_race_is_never_final(pair, tiny_dirs)
         view.add(event)
         cancel.set()                                       # Stop, right after the first event
     assert "cancelled" in view.stats.stop_reasons.values() and 'data-final' not in view.strip()
+
+
+def test_a_finished_strip_reads_the_lanes_its_ledger_was_built_from():
+    """Once the race ended, the strip's a, a_d, tau, E and passes are the ledger's lanes' (the engine's
+    Done.stats), not the page's fold of the events: a trace whose saved stats and events disagreed showed
+    the fold's a in the strip and the stats' a in the ledger box and the why, on one screen."""
+    import re
+    from specviz.engine.metrics import theory
+    from specviz.engine.metrics.measures import LaneStats
+    from specviz.view.ledger_view import build as build_ledger
+    from specviz.view.race_view import RaceView
+    view = RaceView(3)
+    view.stats.tallies["spec"] = LaneTally(rounds=10, drafted=28, accepted=18, rejected=8, tokens=29, draft_s=0.14,
+                                           verify_s=1.3, target_s=1.25, accept_s=0.03, elapsed_s=1.5)
+    view.stats.tallies["base"] = LaneTally(tokens=29, target_s=2.8, accept_s=0.05, elapsed_s=2.9)
+    done = LaneTally(rounds=9, drafted=27, accepted=21, rejected=5, tokens=30, draft_s=0.14, verify_s=1.2,
+                     target_s=1.15, accept_s=0.03, elapsed_s=1.5)
+    view.stats.done["spec"] = LaneStats.of(done)
+    led = build_ledger(view.stats)
+    assert led.a == pytest.approx(21 / 26)
+    strip = view.strip(led)
+    shown = [float(x) for x in re.findall(r'<div class="value"[^>]*>([\d.]+)<', strip)[:3]]
+    assert shown == [round(21 / 26, 2), round(21 / 27, 2), round(30 / 9, 2)]
+    assert "a = 21 / 26 judged" in strip and "a_d = 21 / 27 drafted" in strip and "tau = 30 / 9 passes" in strip
+    assert f"theory E = {theory.expected_tokens_per_round(21 / 26, 3):.2f}" in strip and ">9 vs 29<" in strip
+    assert "3 drafts a round" not in strip and "k = 3, c = " in strip
+
+
+def test_a_lane_s_meter_gives_its_clock_as_the_headline_and_the_ledger_do():
+    """The meter over a pane showed the time of the lane's last token and a rate over the lane's whole clock,
+    while the headline and the ledger's bars give the lane's clock at its end (Done.stats): "1.00 s ·
+    10 tokens · 9.1 tok/s" beside "10 tokens in 1.10 s". It now reads the lanes the ledger reads."""
+    from specviz.engine.metrics.measures import LaneStats
+    from specviz.view.race_view import RaceView
+    view = RaceView(3)
+    view.stats.times["spec"], view.stats.tokens["spec"] = [0.0, *[0.1 * i for i in range(1, 11)]], list(range(11))
+    view.stats.tallies["spec"] = LaneTally(rounds=4, drafted=12, accepted=6, rejected=3, tokens=10, elapsed_s=1.05)
+    assert "1.05 s" in view.meter("spec") and "9.5 tok/s" in view.meter("spec")        # streaming: the fold's clock
+    view.stats.done["spec"] = LaneStats.of(LaneTally(rounds=4, drafted=12, accepted=6, rejected=3, tokens=10,
+                                                     elapsed_s=1.1))
+    meter = view.meter("spec")
+    assert "1.10 s" in meter and "10 tokens" in meter and "9.1 tok/s" in meter and "4 rounds" in meter
+
+
+def test_the_strip_s_speedup_says_it_is_like_for_like_where_the_lanes_differ_in_length():
+    """Sampled lanes wrote 20 and 30 tokens: the speedup (the headline's) compares each lane's time to its
+    first 20 tokens, as the headline says; the strip's note said "tokens/s, each lane on its own clock",
+    which a reader checking it against the meters' rates found wrong."""
+    from specviz.view.race_view import RaceView
+    view = RaceView(3)
+    view.stats.times["spec"], view.stats.tokens["spec"] = [0.0, *[0.05 * i for i in range(1, 21)]], list(range(21))
+    view.stats.times["base"], view.stats.tokens["base"] = [0.0, *[0.1 * i for i in range(1, 31)]], list(range(31))
+    view.stats.tallies["spec"] = LaneTally(rounds=8, drafted=24, accepted=12, rejected=6, tokens=20, elapsed_s=1.0)
+    view.stats.tallies["base"] = LaneTally(tokens=30, elapsed_s=3.0)
+    strip = view.strip()
+    assert ">2.00×<" in strip and "like for like: each lane&#x27;s time to its first 20 tokens" in strip
+    view.stats.times["base"], view.stats.tokens["base"] = view.stats.times["base"][:21], list(range(21))
+    view.stats.tallies["base"] = LaneTally(tokens=20, elapsed_s=2.0)
+    assert "tokens/s, each lane on its own clock" in view.strip()

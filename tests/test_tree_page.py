@@ -298,3 +298,22 @@ def test_the_calculators_tree_is_the_chain_at_width_one_and_pays_only_when_its_g
     chain, tree = what_if_plot(0.7, 0.1, 8, 1.2), what_if_plot(0.7, 0.1, 8, 1.2, 3, 0.4)
     assert len(tree.data) == len(chain.data) + 1 and "3 guesses at depth 1" in tree.data[-1].name
     assert len(what_if_plot(0.7, 0.1, 8, 1.2, 99, 0.4).data[-1].name) and "4 guesses" in what_if_plot(0.7, 0.1, 8, 1.2, 99, 0.4).data[-1].name
+
+
+def test_the_tree_box_gives_the_race_s_speedup_as_its_headline_does():
+    """A sampled tree race writes another length than its plain lane: the headline, the strip and the ledger
+    give the speedup like for like (over the shorter text), the tree box gave the whole lanes' rate ratio:
+    two speedups for one race on one screen. The box now takes the ledger's."""
+    from specviz.engine.analysis.cost_model import CostModel
+    spec = LaneTally(tokens=80, rounds=24, drafted=24 * 14, accepted=50, rejected=20, elapsed_s=1.6, draft_s=0.5,
+                     verify_s=24 * 0.05)
+    plain = LaneTally(tokens=100, rounds=0, elapsed_s=4.0)
+    by_choice = [{"depth": d, "choice": c, "judged": 20, "accepted": 12 if c == 0 else 5, "rate": 0.6 if c == 0 else 0.25}
+                 for d in (1, 2, 3, 4) for c in (0, 1)]
+    model = CostModel(("bundled", "cpu", "eager", "here"))
+    model.seed(MachineCosts(plain_s=0.04, draft_s=0.004, pass_s={n: 0.04 * (1 + 0.05 * n) for n in range(2, 14)},
+                            pass_samples={n: (0.04 * (1 + 0.05 * n),) * 3 for n in range(2, 14)},
+                            round_samples={k: (0.004 * k,) * 3 for k in range(1, 13)}))
+    whole = (80 / 1.6) / (100 / 4.0)                     # 2.00x: the whole lanes' rates
+    html = tree_box_html(spec, plain, (2, 2, 1, 1), choice_rows(by_choice), model, speedup=2.31)
+    assert "2.31x against" in html and f"{whole:.2f}x against" not in html

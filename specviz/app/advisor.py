@@ -21,6 +21,7 @@ from .cost_models import CostModels, default_path, path_of
 from .decoders import Decoders
 from .k_advice import KAdvice, from_model
 from .pair_cache import PairCache
+from .pair_expect import assumed_a_words
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class Advisor:
 
     def _readvise(self, preset: Preset, model: CostModel) -> None:
         if self.enabled and preset.acceptance is not None:
-            self.advice[preset.key] = from_model(model, preset.acceptance, self.k_range)
+            self.advice[preset.key] = from_model(model, preset.acceptance, self.k_range, assumed_a_words(preset))
 
     def fold_race(self, preset: Preset, pair: ModelPair, spec: LaneTally, plain: LaneTally, spec_stats,
                   tree: bool = False) -> CostModel:

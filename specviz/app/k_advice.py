@@ -27,6 +27,7 @@ SEEN_DIFFERS = 0.05     # a race's a this far from the assumed one is named besi
 class KAdvice:
     advice: Advice
     model: CostModel
+    source: str = "on held-out prompts"    # where the assumed a was measured (pair_expect.assumed_a_words)
 
     @property
     def k(self) -> int | None:
@@ -82,7 +83,7 @@ class KAdvice:
         runs = self.model.runs
         return (f"k = {self.k} suits this machine{near} (a prediction): typical here, across {runs} "
                 f"race{'s' if runs != 1 else ''} and the timing at load, a draft step costs "
-                f"{self.figures()}; assuming the draft's held-out acceptance a = {self.a:.2f}, the formula "
+                f"{self.figures()}; assuming the draft's acceptance a = {self.a:.2f} ({self.source}), the formula "
                 f"expects {self.expected:.2f}x.{seen}")
 
     def to_dict(self) -> dict:
@@ -93,8 +94,9 @@ class KAdvice:
                    for f in (c, v) if f is not None}}
 
 
-def from_model(model: CostModel, a: float, k_range: tuple[int, int]) -> KAdvice:
-    return KAdvice(model.advise(a, k_range), model)
+def from_model(model: CostModel, a: float, k_range: tuple[int, int], source: str | None = None) -> KAdvice:
+    """The model's advice for acceptance a; `source` says where a comes from (pair_expect.assumed_a_words)."""
+    return KAdvice(model.advise(a, k_range), model, *([source] if source else []))
 
 
 def advise(costs, a: float, k_range: tuple[int, int], key: tuple = ("", "", "", "")) -> KAdvice:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..models.expect import EXPECT, preset_draft_folder, read_expect
+from ..models.expect import EXPECT, pooled_acceptance, preset_draft_folder, read_expect
 from ..paths import ROOT
 
 # Why a pair has no chat figure, where its preset says more than "not a chat model".
@@ -63,6 +63,20 @@ def source(record: dict, preset) -> list[str]:
     if record.get("command"):
         lines.append(f"Command: {record['command']}")
     return lines + ["Table: benchmarks/pair-expect.md."]
+
+
+def assumed_a_words(preset) -> str:
+    """Where the a the k advice assumes comes from, in words set against the line above the race: that
+    line gives one figure per kind, the advice one a, the kinds pooled (accepted / judged summed over
+    them, models/expect.pooled_acceptance). Unsaid, the pooled a reads as a third measurement beside the
+    line's two; a preset whose spaces.yaml gives its own `acceptance` says that instead."""
+    record = expected(preset)
+    if record is None or preset.acceptance is None or pooled_acceptance(record) != preset.acceptance:
+        return "on held-out prompts, as its preset in spaces.yaml gives it"
+    kinds = list(record["kinds"])
+    if len(kinds) == 1:
+        return f"on unseen {kinds[0]} prompts: the line above the race's figure"
+    return f"on unseen prompts: the line above the race's {' and '.join(kinds)} figures pooled"
 
 
 def _as_repository_names(path: Path) -> str:

@@ -17,7 +17,9 @@ from ..engine.metrics import measures
 from ..engine.loop.events import from_dict
 from ..models.fetch import FETCHABLE, fetched
 from ..engine.analysis.lossless import draft_contrast, samples_to_separate, verdict_line
+from ..engine.analysis.ledger import Ledger, of_race
 from ..engine.analysis.repeat import repeated
+from ..engine.metrics.theory import priced_v
 from ..engine.analysis.stats import RunStats
 from . import gpu_calls
 from .state import AppState
@@ -104,10 +106,35 @@ def _advice_words(app: AppState, key: str) -> str:
             f"k = {advice.k}{'' if lo == hi else f' (k = {lo} to {hi} within its noise)'} for the draft's usual a.")
 
 
-def race_figures(stats: RunStats) -> tuple[float, float]:
-    """c and v as this race measured them (its draft steps and pass in its own plain steps), the figures the
-    race tab's why and ledger give for it (engine/analysis/ledger.py): the cost model is for predictions."""
-    return stats.cost_ratio() or 0.0, stats.verify_ratio() or 1.0
+def race_ledger(stats: RunStats) -> Ledger:
+    """The race's own ledger (engine/analysis/ledger.py), from the lanes the race tab's ledger reads (the
+    engine's Done.stats, else the fold): the exercise's passes, a, tau, c and v are the figures the race tab's
+    why and box give for a race, never recomputed here; the cost model is for predictions."""
+    lanes = (tuple(measures.LaneTally.from_stats(stats.done[lane]) for lane in ("spec", "base"))
+             if {"spec", "base"} <= stats.done.keys() else None)
+    return of_race(stats, tallies=lanes)
+
+
+def race_why(led: Ledger, k_setting: int) -> str:
+    """The race exercise's why from the race's ledger: passes, a and tau, then what a round cost, each part
+    with its own value. A race whose timings price no round (a pass timed cheaper than a step, or none
+    timed) says so in the ledger's words instead of pricing it with a stand-in c or v."""
+    head = (f"The target checked the drafts in {led.spec.target_passes} passes where plain decoding needed "
+            f"{led.plain.target_passes}: ")
+    if led.a is None or led.tau is None:
+        return head + "no draft was judged, so there is no acceptance rate to give."
+    head += f"it accepted {led.a:.0%} of the drafts it judged, so each pass yielded {led.tau:.2f} tokens."
+    if not led.priced:
+        return f"{head} {led.cause.removeprefix(led.plain_words).strip()}"
+    k, c, v = led.k, led.c, priced_v(led.v)       # the pass priced as the ledger prices it: never below a step
+    shown_v = f"v = {v:.2f}" if v == led.v else f"v = {led.v:.2f} measured, priced at {v:.2f}"
+    # A round costs k c + v plain steps (drafting, then one verify pass): each part with its own value,
+    # then the bigger share of the extra over one step named.
+    most = (f"Most of the extra is the verify pass: checking up to {k_setting + 1} tokens at once costs more than "
+            f"one plain step here." if v - 1 >= k * c else
+            f"Most of the extra is drafting: {k:.3g} draft steps come before every pass.")
+    return (f"{head} The speedup is smaller than that because a round costs {k * c + v:.2f} plain steps, not 1: "
+            f"{k:.3g} draft steps at c = {c:.3f} each ({k * c:.2f}), then a verify pass at {shown_v}. {most}")
 
 
 def ran(app: AppState, key: str, *runs: dict, prompt: str | None = None, settings: str | None = None) -> str:
@@ -115,6 +142,11 @@ def ran(app: AppState, key: str, *runs: dict, prompt: str | None = None, setting
     race_stats, in order), or `settings` in words, and the prompt (default: the pair's first example)."""
     text = settings or "; then ".join(settings_text(config(app, key, **run)) for run in runs)
     return ran_text(app.pairs.preset(key).label, text, prompt or app.pairs.preset(key).examples[0])
+
+
+def _num(x: float | None, fmt: str = ".2f") -> str:
+    """A figure as the why prints it: "—" where the run measured none (never a 0.00 standing in for it)."""
+    return "—" if x is None else format(x, fmt)
 
 
 def _passes(stats: RunStats) -> tuple[int, int]:
@@ -127,24 +159,12 @@ def race(app: AppState, repeat: int = 1) -> Outcome:
     runs = [race_stats(app, key, **run) for _ in range(max(1, repeat))]
     stats = runs[0]                                # the first race's figures; the answer is the median's
     rep = repeated([r.measured_speedup() for r in runs]) if len(runs) > 1 else None
-    s, a = (rep.median if rep else stats.measured_speedup()), stats.acceptance_rate
-    spec, base = _passes(stats)
-    tpr = measures.mean_acceptance_length(stats.tallies["spec"])     # tau: tokens / passes, as the strip's
-    c, v = race_figures(stats)                     # this race's: the race tab's why gives the same
-    k = stats.drafts_per_round()
-    # A round costs k c + v plain steps (drafting, then one verify pass): each part with its own value,
-    # then the bigger share of the extra over one step named.
-    most = (f"Most of the extra is the verify pass: checking up to {stats.k + 1} tokens at once costs more than one "
-            f"plain step here." if v - 1 >= k * c else
-            f"Most of the extra is drafting: {k:.3g} draft steps come before every pass.")
+    led = race_ledger(stats)                       # this race's record: the race tab's why gives the same
+    s = rep.median if rep else led.speedup
     repeated_line = f"{rep.line()} The passes and costs below are the first race's. " if rep else ""
     return Outcome(round(s, 2), f"{s:.2f}×" + (f" (median of {len(runs)}, range {rep.low:.2f}-{rep.high:.2f}×)"
                                               if rep else ""),
-                   f"{repeated_line}The target checked the drafts in {spec} passes where plain decoding needed {base}: "
-                   f"it accepted {a:.0%} of the drafts it judged, so each pass yielded {tpr:.2f} tokens. The speedup "
-                   f"is smaller than that because a round costs {k * c + v:.2f} plain steps, not 1: {k:.3g} draft "
-                   f"steps at c = {c:.3f} each ({k * c:.2f}), then a verify pass at v = {v:.2f}. {most}",
-                   ("race", stats), ran=ran(app, key, *([run] * len(runs))))
+                   repeated_line + race_why(led, stats.k), ("race", stats), ran=ran(app, key, *([run] * len(runs))))
 
 
 def passes_prompt(app: AppState) -> str:
@@ -232,10 +252,10 @@ def best_k(app: AppState) -> Outcome:
     return Outcome([str(k) for k in near],
                    f"k = {best} measured; within noise ({sweep.noise():.0%}): {span}",
                    f"The answer is what the races measured: k = {best}, and {span} within their noise. Larger k wins "
-                   f"more tokens per target pass, but each extra draft step costs c = {sweep.c or 0:.2f} and is "
-                   f"accepted only with probability a = {sweep.a or 0:.2f} given the ones before it. A prediction, not "
+                   f"more tokens per target pass, but each extra draft step costs c = {_num(sweep.c)} and is "
+                   f"accepted only with probability a = {_num(sweep.a)} given the ones before it. A prediction, not "
                    f"a second answer: the formula drawn from those races' figures (and a verify pass costing "
-                   f"{sweep.v or 0:.2f} plain steps) expects its best k at {predicted}.{_advice_words(app, key)}",
+                   f"{_num(sweep.v)} plain steps) expects its best k at {predicted}.{_advice_words(app, key)}",
                    ("sweep", sweep),
                    ran=ran(app, key, settings=f"k = {SWEEP_KS[0]} to {SWEEP_KS[-1]}, greedy, 48 new tokens at most each"))
 
@@ -250,9 +270,9 @@ def lookup(app: AppState) -> Outcome:
               else "prompt lookup" if s_lookup > s_model else "the draft model")
     return Outcome(winner, f"prompt lookup {s_lookup:.2f}×, draft model {s_model:.2f}×",
                    f"The prompt asks for a function the prompt already contains, so copying its next n-gram is a "
-                   f"free and often right guess: prompt lookup had a = {by_lookup.acceptance_rate or 0:.2f} at no "
-                   f"draft cost, the draft model a = {by_model.acceptance_rate or 0:.2f} at c = "
-                   f"{by_model.cost_ratio() or 0:.2f}.",
+                   f"free and often right guess: prompt lookup had a = {_num(by_lookup.acceptance_rate)} at no "
+                   f"draft cost, the draft model a = {_num(by_model.acceptance_rate)} at c = "
+                   f"{_num(by_model.cost_ratio())}.",
                    ran=ran(app, key, model_run, lookup_run, prompt=RENAME_PROMPT))
 
 

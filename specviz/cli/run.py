@@ -221,7 +221,7 @@ def run(args) -> int:
                 # The chain's formula E(a, k) / (k c + v) does not describe a tree's round: keep where the
                 # seconds went, and set the tree against the chain of its depth that this machine's
                 # measured costs and the tree's own first choices predict.
-                lines = lines[1:3] + tree_lines(pair, config, done["spec"].stats, spec, base, model)
+                lines = lines[1:3] + tree_lines(pair, config, done["spec"].stats, spec, base, model, led.speedup)
             print("\n".join(lines))
     elif "base" in done:
         spec, base = (done[lane].stats.tally for lane in ("spec", "base"))
@@ -250,13 +250,13 @@ def threads_line() -> str:
     return f"decoding threads: {mine} ({same})"
 
 
-def tree_lines(pair, config, stats, spec, base, model) -> list[str]:
+def tree_lines(pair, config, stats, spec, base, model, speedup=None) -> list[str]:
     """The tree as raced against an estimated chain of its depth, the chain priced by the cost model
     (`model`, seeded here with this machine's timing of the chain's rounds: a few seconds), and a pointer
     to the bench, which races a real chain."""
     from ..engine.analysis import calibrate, tree_ledger, tree_price
     depth = len(config.tree)
     model.seed(calibrate.measure_costs(pair, k_max=depth))
-    cmp = tree_price.against_model(spec, base, depth, stats.by_choice, model)
+    cmp = tree_price.against_model(spec, base, depth, stats.by_choice, model, speedup)    # the ledger's speedup
     return tree_ledger.text_lines(cmp) + [f"  a real chain raced on the same prompts: python -m specviz bench "
                                           f"--tree {','.join(map(str, config.tree))}"]

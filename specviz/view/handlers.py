@@ -183,7 +183,7 @@ def _race(app: AppState, *form, repeat: int = 1, live: bool = False, **named):
     yield finished(view, led, summary, stopped,
                    download_html(_save_trace(view, led, req.prompt, cfg, run.preset, run.pair, dtype,
                                              cost_record(model, led.k, busy), settled.chat)),
-                   tree=bool(cfg.tree), tree_box=_tree_box(view, run, stopped, model, lanes))
+                   tree=bool(cfg.tree), tree_box=_tree_box(view, run, stopped, model, lanes, led.speedup))
 
 
 def _in_line(work: Iterator, cancel: threading.Event):
@@ -209,17 +209,17 @@ def finished(view: RaceView, led, status: str, stopped: bool, download: str, tre
                       + tree_box, timeline=view.timeline.html())
 
 
-def _tree_box(view: RaceView, run: Prepared, stopped: bool, model, lanes) -> str:
+def _tree_box(view: RaceView, run: Prepared, stopped: bool, model, lanes, speedup=None) -> str:
     """A tree race's box under the ledger (view/tree_results.py): the tree as this race measured it
-    (`lanes`: its tallies), the chain from the pair's cost model (`model`, None where it has none); "" for
-    a chain."""
+    (`lanes`: its tallies; `speedup`: its ledger's, the headline's), the chain from the pair's cost model
+    (`model`, None where it has none); "" for a chain."""
     cfg = run.config
     if not cfg.tree:
         return ""
     spec, plain = lanes
     done = view.dones.get("spec")
     by_choice = choice_rows(getattr(getattr(done, "stats", None), "by_choice", None))
-    return tree_box_html(spec, plain, cfg.tree, by_choice, model, stopped=stopped)
+    return tree_box_html(spec, plain, cfg.tree, by_choice, model, stopped=stopped, speedup=speedup)
 
 
 def _stream(view: RaceView, events: Iterator[Event], cancel: threading.Event | None = None,

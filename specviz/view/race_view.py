@@ -5,11 +5,12 @@ Pane HTML only grows by appended fragments while streaming.
 """
 from __future__ import annotations
 
-from ..engine.metrics import measures
+from ..engine.metrics import measures, theory
 from ..engine.loop.events import to_dict
 from ..engine.analysis.ledger import k_label
 from ..engine.analysis.stats import RunStats
 from ..engine.analysis.token_kinds import KindTally
+from .ledger_view import tallies
 from .render import clean, fragment
 from .tree_view import round_note
 from .timeline import Timeline
@@ -79,8 +80,12 @@ class RaceView:
 
     def meter(self, lane: str) -> str:
         s = self.stats
-        t, n = s.times[lane][-1], s.tokens[lane][-1]
-        rate = s.lane_rate(lane)
+        # The lane's clock and counts as the headline and the ledger's bars give them (its Done.stats once it
+        # ended, else the fold so far: ledger_view.tallies), not the time of its last token: the meter's
+        # seconds and tokens/s then agree with each other and with every other line about the lane.
+        tally = tallies(s)[0 if lane == "spec" else 1]
+        t, n = tally.elapsed_s, tally.tokens
+        rate = measures.rate(n, t)
         name = "Speculative decoding" if lane == "spec" else "Plain target decoding"
         reason = s.stop_reasons.get(lane)
         if reason is None:
@@ -90,8 +95,8 @@ class RaceView:
         else:
             state = f'<span class="finished">✓ {STOP_WORDS.get(reason, "done")}</span>'
         extra = ""
-        if lane == "spec" and s.rounds:
-            extra = f"<span>{len(s.rounds)} rounds</span>"
+        if lane == "spec" and tally.rounds:
+            extra = f"<span>{tally.rounds} rounds</span>"
         # Two rows in both lanes (name and state, then the figures): wrapped wherever each lane's text
         # ran out, the two meters differed by a line and the panes below them started out of level.
         return (f'<div class="meter meter-{lane}"><div class="meter-head"><b>{name}</b>{state}</div>'
@@ -101,16 +106,24 @@ class RaceView:
     def strip(self, led=None) -> str:
         """The stats strip: each figure with its counts, and a one-line definition (data-tip, shown on
         hover, tap and focus) that names it as docs/metrics.md does. While the race streams the figures are
-        the fold's so far; once it ended, `led` (its ledger, engine/analysis/ledger.py) gives c, v, the
-        theory and the measured speedup, so the strip and every other line print the one record."""
+        the fold's so far; once it ended, `led` (its ledger, engine/analysis/ledger.py) gives a, tau, E, c,
+        v, the theory, the passes and the measured speedup, and the counts come from the lanes it was built
+        from, so the strip and every other line print the one record."""
         s, t = self.stats, self.stats.tallies["spec"]
-        a, a_d, tau = measures.acceptance_rate(t), measures.draft_acceptance_rate(t), measures.mean_acceptance_length(t)
         th, c, v = s.theory(), s.cost_ratio(), s.verify_ratio()
         speed = s.measured_speedup()
+        over = s.compared()[1]           # the tokens each lane was timed to, where their lengths differ
+        passes = (len(s.rounds), s.tokens["base"][-1])
         if led is not None:
-            th = {key: x for key, x in th.items() if key != "speedup"}
+            # The ledger's lanes (the engine's Done.stats, where the fold has them: ledger_view.tallies), not
+            # the page's fold: a trace whose stats and events disagree showed two a's on one screen.
+            t = tallies(s)[0]
+            th = ({} if led.a is None or not led.k else
+                  {"k": led.k, "tokens_per_round": theory.expected_tokens_per_round(led.a, led.k)})
             th.update({"speedup": led.theory} if led.theory is not None else {})
             c, v, speed = led.c, led.v, led.speedup
+            passes = (led.spec.target_passes, led.plain.target_passes)
+        a, a_d, tau = measures.acceptance_rate(t), measures.draft_acceptance_rate(t), measures.mean_acceptance_length(t)
         if self.tree:        # the chain's formula E(a, k) does not describe a tree: no theory figures
             th = {}
         cond = measures.conditional_acceptance(s.positions.judged, s.positions.accepted)
@@ -132,9 +145,11 @@ class RaceView:
              "a_i = accepted at draft position i / judged at i: the chance the i-th draft of a round is kept, "
              "given all before it were (vLLM's per-position rate is unconditional). docs/metrics.md: "
              "conditional acceptance a_i."),
-            ("target passes", f"{len(s.rounds)} vs {s.tokens['base'][-1]}", "speculative vs plain",
+            ("target passes", f"{passes[0]} vs {passes[1]}", "speculative vs plain",
              "Target forward passes: one per round in the speculative lane, one per token in the plain lane."),
-            ("measured speedup", "—" if speed is None else f"{speed:.2f}×", "tokens/s, each lane on its own clock",
+            ("measured speedup", "—" if speed is None else f"{speed:.2f}×",
+             "tokens/s, each lane on its own clock" if over is None else
+             f"like for like: each lane's time to its first {over} tokens",
              "speedup = speculative tokens/s over plain tokens/s, each lane timed on its own clock. "
              "docs/metrics.md: speedup."),
             ("theory speedup", f"{th['speedup']:.2f}×" if "speedup" in th else "—",

@@ -48,11 +48,12 @@ def choice_table(by_choice: tuple[ChoiceRow, ...], widths) -> str:
 
 
 def tree_box_html(spec: LaneTally, plain: LaneTally, tree, by_choice: tuple[ChoiceRow, ...], model,
-                  stopped: bool = False) -> str:
+                  stopped: bool = False, speedup: float | None = None) -> str:
     """The box: the tree-vs-chain sentence (or why there is none), then the per-depth table. `model`: the
-    pair's cost model (None where the pair has none: the chain is then not priced)."""
+    pair's cost model (None where the pair has none: the chain is then not priced); `speedup`: the race's
+    measured speedup (its ledger's: the headline's and the strip's figure)."""
     shape = ",".join(str(int(w)) for w in tree)
-    cmp = tree_price.against_model(spec, plain, len(tree), as_dicts(by_choice), model)
+    cmp = tree_price.against_model(spec, plain, len(tree), as_dicts(by_choice), model, speedup)
     verdict, sentence = cmp.verdict, cmp.cause
     if model is None:
         sentence += " The table shows what the second choices bought."

@@ -22,9 +22,13 @@ from .tree_ledger import TreeVsChain
 
 
 def against_model(tree: m.LaneTally, plain: m.LaneTally, depth: int, by_choice: list[dict] | None,
-                  model) -> TreeVsChain:
-    """The tree lane against the chain of its depth that `model` (a CostModel, or None) prices."""
+                  model, speedup: float | None = None) -> TreeVsChain:
+    """The tree lane against the chain of its depth that `model` (a CostModel, or None) prices. `speedup`:
+    the race's measured speedup as its ledger and headline give it (like for like where the lanes wrote
+    different lengths, measures.compared_speedup); without it, the whole lanes' rate ratio."""
     t = tree_ledger.side(tree, plain)
+    if speedup is not None:
+        t = replace(t, speedup=speedup)
     second = tree_ledger.second_choice_rate(by_choice)
     chain = tree_ledger.Side(None, depth + 1, None, None, None, None)
 

@@ -113,7 +113,8 @@ def machine_figures(advisor: Advisor, presets: dict, key, k_max=None):
     # race that accepted a clearly different a is named beside it, never mixed in.
     runs = advice.model.runs
     line = (f"{p.label}, typical here (across {runs} race{'' if runs == 1 else 's'} and the timing at load; a "
-            f"prediction, not one race's figures): a = {advice.a:.2f} assumed (its draft's held-out acceptance), "
+            f"prediction, not one race's figures): a = {advice.a:.2f} assumed (its draft's acceptance "
+            f"{advice.source}), "
             f"{advice.figures()}, at k = {advice.k}, the k advised.")
     seen = getattr(advisor, "seen_a", {}).get(p.key)
     if seen is not None and abs(seen - advice.a) > SEEN_DIFFERS:

@@ -1,0 +1,80 @@
+"""Drafts' greedy agreement with the target on the store's validation shards, by kind and temperature.
+
+    python scripts/draft_agreement.py assets/models/smollm2-draft /tmp/candidate --work-dir .specviz-train/s1
+
+For each work folder's full shards (top-32 of the target at every generated token) that the store's split
+holds out (shard_store.is_validation: never trained on by any draft the train stage made from the store),
+grouped by kind (chat, code, prose) and decoding temperature, the share of generated positions where the
+draft's argmax is the target's (distill.validate, the figure the train stage keeps its best step by).
+Greedy chat shards (T = 0) are the in-distribution counterpart of the gate's held-out chat prompts: the
+gap between the two says how much of a draft's chat figure is the prompts' distribution, not the draft.
+A count, the same on any machine (fp32 on the CPU).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from specviz.training import shard_store  # noqa: E402
+from specviz.training.distill import head_index, read_shards, validate  # noqa: E402
+
+
+def validation_groups(work_dirs: list[str]) -> dict[tuple[str, float], list[Path]]:
+    """The work folders' full shards that the store's split holds out, by (kind, temperature)."""
+    groups = defaultdict(list)
+    for work in map(Path, work_dirs):
+        sitting = shard_store.sitting_id(work)
+        for path in shard_store.work_shards(work):
+            if shard_store.is_validation(shard_store.store_name(sitting, shard_store.work_index(path))):
+                with np.load(path) as z:
+                    groups[(str(z["kind"]), float(z["temperature"]))].append(path)
+    return dict(sorted(groups.items()))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("drafts", nargs="+", help="draft folders for SmolLM2-135M-Instruct (borrowed head)")
+    ap.add_argument("--work-dir", action="append", required=True, help="a data stage's work folder (repeatable)")
+    ap.add_argument("--out", default=None, help="also write the table as JSON here")
+    args = ap.parse_args(argv)
+    from transformers import AutoModelForCausalLM
+
+    from specviz.training.smollm2_draft import load_target
+
+    groups = validation_groups(args.work_dir)
+    if not groups:
+        print("no validation shards in " + ", ".join(args.work_dir), file=sys.stderr)
+        return 2
+    _, _, target = load_target("cpu")
+    torch.set_grad_enabled(False)
+    rows = {}
+    for (kind, t), paths in groups.items():
+        seqs = read_shards(paths)
+        rows[f"{kind} T={t:g}"] = {"shards": len(paths), "tokens": int(sum(len(s.top_ids) for s in seqs)),
+                                   "greedy_agreement": {}}
+    for name in args.drafts:
+        draft = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32).borrow_from(target)
+        index = head_index(draft)
+        for (kind, t), paths in groups.items():
+            m = validate(draft, read_shards(paths), index)
+            rows[f"{kind} T={t:g}"]["greedy_agreement"][name] = round(m["greedy_agreement"], 4)
+    width = max(len(n) for n in args.drafts)
+    print(f"{'shards':<34}" + "".join(f"{n:>{width + 2}}" for n in args.drafts))
+    for key, row in rows.items():
+        print(f"{key + ' (' + str(row['shards']) + ', ' + str(row['tokens']) + ' tok)':<34}"
+              + "".join(f"{row['greedy_agreement'][n]:>{width + 2}.3f}" for n in args.drafts))
+    if args.out:
+        Path(args.out).write_text(json.dumps({"work_dirs": args.work_dir, "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -17,7 +17,7 @@ from ..engine.metrics import measures
 from ..engine.loop.events import from_dict
 from ..models.fetch import FETCHABLE, fetched
 from ..engine.analysis.lossless import draft_contrast, samples_to_separate, verdict_line
-from ..engine.analysis.ledger import Ledger, of_race
+from ..engine.analysis.ledger import Ledger, of_race, race_tallies
 from ..engine.analysis.repeat import repeated
 from ..engine.metrics.theory import priced_v
 from ..engine.analysis.stats import RunStats
@@ -88,7 +88,7 @@ def race_stats(app: AppState, key: str, prompt: str | None = None, **settings) -
     if set(stats.done) == {"spec", "base"}:              # a finished race joins the pair's cost model
         preset = app.pairs.preset(key)
         app.advisor.fold_race(preset, app.pairs.pair(preset),
-                              *(measures.LaneTally.from_stats(stats.done[lane]) for lane in ("spec", "base")),
+                              *race_tallies(stats),
                               stats.done["spec"], bool(cfg.tree))
     return stats
 
@@ -110,9 +110,7 @@ def race_ledger(stats: RunStats) -> Ledger:
     """The race's own ledger (engine/analysis/ledger.py), from the lanes the race tab's ledger reads (the
     engine's Done.stats, else the fold): the exercise's passes, a, tau, c and v are the figures the race tab's
     why and box give for a race, never recomputed here; the cost model is for predictions."""
-    lanes = (tuple(measures.LaneTally.from_stats(stats.done[lane]) for lane in ("spec", "base"))
-             if {"spec", "base"} <= stats.done.keys() else None)
-    return of_race(stats, tallies=lanes)
+    return of_race(stats, tallies=race_tallies(stats))
 
 
 def race_why(led: Ledger, k_setting: int) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from ..app.run_records import DecodePath
 from ..engine.analysis import ledger as ledger_mod
 from ..runtime.lean_draft import format_of
-from ..engine.metrics.measures import LaneTally
 from .render import clean
 
 VERDICTS = {  # verdict -> (glyph, label); the CSS class is verdict-<key with spaces as dashes>
@@ -35,16 +34,7 @@ def verdict_class(verdict: str) -> str:
     return "verdict-" + (verdict if verdict in VERDICTS else "unmeasured").replace(" ", "-")
 
 
-def tallies(stats) -> tuple[LaneTally, LaneTally]:
-    """Each lane's tally: the engine's own (Done.stats), else the page's fold of the events."""
-    out = []
-    for lane in ("spec", "base"):
-        done = stats.done.get(lane)
-        try:
-            out.append(LaneTally.from_stats(done) if done else stats.tallies[lane])
-        except (KeyError, TypeError):
-            out.append(stats.tallies[lane])
-    return out[0], out[1]
+tallies = ledger_mod.race_tallies    # each lane's tally: the engine's own (Done.stats), else the page's fold
 
 
 def build(stats, model=None, busy: str = ""):

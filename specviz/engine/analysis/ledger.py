@@ -159,6 +159,18 @@ def build(spec: m.LaneTally, plain: m.LaneTally, model=None, busy: str = "",
                   typical=typical(model, k))
 
 
+def race_tallies(stats) -> tuple[m.LaneTally, m.LaneTally]:
+    """Each lane's (spec, plain) tally: the engine's own (Done.stats), else the fold of the events."""
+    out = []
+    for lane in ("spec", "base"):
+        done = stats.done.get(lane)
+        try:
+            out.append(m.LaneTally.from_stats(done) if done else stats.tallies[lane])
+        except (KeyError, TypeError):
+            out.append(stats.tallies[lane])
+    return out[0], out[1]
+
+
 def of_race(stats, model=None, busy: str = "", tallies=None) -> Ledger:
     """The ledger of a race folded into an engine/analysis/stats.RunStats (the page and the CLI alike):
     its speedup like for like, its interval from its own rounds and plain steps. `tallies`: the lanes'

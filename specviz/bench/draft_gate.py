@@ -21,18 +21,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
 from pathlib import Path
 
 from ..models import integrity
+from ..training.draft_prompts import normal_text
 from ..models.expect import KINDS, write_expect
 
 Z_MIN = 1.645     # one-sided 95% for a difference of two proportions
-
-
-def _normal(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().lower()
 
 
 def training_prompts(work_dir: str | Path) -> list[str]:
@@ -56,8 +52,8 @@ def training_prompts(work_dir: str | Path) -> list[str]:
 
 def overlaps(prompts: list[dict], trained: list[str]) -> list[str]:
     """The gate prompts whose text (whitespace and case aside) is, or is inside, a training prompt."""
-    seen = [_normal(t) for t in trained]
-    return [p["text"] for p in prompts if any(_normal(p["text"]) in t for t in seen)]
+    seen = [normal_text(t) for t in trained]
+    return [p["text"] for p in prompts if any(normal_text(p["text"]) in t for t in seen)]
 
 
 def store_prompts(store: str | Path, decode) -> list[str]:

@@ -211,7 +211,8 @@ def prose_prefixes() -> list[str]:
     return out
 
 
-def _normal(text: str) -> str:
+def normal_text(text: str) -> str:
+    """Whitespace runs as one space, trimmed, lower case: how a prompt is compared with another."""
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
@@ -222,13 +223,13 @@ def evaluation_texts(folder: Path = BENCHMARKS) -> list[str]:
     for name in EVALUATION_FILES:
         path = Path(folder) / name
         if path.is_file():
-            texts += [_normal(p["text"]) for p in json.loads(path.read_text(encoding="utf-8"))]
+            texts += [normal_text(p["text"]) for p in json.loads(path.read_text(encoding="utf-8"))]
     return texts
 
 
 def holds_evaluation_prompt(text: str, evaluation: list[str]) -> bool:
     """True when `text` is, or contains, a benchmark prompt (whitespace and case aside)."""
-    mine = _normal(text)
+    mine = normal_text(text)
     return any(e in mine for e in evaluation)
 
 

@@ -55,17 +55,14 @@ def main(argv=None) -> int:
         return 2
     _, _, target = load_target("cpu")
     torch.set_grad_enabled(False)
-    rows = {}
-    for (kind, t), paths in groups.items():
-        seqs = read_shards(paths)
-        rows[f"{kind} T={t:g}"] = {"shards": len(paths), "tokens": int(sum(len(s.top_ids) for s in seqs)),
-                                   "greedy_agreement": {}}
+    seqs = {f"{kind} T={t:g}": read_shards(paths) for (kind, t), paths in groups.items()}    # read once
+    rows = {key: {"shards": len(paths), "tokens": int(sum(len(s.top_ids) for s in seqs[key])), "greedy_agreement": {}}
+            for key, paths in zip(seqs, groups.values())}
     for name in args.drafts:
         draft = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32).borrow_from(target)
         index = head_index(draft)
-        for (kind, t), paths in groups.items():
-            m = validate(draft, read_shards(paths), index)
-            rows[f"{kind} T={t:g}"]["greedy_agreement"][name] = round(m["greedy_agreement"], 4)
+        for key in rows:
+            rows[key]["greedy_agreement"][name] = round(validate(draft, seqs[key], index)["greedy_agreement"], 4)
     width = max(len(n) for n in args.drafts)
     print(f"{'shards':<34}" + "".join(f"{n:>{width + 2}}" for n in args.drafts))
     for key, row in rows.items():

@@ -183,17 +183,24 @@ def test_a_greedy_tree_race_writes_the_chains_and_plain_decodings_text():
     assert "draft passes, one a depth" in last.status and "speculation pays above" not in last.status
 
 
-def test_the_tree_box_prices_the_chain_from_the_cost_model():
+def _choices_and_model():
+    """Two guesses a depth over four depths (the first kept 0.6, the second 0.25), and a cost model seeded
+    with a CPU-like machine: a draft step 0.1 of a plain step, a pass 5% dearer a token."""
     from specviz.engine.analysis.cost_model import CostModel
-    spec = LaneTally(tokens=100, rounds=30, drafted=30 * 14, accepted=60, rejected=40, elapsed_s=2.0, draft_s=0.6,
-                     verify_s=30 * 0.05)
-    plain = LaneTally(tokens=100, rounds=0, elapsed_s=4.0)
     by_choice = [{"depth": d, "choice": c, "judged": 20, "accepted": 12 if c == 0 else 5, "rate": 0.6 if c == 0 else 0.25}
                  for d in (1, 2, 3, 4) for c in (0, 1)]
     model = CostModel(("bundled", "cpu", "eager", "here"))
     model.seed(MachineCosts(plain_s=0.04, draft_s=0.004, pass_s={n: 0.04 * (1 + 0.05 * n) for n in range(2, 14)},
                             pass_samples={n: (0.04 * (1 + 0.05 * n),) * 3 for n in range(2, 14)},
                             round_samples={k: (0.004 * k,) * 3 for k in range(1, 13)}))
+    return by_choice, model
+
+
+def test_the_tree_box_prices_the_chain_from_the_cost_model():
+    spec = LaneTally(tokens=100, rounds=30, drafted=30 * 14, accepted=60, rejected=40, elapsed_s=2.0, draft_s=0.6,
+                     verify_s=30 * 0.05)
+    plain = LaneTally(tokens=100, rounds=0, elapsed_s=4.0)
+    by_choice, model = _choices_and_model()
     html = tree_box_html(spec, plain, (2, 2, 1, 1), choice_rows(by_choice), model)
     assert "estimated chain" in html and "cost model at depth 4" in html
     assert re.search(r'data-verdict="(tree paid|about even|chain paid)"', html)
@@ -304,16 +311,10 @@ def test_the_tree_box_gives_the_race_s_speedup_as_its_headline_does():
     """A sampled tree race writes another length than its plain lane: the headline, the strip and the ledger
     give the speedup like for like (over the shorter text), the tree box gave the whole lanes' rate ratio:
     two speedups for one race on one screen. The box now takes the ledger's."""
-    from specviz.engine.analysis.cost_model import CostModel
     spec = LaneTally(tokens=80, rounds=24, drafted=24 * 14, accepted=50, rejected=20, elapsed_s=1.6, draft_s=0.5,
                      verify_s=24 * 0.05)
     plain = LaneTally(tokens=100, rounds=0, elapsed_s=4.0)
-    by_choice = [{"depth": d, "choice": c, "judged": 20, "accepted": 12 if c == 0 else 5, "rate": 0.6 if c == 0 else 0.25}
-                 for d in (1, 2, 3, 4) for c in (0, 1)]
-    model = CostModel(("bundled", "cpu", "eager", "here"))
-    model.seed(MachineCosts(plain_s=0.04, draft_s=0.004, pass_s={n: 0.04 * (1 + 0.05 * n) for n in range(2, 14)},
-                            pass_samples={n: (0.04 * (1 + 0.05 * n),) * 3 for n in range(2, 14)},
-                            round_samples={k: (0.004 * k,) * 3 for k in range(1, 13)}))
+    by_choice, model = _choices_and_model()
     whole = (80 / 1.6) / (100 / 4.0)                     # 2.00x: the whole lanes' rates
     html = tree_box_html(spec, plain, (2, 2, 1, 1), choice_rows(by_choice), model, speedup=2.31)
     assert "2.31x against" in html and f"{whole:.2f}x against" not in html

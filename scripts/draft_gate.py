@@ -7,7 +7,7 @@
 Both drafts (--current: assets/models/smollm2-draft by default) run greedy at the preset's k, 96 new tokens,
 on the gate's prompts (benchmarks/heldout-prompts.json by default: the tuning set, which chooses drafts and
 reports no figure). The candidate passes only if its chat acceptance is higher than the current draft's and
-its code acceptance is not lower (specviz/bench/draft_gate.py). Exit code 0 on a pass, 1 otherwise, 2 on a
+its code acceptance is not lower (specviz/training/draft_gate.py). Exit code 0 on a pass, 1 otherwise, 2 on a
 mistake. With --work-dir (once per training work folder) and --store (the committed on-policy store the
 train stage read), the gate and figures prompts the candidate trained on are left out, each named, and the
 gate refuses when a kind keeps fewer than half its prompts; without either that check is skipped, and said so.
@@ -25,7 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from specviz import SpecConfig  # noqa: E402
-from specviz.bench import draft_gate, expect  # noqa: E402
+from specviz.bench import expect  # noqa: E402
+from specviz.training import draft_gate  # noqa: E402
 from specviz.errors import SpecvizError  # noqa: E402
 from specviz.models.expect import preset_draft_folder  # noqa: E402
 from specviz.models.loading import load_pair, load_tokenizer  # noqa: E402

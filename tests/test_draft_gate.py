@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from specviz.bench import draft_gate
+from specviz.training import draft_gate
 from specviz.models import integrity
 from specviz.models.expect import draft_fingerprint, read_expect
 from tests.test_pair_expect import a_record

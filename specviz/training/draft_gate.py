@@ -25,7 +25,7 @@ import shutil
 from pathlib import Path
 
 from ..models import integrity
-from ..training.draft_prompts import normal_text
+from .draft_prompts import normal_text
 from ..models.expect import KINDS, write_expect
 
 Z_MIN = 1.645     # one-sided 95% for a difference of two proportions

@@ -162,6 +162,19 @@ def test_smollm2_recipe_continues_an_exported_draft(tmp_path, monkeypatch):
     assert [p.name for p in set(work.glob("*.ckpt")) - before] and all("-argmax0.5" in p.name for p in set(work.glob("*.ckpt")) - before)
     assert "0.5 x the cross-entropy of the target's argmax" in (tmp_path / "fifth" / "README.md").read_text()
 
+    # Growing (--grow-layers): the continued draft gets a second copy of the target's one layer appended, starting as the same
+    # draft (the same held-out loss before training), and the exported folder loads with two layers.
+    before = set(work.glob("*.ckpt"))
+    card_grown = smollm2_draft.train(tmp_path / "grown", work, smollm2_draft.DraftRecipe(train_minutes=0.05, batch_size=16,
+                                                                                        grow_layers=[0]),
+                                     "cpu", lambda line: None, continue_from=tmp_path / "next")
+    assert card_grown["recipe"]["layers"] == [0, 0] and card_grown["recipe"]["grow_layers"] == [0]
+    assert card_grown["held_out_start"]["loss"] == pytest.approx(card2["held_out_start"]["loss"], abs=1e-5)
+    new_ckpts = set(work.glob("*.ckpt")) - before
+    assert new_ckpts and all("layers-0-0-" in p.name for p in new_ckpts)
+    grown = AutoModelForCausalLM.from_pretrained(tmp_path / "grown").borrow_from(target)
+    assert grown.config.num_hidden_layers == 2
+
     # The committed store: a fresh work folder with no shards of its own trains on the store's, restored by
     # teacher forcing, and the card names the store's shards and sittings.
     store = tmp_path / "store"

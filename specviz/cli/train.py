@@ -28,6 +28,9 @@ def add_parser(sub) -> None:
                    "the target's hidden states over the shards; "
                    "train-features: the feature draft (EAGLE-style), started from the plain draft")
     g.add_argument("--layers", default="0,1", help="target layers the draft's layers start from, e.g. 0,1")
+    g.add_argument("--grow-layers", default=None, metavar="L,L",
+                   help="with --continue-from: append layers cut from these target layers, e.g. 2,3; they start "
+                        "adding nothing, so training starts from the continued draft")
     g.add_argument("--head-size", type=int, default=8192, help="tokens the draft can propose")
     g.add_argument("--questions", type=int, default=2400, help="self-instruct tries")
     g.add_argument("--passes", default=None, help="temperatures, one data pass each, e.g. 0,0.7,1 "
@@ -98,7 +101,10 @@ def run_smollm2(args, device: str, log) -> int:
                          gen_batch=args.gen_batch, max_new_tokens=args.max_new_tokens, gen_precision=args.gen_precision, gen_minutes=args.gen_minutes, train_minutes=args.train_minutes,
                          batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                          feature_minutes=args.feature_minutes, draft_steps=args.draft_steps,
-                         argmax_weight=args.argmax_weight)
+                         argmax_weight=args.argmax_weight,
+                         grow_layers=[] if not args.grow_layers else [int(x) for x in args.grow_layers.split(",")])
+    if recipe.grow_layers and (args.continue_from is None or args.stage not in ("all", "train")):
+        raise ConfigError("--grow-layers adds layers to the draft given by --continue-from, in the train stage")
     if not 0 <= recipe.argmax_weight <= 1:
         raise ConfigError(f"--argmax-weight must be between 0 and 1, not {recipe.argmax_weight:g}")
     if args.also_work_dir and args.stage in ("features", "train-features"):

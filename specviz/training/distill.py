@@ -105,6 +105,30 @@ def make_draft(target, layers: list[int], token_ids: list[int], target_id: str) 
     return draft.borrow_from(target)
 
 
+
+def grow_draft(draft: BorrowedDraftForCausalLM, target, layers: list[int]) -> BorrowedDraftForCausalLM:
+    """The draft with len(layers) decoder layers appended, each copied from the target layer of that
+    index, whose two residual outputs (attention's o_proj, the MLP's down_proj) start at zero: a new
+    layer then adds nothing to the residual stream, so the grown draft's logits are the draft's, and
+    training starts from what the draft already knows. The zeroed matrices get gradients at once (their
+    inputs are not zero), and through them the layer's other weights, as a LoRA adapter's B = 0 does."""
+    old = draft.config.num_hidden_layers
+    if not layers or not all(0 <= i < len(target.model.layers) for i in layers):
+        raise ValueError(f"layers to grow from must be among the target's {len(target.model.layers)}, not {layers}")
+    config = type(draft.config)(**{**draft.config.to_dict(), "num_hidden_layers": old + len(layers)})
+    grown = BorrowedDraftForCausalLM(config).to(dtype=torch.float32, device=target.device)
+    missing, unexpected = grown.load_state_dict(draft.own_state_dict(), strict=False)
+    if unexpected or any(not k.startswith(f"model.layers.") and k not in grown.BORROWED_KEYS for k in missing):
+        raise ValueError(f"cannot grow this draft: unexpected {unexpected}, missing {missing}")
+    with torch.no_grad():
+        for mine, theirs in enumerate(layers, start=old):
+            layer = grown.model.layers[mine]
+            layer.load_state_dict(target.model.layers[theirs].state_dict())
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+    return grown.borrow_from(target)
+
+
 class Batches:
     """Random batches of sequences of similar length (little padding), as (ids, mask, targets)."""
 

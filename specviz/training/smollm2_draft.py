@@ -58,6 +58,7 @@ class DraftRecipe:
     feature_minutes: float = 25.0      # feature draft: time budget for the target's hidden states
     draft_steps: int = 2               # feature draft: draft steps per round unrolled in training
     argmax_weight: float = 0.0         # plain draft: share of the loss on the target's argmax (distill.loss_and_metrics)
+    grow_layers: list[int] = field(default_factory=list)   # continued draft: target layers appended (distill.grow_draft)
 
     @property
     def name(self) -> str:
@@ -168,7 +169,7 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
     store: the committed store (shard_store.py): its shards that no work folder holds are restored by
     teacher forcing the target into `work`/restored/; the card says which of its shards and sittings trained
     the draft. Training and validation split by store name, the same split in every sitting."""
-    from .distill import (coverage, generated_counts, head_index, head_tokens, make_draft, read_shards,
+    from .distill import (coverage, generated_counts, grow_draft, head_index, head_tokens, make_draft, read_shards,
                           train_draft, validate)
     from .accumulate import gather
     from .trainer import TrainSettings
@@ -190,6 +191,10 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
         layers = json.loads(first.read_text()).get("recipe", {}).get("layers") if first.exists() else None
         recipe.layers = layers or list(range(start.config.num_hidden_layers))
         recipe.head_size = start.config.head_size
+        if recipe.grow_layers:   # more capacity: new layers that start adding nothing, so the start is the same draft
+            start = grow_draft(start, target, recipe.grow_layers)
+            recipe.layers = recipe.layers + recipe.grow_layers
+            log(f"grown to {start.config.num_hidden_layers} layers: {recipe.layers}")
     head_file = work / f"head-{recipe.head_size}.json"
     counts = generated_counts(train_seqs)
     if start is not None:        # the draft's own head, whatever these shards' most frequent tokens are
@@ -379,7 +384,12 @@ def kept(training: dict) -> str:
 
 
 def continued(card: dict) -> str:
-    return f", then distilled further starting from `{card['continued_from']}`" if card.get("continued_from") else ""
+    if not card.get("continued_from"):
+        return ""
+    grown = card.get("recipe", {}).get("grow_layers")
+    added = (f" with layers cut from the target's {grown} appended, whose residual outputs started at zero"
+             if grown else "")
+    return f", then distilled further starting from `{card['continued_from']}`{added}"
 
 
 def before_line(card: dict) -> str:

@@ -8,6 +8,8 @@ grouped by kind (chat, code, prose) and decoding temperature, the share of gener
 draft's argmax is the target's (distill.validate, the figure the train stage keeps its best step by).
 Greedy chat shards (T = 0) are the in-distribution counterpart of the gate's held-out chat prompts: the
 gap between the two says how much of a draft's chat figure is the prompts' distribution, not the draft.
+`--by-confidence` splits each row by the target's top-1 probability at the position (how sure the
+target was), with the share of positions in each bin: where the target is torn, no draft agrees often.
 A count, the same on any machine (fp32 on the CPU).
 """
 from __future__ import annotations
@@ -24,7 +26,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from specviz.training import shard_store  # noqa: E402
-from specviz.training.distill import head_index, read_shards, validate  # noqa: E402
+from specviz.training.distill import agreement_by_confidence, head_index, read_shards, validate  # noqa: E402
+
+CONFIDENCE_EDGES = [0.0, 0.3, 0.5, 0.7, 0.9, 1.0]
 
 
 def validation_groups(work_dirs: list[str]) -> dict[tuple[str, float], list[Path]]:
@@ -44,6 +48,8 @@ def main(argv=None) -> int:
     ap.add_argument("drafts", nargs="+", help="draft folders for SmolLM2-135M-Instruct (borrowed head)")
     ap.add_argument("--work-dir", action="append", required=True, help="a data stage's work folder (repeatable)")
     ap.add_argument("--out", default=None, help="also write the table as JSON here")
+    ap.add_argument("--by-confidence", action="store_true",
+                    help="also split each row by the target's top-1 probability (" + ", ".join(map(str, CONFIDENCE_EDGES)) + ")")
     args = ap.parse_args(argv)
     from transformers import AutoModelForCausalLM
 
@@ -63,11 +69,23 @@ def main(argv=None) -> int:
         index = head_index(draft)
         for key in rows:
             rows[key]["greedy_agreement"][name] = round(validate(draft, seqs[key], index)["greedy_agreement"], 4)
+            if args.by_confidence:
+                rows[key].setdefault("by_confidence", {})[name] = agreement_by_confidence(
+                    draft, seqs[key], index, CONFIDENCE_EDGES)
     width = max(len(n) for n in args.drafts)
     print(f"{'shards':<34}" + "".join(f"{n:>{width + 2}}" for n in args.drafts))
     for key, row in rows.items():
         print(f"{key + ' (' + str(row['shards']) + ', ' + str(row['tokens']) + ' tok)':<34}"
               + "".join(f"{row['greedy_agreement'][n]:>{width + 2}.3f}" for n in args.drafts))
+    if args.by_confidence:
+        print("\nby the target's top-1 probability p: share of positions, then each draft's agreement")
+        for key, row in rows.items():
+            for b, edge in enumerate(zip(CONFIDENCE_EDGES, CONFIDENCE_EDGES[1:])):
+                bins = [row["by_confidence"][n][b] for n in args.drafts]
+                share = bins[0]["positions"] / max(1, row["tokens"])
+                print(f"{key + f' p {edge[0]:g}-{edge[1]:g}':<26}{share:>7.1%} "
+                      + "".join(f"{'-' if b_['greedy_agreement'] is None else format(b_['greedy_agreement'], '.3f'):>{width + 2}}"
+                                for b_ in bins))
     if args.out:
         Path(args.out).write_text(json.dumps({"work_dirs": args.work_dir, "rows": rows}, indent=1) + "\n")
     return 0

@@ -42,3 +42,25 @@ def test_argmax_weight_mixes_the_distribution_and_the_argmax_cross_entropies(dra
     hard = -lq[:, 0].mean()
     assert loss.item() == pytest.approx((1 - w) * soft + w * hard, rel=1e-5)
     assert metrics["tokens"] == 3
+
+
+def test_agreement_by_confidence_splits_validate_figure(draft):
+    """The bins of the target's top-1 probability hold every generated position once (p = 1 in the last), and
+    their positions-weighted agreement is validate()'s greedy agreement."""
+    from specviz.training.distill import agreement_by_confidence, validate
+    rng = np.random.default_rng(3)
+    sub_index = torch.tensor([i if i < HEAD else -1 for i in range(VOCAB)])
+    seqs = []
+    for n in (5, 9, 14):
+        top1 = rng.uniform(0.05, 1.0, n)
+        top1[0] = 1.0                                          # a sure position lands in the last bin
+        top_ids = np.stack([rng.integers(0, VOCAB, n), rng.integers(0, VOCAB, n)], 1)
+        probs = np.stack([top1, 1 - top1 + 1e-6], 1)
+        seqs.append(Sequence(rng.integers(0, VOCAB, n + 2), 2, top_ids, np.log(probs).astype(np.float32)))
+    bins = agreement_by_confidence(draft, seqs, sub_index, [0.0, 0.5, 0.9, 1.0])
+    p = np.concatenate([np.exp(s.top_logp[:, 0]) for s in seqs])       # as collate reads them
+    assert [b["positions"] for b in bins] == [int((p < 0.5).sum()), int(((p >= 0.5) & (p < 0.9)).sum()),
+                                              int((p >= 0.9).sum())]
+    assert sum(b["positions"] for b in bins) == len(p) == 28 and bins[-1]["positions"] >= 3
+    pooled = sum(b["positions"] * b["greedy_agreement"] for b in bins if b["positions"]) / len(p)
+    assert pooled == pytest.approx(validate(draft, seqs, sub_index)["greedy_agreement"], abs=1e-6)

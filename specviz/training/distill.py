@@ -173,6 +173,18 @@ def bf16_matmuls(device: torch.device) -> bool:
                 or getattr(cpu, "_is_avx512_bf16_supported", lambda: False)())
 
 
+def head_log_probs(draft, ids, mask, rows, cols, mixed: bool) -> torch.Tensor:
+    """The draft's log-probabilities over its head's tokens at the (row, column) positions, (N, head).
+    mixed: bf16 autocast on a GPU or a CPU with bf16 matrix units (the draft's layers only); the softmax
+    stays in fp32."""
+    device = draft.device
+    ids, mask, rows, cols = (t.to(device, non_blocking=True) for t in (ids, mask, rows, cols))
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=mixed and bf16_matmuls(device)):
+        hidden = draft.model(input_ids=ids, attention_mask=mask).last_hidden_state[rows, cols]   # (N, d)
+        sub_logits = draft.lm_head.subset_logits(hidden)
+    return F.log_softmax(sub_logits.float(), dim=-1)
+
+
 def loss_and_metrics(draft, ids, mask, rows, cols, teacher, mixed: bool = True,
                      argmax_weight: float = 0.0) -> tuple[torch.Tensor, dict]:
     """The distillation loss and its metrics; mixed: bf16 autocast where it is faster (training steps;
@@ -180,15 +192,8 @@ def loss_and_metrics(draft, ids, mask, rows, cols, teacher, mixed: bool = True,
     argmax_weight w: the loss is (1 - w) x the cross-entropy against the recorded distribution + w x the
     cross-entropy of the target's argmax alone (greedy acceptance rewards only the argmax; an
     under-capacity draft fit to the whole distribution may spread its mass). 0: the distribution only."""
-    device = draft.device
-    ids, mask, rows, cols = (t.to(device, non_blocking=True) for t in (ids, mask, rows, cols))
-    top, probs = (t.to(device, non_blocking=True) for t in teacher)   # (N, K) head indices, (N, K) p
-    # bf16 autocast on a GPU or a CPU with bf16 matrix units (the draft's layers only); the softmax and
-    # the loss stay in fp32.
-    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=mixed and bf16_matmuls(device)):
-        hidden = draft.model(input_ids=ids, attention_mask=mask).last_hidden_state[rows, cols]   # (N, d)
-        sub_logits = draft.lm_head.subset_logits(hidden)
-    logq = F.log_softmax(sub_logits.float(), dim=-1)                                        # (N, head)
+    logq = head_log_probs(draft, ids, mask, rows, cols, mixed)                              # (N, head)
+    top, probs = (t.to(draft.device, non_blocking=True) for t in teacher)   # (N, K) head indices, (N, K) p
     inside = top >= 0
     logq_top = logq.gather(1, top.clamp(min=0)) * inside    # log q of the teacher's top tokens in the head
     # Cross-entropy against the recorded p: -sum_k p_k log q_k = KL(p || q) + H(p) on the head's tokens.
@@ -219,6 +224,33 @@ def validate(draft, seqs: list[Sequence], sub_index: torch.Tensor, batch_size: i
         count += n
     draft.train()
     return {k: v / max(1, count) for k, v in totals.items()}
+
+
+@torch.no_grad()
+def agreement_by_confidence(draft, seqs: list[Sequence], sub_index: torch.Tensor, edges: list[float],
+                            batch_size: int = 16) -> list[dict]:
+    """Greedy agreement split by how sure the target was: for each bin [edges[i], edges[i+1]) of the
+    target's top-1 probability, the generated positions that fall in it and the share where the draft's
+    argmax (fp32) is the target's. Where a target is torn between two tokens a draft's guess is close to
+    a coin toss, however well trained: the bins say how much of a kind's disagreement is there."""
+    draft.eval()
+    agreed, confidence = [], []
+    ordered = sorted(seqs, key=lambda s: len(s.ids))
+    for i in range(0, len(ordered), batch_size):
+        ids, mask, rows, cols, (top, probs) = collate(ordered[i:i + batch_size], sub_index)
+        logq = head_log_probs(draft, ids, mask, rows, cols, mixed=False).cpu()
+        agreed.append((logq.argmax(-1) == top[:, 0]) & (top[:, 0] >= 0))
+        confidence.append(probs[:, 0])
+    draft.train()
+    agreed, confidence = torch.cat(agreed), torch.cat(confidence)
+    bins = []
+    for low, high in zip(edges, edges[1:]):
+        last = high == edges[-1]                     # the last bin holds its upper edge (p = 1)
+        inside = (confidence >= low) & ((confidence <= high) if last else (confidence < high))
+        n = int(inside.sum())
+        bins.append({"low": low, "high": high, "positions": n,
+                     "greedy_agreement": float(agreed[inside].float().mean()) if n else None})
+    return bins
 
 
 def train_draft(draft, train: list[Sequence], val: list[Sequence], settings: TrainSettings, checkpoint: str,

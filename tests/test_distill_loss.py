@@ -57,10 +57,20 @@ def test_agreement_by_confidence_splits_validate_figure(draft):
         top_ids = np.stack([rng.integers(0, VOCAB, n), rng.integers(0, VOCAB, n)], 1)
         probs = np.stack([top1, 1 - top1 + 1e-6], 1)
         seqs.append(Sequence(rng.integers(0, VOCAB, n + 2), 2, top_ids, np.log(probs).astype(np.float32)))
+    # the target's argmax is the draft's own at every other position (head index = token id here): agreement
+    # then lies strictly between 0 and 1 in the bins, so a wrong mask cannot pass as 0 == 0
+    from specviz.training.distill import head_log_probs
+    for s in seqs:
+        ids, mask, rows, cols, _ = collate([s], sub_index)
+        s.top_ids[::2, 0] = head_log_probs(draft, ids, mask, rows, cols, mixed=False).argmax(-1).numpy()[::2]
     bins = agreement_by_confidence(draft, seqs, sub_index, [0.0, 0.5, 0.9, 1.0])
     p = np.concatenate([np.exp(s.top_logp[:, 0]) for s in seqs])       # as collate reads them
     assert [b["positions"] for b in bins] == [int((p < 0.5).sum()), int(((p >= 0.5) & (p < 0.9)).sum()),
                                               int((p >= 0.9).sum())]
     assert sum(b["positions"] for b in bins) == len(p) == 28 and bins[-1]["positions"] >= 3
+    assert any(0 < b["greedy_agreement"] < 1 for b in bins if b["positions"])
     pooled = sum(b["positions"] * b["greedy_agreement"] for b in bins if b["positions"]) / len(p)
+    assert pooled >= 0.5                                        # the planted half, at least
+    with pytest.raises(ValueError, match="from 0 to 1"):
+        agreement_by_confidence(draft, seqs, sub_index, [0.5, 1.0])
     assert pooled == pytest.approx(validate(draft, seqs, sub_index)["greedy_agreement"], abs=1e-6)

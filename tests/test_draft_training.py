@@ -174,6 +174,10 @@ def test_smollm2_recipe_continues_an_exported_draft(tmp_path, monkeypatch):
     assert new_ckpts and all("layers-0-0-" in p.name for p in new_ckpts)
     grown = AutoModelForCausalLM.from_pretrained(tmp_path / "grown").borrow_from(target)
     assert grown.config.num_hidden_layers == 2
+    from specviz.errors import ConfigError
+    with pytest.raises(ConfigError, match="layers are 0 to 0"):         # the tiny target has one layer
+        smollm2_draft.train(tmp_path / "never", work, smollm2_draft.DraftRecipe(grow_layers=[5]), "cpu",
+                            lambda line: None, continue_from=tmp_path / "next")
 
     # The committed store: a fresh work folder with no shards of its own trains on the store's, restored by
     # teacher forcing, and the card names the store's shards and sittings.

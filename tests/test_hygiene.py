@@ -316,7 +316,8 @@ def test_an_unexpected_race_failure_shows_no_server_path(tiny_dirs, monkeypatch)
 def test_train_models_refuses_a_bad_option_in_one_line_with_status_2(capsys):
     """As every subcommand does (cli/__init__.py): a user's mistake is one line and exit status 2."""
     from specviz.cli import main
-    for argv in (["--argmax-weight", "2"], ["--stage", "features", "--also-work-dir", "elsewhere"]):
+    for argv in (["--argmax-weight", "2"], ["--stage", "features", "--also-work-dir", "elsewhere"],
+                 ["--grow-layers", "2,3"], ["--stage", "train", "--continue-from", "d", "--grow-layers", "2;3"]):
         assert main(["train-models", "--pair", "smollm2", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: --") and "\n" not in err and "Traceback" not in err

@@ -102,7 +102,7 @@ def run_smollm2(args, device: str, log) -> int:
                          batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                          feature_minutes=args.feature_minutes, draft_steps=args.draft_steps,
                          argmax_weight=args.argmax_weight,
-                         grow_layers=[] if not args.grow_layers else [int(x) for x in args.grow_layers.split(",")])
+                         grow_layers=layer_list("--grow-layers", args.grow_layers))
     if recipe.grow_layers and (args.continue_from is None or args.stage not in ("all", "train")):
         raise ConfigError("--grow-layers adds layers to the draft given by --continue-from, in the train stage")
     if not 0 <= recipe.argmax_weight <= 1:
@@ -133,6 +133,15 @@ def run_smollm2(args, device: str, log) -> int:
         train_features(Path(args.out or "assets/models/smollm2-feature-draft"), Path(args.start_from), work, recipe,
                        device, log)
     return 0
+
+
+def layer_list(flag: str, text: str | None) -> list[int]:
+    """'2,3' -> [2, 3]; None or '' -> []; anything else is the user's mistake, said in one line."""
+    from ..errors import ConfigError
+    try:
+        return [int(x) for x in text.split(",")] if text else []
+    except ValueError:
+        raise ConfigError(f"{flag} takes layer numbers separated by commas, e.g. 2,3, not {text!r}") from None
 
 
 def store_stage(args, work, store, recipe) -> int:

@@ -118,14 +118,16 @@ def grow_draft(draft: BorrowedDraftForCausalLM, target, layers: list[int]) -> Bo
     config = type(draft.config)(**{**draft.config.to_dict(), "num_hidden_layers": old + len(layers)})
     grown = BorrowedDraftForCausalLM(config).to(dtype=torch.float32, device=target.device)
     missing, unexpected = grown.load_state_dict(draft.own_state_dict(), strict=False)
-    if unexpected or any(not k.startswith(f"model.layers.") and k not in grown.BORROWED_KEYS for k in missing):
+    if unexpected or any(not k.startswith("model.layers.") and k not in grown.BORROWED_KEYS for k in missing):
         raise ValueError(f"cannot grow this draft: unexpected {unexpected}, missing {missing}")
     with torch.no_grad():
         for mine, theirs in enumerate(layers, start=old):
             layer = grown.model.layers[mine]
             layer.load_state_dict(target.model.layers[theirs].state_dict())
-            layer.self_attn.o_proj.weight.zero_()
-            layer.mlp.down_proj.weight.zero_()
+            for output in (layer.self_attn.o_proj, layer.mlp.down_proj):
+                output.weight.zero_()
+                if output.bias is not None:
+                    output.bias.zero_()
     return grown.borrow_from(target)
 
 
@@ -233,6 +235,8 @@ def agreement_by_confidence(draft, seqs: list[Sequence], sub_index: torch.Tensor
     target's top-1 probability, the generated positions that fall in it and the share where the draft's
     argmax (fp32) is the target's. Where a target is torn between two tokens a draft's guess is close to
     a coin toss, however well trained: the bins say how much of a kind's disagreement is there."""
+    if edges[0] > 0 or edges[-1] < 1:
+        raise ValueError(f"the bins must cover every probability from 0 to 1, not {edges[0]} to {edges[-1]}")
     draft.eval()
     agreed, confidence = [], []
     ordered = sorted(seqs, key=lambda s: len(s.ids))

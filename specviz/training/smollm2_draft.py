@@ -176,6 +176,10 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
 
     others = other_folders(work, list(others), "onpolicy")
     _, tokenizer, target = load_target(device)
+    count = len(target.model.layers)
+    if recipe.grow_layers and not all(0 <= i < count for i in recipe.grow_layers):   # before any shard is restored
+        from ..errors import ConfigError
+        raise ConfigError(f"--grow-layers: the target's layers are 0 to {count - 1}, not {recipe.grow_layers}")
     train_paths, val_paths, from_store = gather([work, *others], store, target, log, work / "restored")
     if not train_paths or not val_paths:
         raise RuntimeError(f"no on-policy shards in {work}/onpolicy or the store {store} (training and held-out "

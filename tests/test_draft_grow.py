@@ -4,6 +4,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from specviz.errors import ConfigError
 from specviz.training.distill import grow_draft, make_draft
 
 VOCAB, WIDTH = 48, 32
@@ -51,5 +52,5 @@ def test_grown_layers_get_gradients():
 @pytest.mark.parametrize("layers", [[], [4], [-1]])
 def test_growing_from_a_layer_the_target_lacks_is_refused(layers):
     target = tiny_target()
-    with pytest.raises(ValueError, match="among the target's 4"):
+    with pytest.raises(ConfigError, match="layers are 0 to 3, not"):
         grow_draft(make_draft(target, [0], list(range(VOCAB)), "test/target"), target, layers)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..errors import ConfigError
 from ..models.borrowed_draft import BorrowedDraftConfig, BorrowedDraftForCausalLM
 from .trainer import TrainSettings, train_steps
 
@@ -105,16 +106,15 @@ def make_draft(target, layers: list[int], token_ids: list[int], target_id: str) 
     return draft.borrow_from(target)
 
 
-
 def grow_draft(draft: BorrowedDraftForCausalLM, target, layers: list[int]) -> BorrowedDraftForCausalLM:
     """The draft with len(layers) decoder layers appended, each copied from the target layer of that
     index, whose two residual outputs (attention's o_proj, the MLP's down_proj) start at zero: a new
     layer then adds nothing to the residual stream, so the grown draft's logits are the draft's, and
     training starts from what the draft already knows. The zeroed matrices get gradients at once (their
     inputs are not zero), and through them the layer's other weights, as a LoRA adapter's B = 0 does."""
-    old = draft.config.num_hidden_layers
-    if not layers or not all(0 <= i < len(target.model.layers) for i in layers):
-        raise ValueError(f"layers to grow from must be among the target's {len(target.model.layers)}, not {layers}")
+    old, count = draft.config.num_hidden_layers, len(target.model.layers)
+    if not layers or not all(0 <= i < count for i in layers):      # a user's mistake (--grow-layers): one line
+        raise ConfigError(f"--grow-layers: the target's layers are 0 to {count - 1}, not {layers}")
     config = type(draft.config)(**{**draft.config.to_dict(), "num_hidden_layers": old + len(layers)})
     grown = BorrowedDraftForCausalLM(config).to(dtype=torch.float32, device=target.device)
     missing, unexpected = grown.load_state_dict(draft.own_state_dict(), strict=False)

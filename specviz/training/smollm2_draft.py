@@ -176,15 +176,7 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
 
     others = other_folders(work, list(others), "onpolicy")
     _, tokenizer, target = load_target(device)
-    count = len(target.model.layers)
-    if recipe.grow_layers and not all(0 <= i < count for i in recipe.grow_layers):   # before any shard is restored
-        from ..errors import ConfigError
-        raise ConfigError(f"--grow-layers: the target's layers are 0 to {count - 1}, not {recipe.grow_layers}")
-    train_paths, val_paths, from_store = gather([work, *others], store, target, log, work / "restored")
-    if not train_paths or not val_paths:
-        raise RuntimeError(f"no on-policy shards in {work}/onpolicy or the store {store} (training and held-out "
-                           f"both needed: {len(train_paths)} and {len(val_paths)} found): run the data stages first")
-    train_seqs, val_seqs = read_shards(train_paths), read_shards(val_paths)
+    # The draft continued (and grown) before any store shard is restored: a mistake in it stops the run at once.
     start = None
     if continue_from is not None:
         from transformers import AutoModelForCausalLM
@@ -199,6 +191,11 @@ def train(out: Path, work: Path, recipe: DraftRecipe, device: str, log: Callable
             start = grow_draft(start, target, recipe.grow_layers)
             recipe.layers = recipe.layers + recipe.grow_layers
             log(f"grown to {start.config.num_hidden_layers} layers: {recipe.layers}")
+    train_paths, val_paths, from_store = gather([work, *others], store, target, log, work / "restored")
+    if not train_paths or not val_paths:
+        raise RuntimeError(f"no on-policy shards in {work}/onpolicy or the store {store} (training and held-out "
+                           f"both needed: {len(train_paths)} and {len(val_paths)} found): run the data stages first")
+    train_seqs, val_seqs = read_shards(train_paths), read_shards(val_paths)
     head_file = work / f"head-{recipe.head_size}.json"
     counts = generated_counts(train_seqs)
     if start is not None:        # the draft's own head, whatever these shards' most frequent tokens are

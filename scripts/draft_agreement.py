@@ -68,10 +68,13 @@ def main(argv=None) -> int:
         draft = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32).borrow_from(target)
         index = head_index(draft)
         for key in rows:
-            rows[key]["greedy_agreement"][name] = round(validate(draft, seqs[key], index)["greedy_agreement"], 4)
-            if args.by_confidence:
-                rows[key].setdefault("by_confidence", {})[name] = agreement_by_confidence(
-                    draft, seqs[key], index, CONFIDENCE_EDGES)
+            if args.by_confidence:      # one pass: the bins' counts pool to validate()'s figure
+                bins = agreement_by_confidence(draft, seqs[key], index, CONFIDENCE_EDGES)
+                rows[key].setdefault("by_confidence", {})[name] = bins
+                agreement = sum(b["agreed"] for b in bins) / max(1, sum(b["positions"] for b in bins))
+            else:
+                agreement = validate(draft, seqs[key], index)["greedy_agreement"]
+            rows[key]["greedy_agreement"][name] = round(agreement, 4)
     width = max(len(n) for n in args.drafts)
     print(f"{'shards':<34}" + "".join(f"{n:>{width + 2}}" for n in args.drafts))
     for key, row in rows.items():

@@ -74,3 +74,5 @@ def test_agreement_by_confidence_splits_validate_figure(draft):
     with pytest.raises(ValueError, match="from 0 to 1"):
         agreement_by_confidence(draft, seqs, sub_index, [0.5, 1.0])
     assert pooled == pytest.approx(validate(draft, seqs, sub_index)["greedy_agreement"], abs=1e-6)
+    assert all(b["agreed"] == round(b["positions"] * (b["greedy_agreement"] or 0)) for b in bins)
+    assert sum(b["agreed"] for b in bins) / len(p) == pytest.approx(pooled, abs=1e-12)    # what draft_agreement.py pools

@@ -251,9 +251,9 @@ def agreement_by_confidence(draft, seqs: list[Sequence], sub_index: torch.Tensor
     for low, high in zip(edges, edges[1:]):
         last = high == edges[-1]                     # the last bin holds its upper edge (p = 1)
         inside = (confidence >= low) & ((confidence <= high) if last else (confidence < high))
-        n = int(inside.sum())
-        bins.append({"low": low, "high": high, "positions": n,
-                     "greedy_agreement": float(agreed[inside].float().mean()) if n else None})
+        n, hits = int(inside.sum()), int(agreed[inside].sum())
+        bins.append({"low": low, "high": high, "positions": n, "agreed": hits,
+                     "greedy_agreement": hits / n if n else None})
     return bins
 
 

@@ -235,6 +235,18 @@ def holds_evaluation_prompt(text: str, evaluation: list[str]) -> bool:
     return any(e in mine for e in evaluation)
 
 
+def request_source(text: str) -> str:
+    """Where a chat request came from: "everyday" (the fourth family, everyday_requests.py), "templated"
+    (the first three families) or "self-instruct" (written by the target)."""
+    if text in _EVERYDAY:
+        return "everyday"
+    return "templated" if text in _TEMPLATED else "self-instruct"
+
+
+_EVERYDAY = frozenset(everyday_requests.requests())
+_TEMPLATED = frozenset(template_requests()) - _EVERYDAY
+
+
 def mix(self_instruct: list[str], code: list[str], prose: list[str], seed: int = 0,
         seen: frozenset[str] | set[str] = frozenset(), evaluation: list[str] | None = None) -> list[PromptSpec]:
     """Every distinct chat request (templates and self-instruct), then code and prose prompts in

@@ -33,7 +33,7 @@ from specviz.training.distill import agreement_by_confidence, head_index, read_s
 CONFIDENCE_EDGES = [0.0, 0.3, 0.5, 0.7, 0.9, 1.0]
 
 
-def validation_groups(work_dirs: list[str], every: bool = False) -> dict[tuple[str, float], list[Path]]:
+def shard_groups(work_dirs: list[str], every: bool = False) -> dict[tuple[str, float], list[Path]]:
     """The work folders' full shards that the store's split holds out (every one of them with `every`),
     by (kind, temperature)."""
     groups = defaultdict(list)
@@ -96,9 +96,10 @@ def main(argv=None) -> int:
 
     from specviz.training.smollm2_draft import load_target
 
-    groups = validation_groups(args.work_dir, every=args.all_shards)
+    groups = shard_groups(args.work_dir, every=args.all_shards)
     if not groups:
-        print("no validation shards in " + ", ".join(args.work_dir), file=sys.stderr)
+        print(("no shards in " if args.all_shards else "no validation shards in ") + ", ".join(args.work_dir),
+              file=sys.stderr)
         return 2
     _, tokenizer, target = load_target("cpu")
     torch.set_grad_enabled(False)

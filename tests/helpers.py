@@ -7,9 +7,11 @@
 - cli, bench: `python -m specviz ...` in a subprocess, offline, on this checkout.
 - FORM, form: the race form by name; tiny_preset, tiny_presets, app_with, tiny_app: an app on the tiny
   models (conftest.py's `served` serves tiny_app for a module); wait_for: wait for a state, not a duration.
+- load_script: a file of scripts/ as a module (scripts/ is not a package).
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -187,3 +189,11 @@ def steady(costs, repeats: int = 3):
     rounds = {k: costs.round_draft_s.get(k, (costs.draft_s or 0.0) * k) for k in ks}
     return replace(costs, pass_samples={n: (s,) * repeats for n, s in costs.pass_s.items() if n > 1},
                    round_samples={k: (s,) * repeats for k, s in rounds.items()} if costs.draft_s is not None else {})
+
+
+def load_script(name: str):
+    """scripts/NAME.py as a fresh module named script_NAME (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"script_{name}", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

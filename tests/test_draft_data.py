@@ -213,23 +213,18 @@ def test_a_malformed_gen_part_is_one_line(text):
 
 
 def test_chat_requests_are_told_apart_by_source_and_split_so_in_the_agreement_table():
-    import importlib.util
-    from pathlib import Path
-
     import numpy as np
 
     from specviz.training import everyday_requests
     from specviz.training.distill import Sequence
     from specviz.training.draft_prompts import request_source, template_requests
+    from tests.helpers import load_script
 
     everyday, first = everyday_requests.requests()[0], template_requests()[0]
     assert first not in everyday_requests.requests()                     # the families share no request
     assert [request_source(t) for t in (everyday, first, "Can you help me plan a party?")] == \
         ["everyday", "templated", "self-instruct"]
-    path = Path(__file__).resolve().parent.parent / "scripts" / "draft_agreement.py"
-    spec = importlib.util.spec_from_file_location("draft_agreement", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("draft_agreement")
 
     def seq(prompt):
         return Sequence(np.array(prompt + [9, 9]), len(prompt), np.zeros((2, 1), np.int64), np.zeros((2, 1), np.float32))

@@ -12,6 +12,7 @@ import pytest
 from specviz.training import draft_gate
 from specviz.models import integrity
 from specviz.models.expect import draft_fingerprint, read_expect
+from tests.helpers import load_script
 from tests.test_pair_expect import a_record
 
 
@@ -98,15 +99,6 @@ def test_shipping_replaces_the_folder_writes_its_figures_and_only_its_sums(tiny_
     assert not any(p.name.endswith((".shipping", ".replaced")) for p in root.iterdir())
 
 
-def _script(name: str):
-    import importlib.util
-    from specviz.paths import ROOT
-    spec = importlib.util.spec_from_file_location(f"script_{name}", ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 def test_the_gate_fails_a_copy_of_the_current_draft_and_ships_nothing(tmp_path, monkeypatch, capsys):
     """End to end on the bundled pair: a candidate equal to the current draft does not beat it (exit 1),
@@ -116,7 +108,7 @@ def test_the_gate_fails_a_copy_of_the_current_draft_and_ships_nothing(tmp_path, 
     shutil.copytree(MODELS / "draft", tmp_path / "candidate")
     shutil.copytree(MODELS / "draft", tmp_path / "models" / "draft")
     before = {p.name: p.read_bytes() for p in (tmp_path / "models" / "draft").iterdir()}
-    code = _script("draft_gate").main(["--candidate", str(tmp_path / "candidate"), "--preset", "bundled",
+    code = load_script("draft_gate").main(["--candidate", str(tmp_path / "candidate"), "--preset", "bundled",
                                        "--current", str(tmp_path / "models" / "draft"), "--ship"])
     out = capsys.readouterr().out
     assert code == 1 and "FAIL: the current draft stays" in out and "must be higher by 1.645 standard errors (here 0.00): NO" in out
@@ -130,7 +122,7 @@ def test_pair_expect_writes_what_the_shipped_file_holds(tmp_path, monkeypatch):
     from specviz.paths import MODELS
     monkeypatch.setenv("SPECVIZ_DRAFT_STEP", "int8")
     out = tmp_path / "bundled.json"
-    assert _script("pair_expect").main(["--preset", "bundled", "--out", str(out)]) == 0
+    assert load_script("pair_expect").main(["--preset", "bundled", "--out", str(out)]) == 0
     got, shipped = json.loads(out.read_text()), read_expect(MODELS / "draft")
     for key in ("pair", "draft_fingerprint", "prompts", "k", "temperature", "max_new_tokens", "draft_step"):
         assert got[key] == shipped[key], key

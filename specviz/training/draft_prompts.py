@@ -18,6 +18,7 @@ the record of what earlier drafts trained on.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -238,13 +239,17 @@ def holds_evaluation_prompt(text: str, evaluation: list[str]) -> bool:
 def request_source(text: str) -> str:
     """Where a chat request came from: "everyday" (the fourth family, everyday_requests.py), "templated"
     (the first three families) or "self-instruct" (written by the target)."""
-    if text in _EVERYDAY:
+    everyday, templated = _families()
+    if text in everyday:
         return "everyday"
-    return "templated" if text in _TEMPLATED else "self-instruct"
+    return "templated" if text in templated else "self-instruct"
 
 
-_EVERYDAY = frozenset(everyday_requests.requests())
-_TEMPLATED = frozenset(template_requests()) - _EVERYDAY
+@functools.cache
+def _families() -> tuple[frozenset[str], frozenset[str]]:
+    """(the everyday family's requests, the first three families'), built on first use, not at import."""
+    everyday = frozenset(everyday_requests.requests())
+    return everyday, frozenset(template_requests()) - everyday
 
 
 def mix(self_instruct: list[str], code: list[str], prose: list[str], seed: int = 0,

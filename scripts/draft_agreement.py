@@ -9,7 +9,7 @@ draft's argmax is the target's (distill.validate, the figure the train stage kee
 Greedy chat shards (T = 0) are the in-distribution counterpart of the gate's held-out chat prompts: the
 gap between the two says how much of a draft's chat figure is the prompts' distribution, not the draft.
 `--by-source` splits the chat rows by where each request came from (self-instruct, the first template
-families, the everyday family); `--all-shards` reads every shard, for drafts that never trained on the folders.
+families, the everyday family, the task family); `--all-shards` reads every shard, for drafts that never trained on the folders.
 `--by-confidence` splits each row by the target's top-1 probability at the position (how sure the
 target was), with the share of positions in each bin: where the target is torn, no draft agrees often.
 A count, the same on any machine (fp32 on the CPU).
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
                          "that never trained on those folders)")
     ap.add_argument("--by-source", action="store_true",
                     help="split chat rows by where the request came from: self-instruct, the first template "
-                         "families, the everyday family")
+                         "families, the everyday family, the task family")
     ap.add_argument("--by-confidence", action="store_true",
                     help="also split each row by the target's top-1 probability (" + ", ".join(map(str, CONFIDENCE_EDGES)) + ")")
     args = ap.parse_args(argv)

@@ -215,15 +215,18 @@ def test_a_malformed_gen_part_is_one_line(text):
 def test_chat_requests_are_told_apart_by_source_and_split_so_in_the_agreement_table():
     import numpy as np
 
-    from specviz.training import everyday_requests
+    from specviz.training import everyday_requests, task_requests
     from specviz.training.distill import Sequence
     from specviz.training.draft_prompts import request_source, template_requests
     from tests.helpers import load_script
 
-    everyday, first = everyday_requests.requests()[0], template_requests()[0]
-    assert first not in everyday_requests.requests()                     # the families share no request
-    assert [request_source(t) for t in (everyday, first, "Can you help me plan a party?")] == \
-        ["everyday", "templated", "self-instruct"]
+    everyday, task, first = everyday_requests.requests()[0], task_requests.requests()[0], template_requests()[0]
+    families = [set(everyday_requests.requests()), set(task_requests.requests()),
+                set(template_requests()) - set(everyday_requests.requests()) - set(task_requests.requests())]
+    assert sum(map(len, families)) == len(set(template_requests())) == len(template_requests())   # none shared
+    assert template_requests()[-len(families[1]):] == task_requests.requests()    # the newest family goes last
+    assert [request_source(t) for t in (everyday, task, first, "Can you help me plan a party?")] == \
+        ["everyday", "tasks", "templated", "self-instruct"]
     script = load_script("draft_agreement")
 
     def seq(prompt):

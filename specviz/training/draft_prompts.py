@@ -3,8 +3,8 @@
 Three kinds, as the app's users write them:
 - chat: user requests wrapped in the model's chat template (half of all prompts). Some are
   written by the target itself (self-instruct: it continues an open user turn, Wang et al.
-  2023), the others come from templates over the topic lists below and in everyday_requests.py,
-  so short factual questions, lists, everyday writing and code requests appear;
+  2023), the others come from templates over the topic lists below, in everyday_requests.py and in
+  task_requests.py, so short factual questions, lists, everyday writing and code requests appear;
 - code: raw completions of function headers (and their docstrings) from the Python standard
   library's training split (`corpus.py`), the same split the bundled pair trains on;
 - prose: raw completions of the opening sentences of paragraphs of Python's own documentation
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import BENCHMARKS
-from . import everyday_requests
+from . import everyday_requests, task_requests
 
 # The benchmark's prompt files: they choose drafts and k (heldout), measure figures (unseen) and race
 # (smollm2-prompts). A training plan holds none of their texts.
@@ -166,14 +166,15 @@ def is_validation(text: str) -> bool:
 
 def template_requests() -> list[str]:
     """Every templated chat request (topics x requests, code tasks x code requests, how-tos, extras, other
-    languages), then the fourth family's (everyday_requests.py), in a fixed order."""
+    languages), then the fourth family's (everyday_requests.py) and the fifth's (task_requests.py), in a fixed
+    order: a new family goes last, so the record of earlier data is unchanged."""
     topics, requests = TOPICS + MORE_TOPICS, REQUESTS + MORE_REQUESTS
     howto = HOWTO + MORE_HOWTO
     out = [r.format(t=t) for t in topics for r in requests]
     out += [r.format(t=t) for t in CODE_TASKS for r in CODE_REQUESTS]      # the new forms only with the new tasks
     out += [r.format(t=t) for t in MORE_CODE_TASKS for r in CODE_REQUESTS + MORE_CODE_REQUESTS]
     out += [f"How do I {h}?" for h in howto] + [f"Explain step by step how to {h}." for h in howto]
-    return out + EXTRA + MORE_EXTRA + OTHER_LANGUAGES + everyday_requests.requests()
+    return out + EXTRA + MORE_EXTRA + OTHER_LANGUAGES + everyday_requests.requests() + task_requests.requests()
 
 
 _DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async\s+)?def [A-Za-z_]\w*\(.*$")
@@ -237,19 +238,22 @@ def holds_evaluation_prompt(text: str, evaluation: list[str]) -> bool:
 
 
 def request_source(text: str) -> str:
-    """Where a chat request came from: "everyday" (the fourth family, everyday_requests.py), "templated"
-    (the first three families) or "self-instruct" (written by the target)."""
-    everyday, templated = _families()
+    """Where a chat request came from: "everyday" (the fourth family, everyday_requests.py), "tasks" (the
+    fifth, task_requests.py), "templated" (the first three families) or "self-instruct" (written by the target)."""
+    everyday, tasks, templated = _families()
     if text in everyday:
         return "everyday"
+    if text in tasks:
+        return "tasks"
     return "templated" if text in templated else "self-instruct"
 
 
 @functools.cache
-def _families() -> tuple[frozenset[str], frozenset[str]]:
-    """(the everyday family's requests, the first three families'), built on first use, not at import."""
-    everyday = frozenset(everyday_requests.requests())
-    return everyday, frozenset(template_requests()) - everyday
+def _families() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(the everyday family's requests, the task family's, the first three families'), built on first use,
+    not at import."""
+    everyday, tasks = frozenset(everyday_requests.requests()), frozenset(task_requests.requests())
+    return everyday, tasks, frozenset(template_requests()) - everyday - tasks
 
 
 def mix(self_instruct: list[str], code: list[str], prose: list[str], seed: int = 0,

@@ -161,11 +161,97 @@ WHY = [
 ]
 
 
-def word_problems(seed: int = 5, per_form: int = 40) -> list[str]:
+# A second group, planned after the first: more of the same shapes, and people, places, machines, histories.
+MORE_ACTIVITIES = [
+    "a wet camping weekend", "a ski trip on a budget", "a first marathon", "a home office in a small room",
+    "a kitchen clean-out", "a new year's resolution that lasts", "a toddler's birthday", "a dinner for ten",
+    "a barbecue for neighbours", "a school reunion", "a Halloween party", "a winter holiday at home",
+    "a family film night", "a weekend without screens", "a trip to a big museum", "a first flat of my own",
+    "moving to a new country", "a long-distance friendship", "a first job interview", "asking for a raise",
+    "a week of packed lunches", "a tidy garage", "a cosy reading corner", "a new hobby after retirement",
+    "a school talent show", "a fundraising dinner", "a craft afternoon with kids", "a hike with a dog",
+    "a weekend in Edinburgh", "a day at the seaside", "a first visit to a gym", "a spring clean",
+    "teaching a child to ride a bike", "a club's annual meeting", "a holiday on a narrowboat",
+    "a farewell party for a friend", "a coding club for teenagers", "a small online shop", "a street photography project",
+    "a walking tour of my own town",
+]
+MORE_STORIES = [
+    "Sleeping Beauty", "Rapunzel", "Rumpelstiltskin", "The Frog Prince", "The Little Mermaid",
+    "The Emperor's New Clothes", "The Snow Queen", "The Pied Piper of Hamelin", "Aladdin", "Ali Baba and the Forty Thieves",
+    "Sinbad the Sailor", "Robin Hood", "King Arthur and the Round Table", "The Legend of Sleepy Hollow",
+    "Rip Van Winkle", "The Hound of the Baskervilles", "A Study in Scarlet", "The Picture of Dorian Gray",
+    "Dr Jekyll and Mr Hyde", "The Invisible Man", "Journey to the Centre of the Earth", "Twenty Thousand Leagues Under the Seas",
+    "Kidnapped", "The Wind in the Willows", "Winnie-the-Pooh", "The Railway Children", "Anne of Green Gables",
+    "Five Children and It", "The Swiss Family Robinson", "Sense and Sensibility", "Persuasion", "Middlemarch",
+    "David Copperfield", "A Tale of Two Cities", "Bleak House", "The Scarlet Letter", "Uncle Tom's Cabin",
+    "The Boy Who Cried Wolf", "The Fox and the Grapes", "The Ant and the Grasshopper",
+]
+MORE_DISHES = [
+    "pad thai", "a Spanish tortilla", "shakshuka", "minestrone", "a chicken noodle soup", "a tuna pasta bake",
+    "falafel", "a vegetable korma", "egg fried noodles", "a carrot cake", "shortbread", "scones", "flapjacks",
+    "pancakes without eggs", "a berry crumble", "lemonade", "a mango lassi", "a Caesar salad", "a club sandwich",
+    "baked potatoes", "sweet potato fries", "stuffed peppers", "a cauliflower cheese", "ratatouille",
+    "a mushroom soup", "fish pie", "a spinach quiche", "corn bread", "a yoghurt dip", "a peanut sauce",
+]
+MORE_WORDS = [
+    "gregarious", "obsolete", "lucid", "aloof", "diligent", "zealous", "verbose", "concise", "austere",
+    "arbitrary", "inevitable", "plausible", "redundant", "subtle", "vivid", "whimsical", "mundane", "novice",
+    "veteran", "mentor", "protagonist", "antagonist", "narrator", "chorus", "sonnet", "haiku", "limerick",
+    "fable", "parable", "myth", "legend", "archipelago", "peninsula", "delta", "glacier", "tundra",
+    "savanna", "monsoon", "drought", "humidity", "photosynthetic", "mammal", "reptile", "amphibian",
+    "invertebrate", "predator", "parasite", "symbiosis", "dividend", "mortgage", "budget", "tariff",
+    "subsidy", "franchise", "startup", "prototype", "firmware", "cache", "encryption", "pixel",
+]
+GADGETS = [
+    "a microwave oven", "a dishwasher", "a washing machine", "a vacuum cleaner", "an electric kettle",
+    "a toaster", "a smoke alarm", "a thermostat", "a light switch", "a battery", "a solar panel", "a wind turbine",
+    "an electric motor", "a bicycle gear", "a car engine", "a hybrid car", "an elevator", "an escalator",
+    "a touchscreen", "a digital camera", "a printer", "a scanner", "a barcode scanner", "a contactless card",
+    "a hearing aid", "a thermometer", "a pressure cooker", "an air conditioner", "a heat pump", "a lock and key",
+    "a zip", "a parachute", "a hot air balloon", "a submarine", "a lighthouse", "a radio", "a speaker",
+    "a microphone", "noise-cancelling headphones", "a smart speaker",
+]
+GADGET_REQUESTS = ["How does {g} work?", "Explain how {g} works, step by step, in plain words."]
+HISTORIES = [
+    "chocolate", "coffee", "tea", "the bicycle", "the piano", "chess", "football", "the Olympic Games",
+    "the postal service", "newspapers", "photography", "cinema", "radio", "television", "the computer mouse",
+    "video games", "the printing press", "paper", "glass", "soap", "pizza", "the sandwich", "ice cream",
+    "jeans", "umbrellas", "clocks", "eyeglasses", "the toothbrush", "libraries", "universities",
+]
+HISTORY_REQUESTS = ["Give me a short history of {h}.", "Where did {h} come from?"]
+PEOPLE = [
+    "Ada Lovelace", "Alan Turing", "Marie Curie", "Isaac Newton", "Galileo Galilei", "Charles Darwin",
+    "Nikola Tesla", "Thomas Edison", "Florence Nightingale", "Leonardo da Vinci", "Michelangelo",
+    "Vincent van Gogh", "Frida Kahlo", "Wolfgang Amadeus Mozart", "Ludwig van Beethoven", "William Shakespeare",
+    "Jane Austen", "Charles Dickens", "Mark Twain", "Cleopatra", "Julius Caesar", "Alexander the Great",
+    "Genghis Khan", "Napoleon Bonaparte", "Queen Victoria", "Abraham Lincoln", "Nelson Mandela",
+    "Mahatma Gandhi", "Martin Luther King Jr.", "Rosa Parks", "Amelia Earhart", "Neil Armstrong",
+    "Yuri Gagarin", "Albert Einstein", "Grace Hopper", "Confucius", "Socrates", "Aristotle", "Marco Polo",
+    "Ibn Battuta",
+]
+PEOPLE_REQUESTS = ["Who was {p}, and why are they remembered?", "Tell me three facts about {p}."]
+COUNTRIES = [
+    "Canada", "Mexico", "Brazil", "Argentina", "Chile", "Peru", "Norway", "Finland", "Poland", "Greece",
+    "Portugal", "Ireland", "Scotland", "Egypt", "Morocco", "Kenya", "Nigeria", "South Africa", "Ethiopia",
+    "India", "Nepal", "Thailand", "Vietnam", "Indonesia", "the Philippines", "South Korea", "Mongolia",
+    "New Zealand", "Turkey", "Iran",
+]
+COUNTRY_REQUESTS = ["What is {c} known for?", "Tell me five interesting facts about {c}.",
+                    "What would a first-time visitor to {c} enjoy?"]
+MORE_WORD_PROBLEMS = [
+    "A bus leaves every {b} minutes. How many buses leave in {a} hours?",
+    "A shirt costs {c} dollars and is {a} percent off. What is the sale price?",
+    "If I walk {a} kilometres a day, how far do I walk in {b} weeks?",
+    "What is the average of {a}, {b} and {c}?", "How many minutes are there in {a} hours and {b} minutes?",
+    "A tank holds {c} litres and fills at {b} litres a minute. How long does it take to fill?",
+]
+
+
+def word_problems(forms: list[str] = WORD_PROBLEMS, seed: int = 5, per_form: int = 40) -> list[str]:
     """`per_form` versions of each word problem with small whole numbers, the same for a given seed."""
     rng = random.Random(seed)
     out = []
-    for form in WORD_PROBLEMS:
+    for form in forms:
         made = set()
         while len(made) < per_form:
             made.add(form.format(a=rng.randint(2, 19), b=rng.randint(2, 12), c=rng.randint(3, 40) * 10))
@@ -184,4 +270,18 @@ def requests() -> list[str]:
     out += [r.format(c=c, s=s) for c in CHARACTERS for s in STORY_SETTINGS for r in CREATIVE_REQUESTS]
     out += [r.format(x=x) for x in CHOICES for r in CHOICE_REQUESTS]
     out += [r.format(t=t, a=a) for t in THINGS for a in AUDIENCES for r in THING_REQUESTS]
-    return out + word_problems() + WHY
+    out += word_problems() + WHY
+    return out + more_requests()
+
+
+def more_requests() -> list[str]:
+    """The second group, in a fixed order after the first (data planned from the first is unchanged)."""
+    out = [r.format(a=a) for a in MORE_ACTIVITIES for r in ACTIVITY_REQUESTS]
+    out += [r.format(s=s) for s in MORE_STORIES for r in STORY_REQUESTS]
+    out += [r.format(d=d) for d in MORE_DISHES for r in DISH_REQUESTS]
+    out += [r.format(w=w) for w in MORE_WORDS for r in WORD_REQUESTS]
+    out += [r.format(g=g) for g in GADGETS for r in GADGET_REQUESTS]
+    out += [r.format(h=h) for h in HISTORIES for r in HISTORY_REQUESTS]
+    out += [r.format(p=p) for p in PEOPLE for r in PEOPLE_REQUESTS]
+    out += [r.format(c=c) for c in COUNTRIES for r in COUNTRY_REQUESTS]
+    return out + word_problems(MORE_WORD_PROBLEMS, seed=6)

@@ -5,15 +5,15 @@ finds hard: on its greedy answers it agrees about as little as on the gate's cha
 the target's own self-instruct questions. This family adds more of that kind, in shapes none of the earlier
 families has: numbered lists and suggestions, retellings of well-known stories, cooking steps, the meaning
 of a word, rewriting a given sentence, small word problems with their numbers, phrases in another language,
-short stories and "why" questions about ordinary things. Its topics are its own; the benchmark prompt files
-were read only to leave their topics out (tests/test_draft_data.py checks that no benchmark prompt is close
-to a templated request).
+short stories and "why" questions about ordinary things; a second group adds people, countries, how machines
+work and short histories. Its topics are its own; the benchmark prompt files were read only to leave their
+topics out (tests/test_draft_data.py checks that no benchmark prompt is close to a templated request).
 """
 from __future__ import annotations
 
 import random
 
-# Things to do, as "ideas for ..." and "tips for ...".
+# Things to do or plan, as lists of ideas, checklists and common mistakes.
 ACTIVITIES = [
     "a first camping trip", "a long train journey", "a picnic in the park", "a school bake sale",
     "a neighbourhood street party", "a surprise birthday party", "a family reunion", "a road trip across Spain",
@@ -117,7 +117,6 @@ STORY_SETTINGS = [
 CREATIVE_REQUESTS = [
     "Write a short story about {c} {s}.", "Tell me a bedtime story about {c} {s}.",
 ]
-# Small sums with their numbers: a visitor tests a model on arithmetic and units.
 # Choices a visitor weighs.
 CHOICES = [
     "working from home", "living in a big city", "living in the countryside", "buying a used car",
@@ -139,6 +138,7 @@ AUDIENCES = [
     "a group of friends", "someone who lives alone", "a family with toddlers",
 ]
 THING_REQUESTS = ["Recommend five {t} for {a}."]
+# Small sums with their numbers: a visitor tests a model on arithmetic and units.
 WORD_PROBLEMS = [
     "A notebook costs {a} dollars. How much do {b} notebooks cost?",
     "A car drives at {a} kilometres per hour for {b} hours. How far does it go?",
